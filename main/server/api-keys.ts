@@ -1,0 +1,51 @@
+/**
+ * The keys the server accepts. Keys are held as SHA-256 digests and compared in constant time, so
+ * neither memory dumps nor response timing give a key away.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+
+export const API_KEY_FILE = 'api-key'
+
+export class ApiKeys {
+  private readonly digests: Buffer[]
+
+  constructor(keys: readonly string[]) {
+    this.digests = keys.map(digest)
+  }
+
+  /** True when the `Authorization` header carries one of the keys as a Bearer token. */
+  accepts(authorization: string | undefined): boolean {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')
+    if (!match?.[1]) return false
+    const candidate = digest(match[1])
+    // Check every key, so timing does not tell which one (or whether any) came close.
+    let ok = false
+    for (const d of this.digests) ok = timingSafeEqual(candidate, d) || ok
+    return ok
+  }
+}
+
+function digest(key: string): Buffer {
+  return createHash('sha256').update(key, 'utf8').digest()
+}
+
+export function generateApiKey(): string {
+  return `hearth-${randomBytes(24).toString('base64url')}`
+}
+
+/** The key kept in the data folder, created on first start; returns it and where it lives. */
+export async function loadOrCreateStoredKey(dataDir: string): Promise<{ key: string; path: string; created: boolean }> {
+  const path = join(dataDir, API_KEY_FILE)
+  try {
+    const key = (await readFile(path, 'utf8')).trim()
+    if (key.length >= 8) return { key, path, created: false }
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e
+  }
+  const key = generateApiKey()
+  await mkdir(dirname(path), { recursive: true })
+  await writeFile(path, `${key}\n`, { mode: 0o600 })
+  return { key, path, created: true }
+}

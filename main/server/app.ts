@@ -1,0 +1,30 @@
+/**
+ * The HTTP application, built without listening so tests and the desktop app can mount it as they
+ * need. Routers per area; auth before bodies are read; one JSON 404 and one error handler last.
+ */
+import express, { type Express } from 'express'
+import { requireApiKey } from './auth.ts'
+import { errorHandler, unknownRoute } from './http-errors.ts'
+import { jsonBodyParser } from './json-body.ts'
+import { requestLog } from './request-log.ts'
+import { chatRoute } from './routes/chat-route.ts'
+import { healthRoute } from './routes/health-route.ts'
+import { managementRoute } from './routes/management-route.ts'
+import { modelsRoute } from './routes/models-route.ts'
+import type { ServerContext } from './server-context.ts'
+
+export function createApp(ctx: ServerContext): Express {
+  const app = express()
+  app.disable('x-powered-by')
+  app.set('etag', false)
+  app.use(requestLog(ctx.log))
+  app.use(healthRoute(ctx))
+
+  const authenticated = [requireApiKey(ctx.keys), jsonBodyParser(ctx.settings.bodyLimitBytes)]
+  app.use('/v1', ...authenticated, modelsRoute(ctx), chatRoute(ctx))
+  app.use('/api', ...authenticated, managementRoute(ctx))
+
+  app.use(unknownRoute)
+  app.use(errorHandler)
+  return app
+}

@@ -1,0 +1,114 @@
+/**
+ * The one place where failures become HTTP answers: every error leaves the server as
+ * `{"error": {message, type, param, code}}` with the status the API contract gives its code.
+ */
+import type { ErrorRequestHandler, RequestHandler, Response } from 'express'
+import { isModelError, type ModelErrorCode } from '../../native-models/errors.ts'
+
+export type ErrorType = 'invalid_request_error' | 'invalid_authentication' | 'request_timeout' | 'insufficient_quota' | 'server_error'
+
+export class ApiError extends Error {
+  override name = 'ApiError'
+  constructor(
+    readonly status: number,
+    readonly type: ErrorType,
+    readonly code: string | null,
+    message: string,
+    readonly param: string | null = null,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message)
+  }
+
+  body(): { error: { message: string; type: string; param: string | null; code: string | null } } {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } }
+  }
+}
+
+export function invalidRequest(message: string, param: string | null, code = 'invalid_value'): ApiError {
+  return new ApiError(400, 'invalid_request_error', code, message, param)
+}
+
+export function modelNotFound(id: string, why?: string): ApiError {
+  return new ApiError(404, 'invalid_request_error', 'model_not_found', why ?? `The model '${id}' does not exist`, 'model')
+}
+
+export function modelNotCompatible(id: string, needs: string): ApiError {
+  return new ApiError(400, 'invalid_request_error', 'model_not_compatible', `The model '${id}' does not support ${needs}`, 'model')
+}
+
+const RETRY_AFTER_SECONDS = '2'
+
+const statusByModelCode: Record<ModelErrorCode, { status: number; type: ErrorType }> = {
+  model_not_found: { status: 404, type: 'invalid_request_error' },
+  model_unavailable: { status: 404, type: 'invalid_request_error' },
+  model_not_compatible: { status: 400, type: 'invalid_request_error' },
+  context_length_exceeded: { status: 400, type: 'invalid_request_error' },
+  invalid_image: { status: 400, type: 'invalid_request_error' },
+  too_many_images: { status: 400, type: 'invalid_request_error' },
+  unsupported_audio_format: { status: 400, type: 'invalid_request_error' },
+  invalid_language: { status: 400, type: 'invalid_request_error' },
+  invalid_value: { status: 400, type: 'invalid_request_error' },
+  request_timeout: { status: 408, type: 'request_timeout' },
+  // Nobody reads this answer (the client has gone); 499 keeps it apart in the request log.
+  cancelled: { status: 499, type: 'invalid_request_error' },
+  overloaded: { status: 503, type: 'server_error' },
+  insufficient_memory: { status: 503, type: 'server_error' },
+  engine_crashed: { status: 500, type: 'server_error' },
+  engine_load_failed: { status: 500, type: 'server_error' },
+  internal_error: { status: 500, type: 'server_error' },
+}
+
+/** Anything thrown anywhere, as the ApiError the client will see. */
+export function toApiError(e: unknown): ApiError {
+  if (e instanceof ApiError) return e
+  if (isModelError(e)) {
+    const { status, type } = statusByModelCode[e.code]
+    const headers: Record<string, string> = status === 503 ? { 'Retry-After': RETRY_AFTER_SECONDS } : {}
+    return new ApiError(status, type, e.code, e.message, e.param, headers)
+  }
+  const bodyParser = bodyParserError(e)
+  if (bodyParser) return bodyParser
+  return new ApiError(500, 'server_error', 'internal_error', 'The server had an error while processing your request')
+}
+
+/** Errors thrown by express.json(): malformed JSON, a body over the limit, an odd charset. */
+function bodyParserError(e: unknown): ApiError | undefined {
+  const err = e as { type?: string; status?: number; limit?: number }
+  switch (err?.type) {
+    case 'entity.parse.failed':
+      return invalidRequest('The request body is not valid JSON', null, 'invalid_json')
+    case 'entity.too.large':
+      return new ApiError(413, 'invalid_request_error', 'body_too_large', `The request body is larger than the limit of ${err.limit} bytes`)
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return invalidRequest('The request body must be UTF-8 encoded JSON', null, 'invalid_json')
+    case 'request.aborted':
+      return new ApiError(400, 'invalid_request_error', 'request_aborted', 'The client closed the connection before the body arrived')
+  }
+  if (typeof err?.status === 'number' && err.status >= 400 && err.status < 500) {
+    return invalidRequest('The request could not be read', null, 'invalid_request')
+  }
+  return undefined
+}
+
+export function sendError(res: Response, e: unknown): void {
+  const error = toApiError(e)
+  res.locals.errorCode = error.code
+  if (res.headersSent) {
+    // A stream is under way: the error becomes its last event.
+    if (!res.writableEnded) res.end(`data: ${JSON.stringify(error.body())}\n\n`)
+    return
+  }
+  res.status(error.status).set(error.headers).json(error.body())
+}
+
+export const errorHandler: ErrorRequestHandler = (err, _req, res, _next) => {
+  const error = toApiError(err)
+  if (error.status >= 500 && error.code === 'internal_error') console.error(err)
+  sendError(res, error)
+}
+
+export const unknownRoute: RequestHandler = (req, res) => {
+  sendError(res, new ApiError(404, 'invalid_request_error', 'unknown_url', `Unknown request URL: ${req.method} ${req.path}`))
+}

@@ -1,0 +1,12 @@
+/** Finds the model a request names, or the 404 that explains why it cannot be served. */
+import type { ModelFolder, ModelRecord } from '../../native-models/catalog/model-folder.ts'
+import { modelNotFound } from './http-errors.ts'
+
+export async function requireModel(folder: ModelFolder, id: string): Promise<ModelRecord> {
+  const { models, broken } = await folder.scan()
+  const model = models.find((m) => m.id === id)
+  if (model) return model
+  const problem = broken.find((b) => b.id === id)
+  if (problem) throw modelNotFound(id, `The model '${id}' cannot be served: ${problem.problem}`)
+  throw modelNotFound(id)
+}

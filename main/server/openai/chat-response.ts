@@ -1,0 +1,96 @@
+/** OpenAI's chat completion shapes, built from engine results. Pure functions, no HTTP. */
+import type { ChatResult, FinishReason } from '../../../native-models/engine/engine-protocol.ts'
+
+export interface ChatUsage {
+  prompt_tokens: number
+  completion_tokens: number
+  total_tokens: number
+}
+
+export interface ChatTimings {
+  prompt_ms: number
+  prompt_per_second: number
+  predicted_ms: number
+  predicted_per_second: number
+}
+
+/** Identifies one completion across its response or all its stream chunks. */
+export interface CompletionIdentity {
+  id: string
+  created: number
+  model: string
+}
+
+export function usageOf(result: ChatResult): ChatUsage {
+  return {
+    prompt_tokens: result.promptTokens,
+    completion_tokens: result.completionTokens,
+    total_tokens: result.promptTokens + result.completionTokens,
+  }
+}
+
+export function timingsOf(result: ChatResult): ChatTimings {
+  const t = result.timings
+  return {
+    prompt_ms: round(t.promptMs),
+    prompt_per_second: round(t.promptPerSecond),
+    predicted_ms: round(t.predictedMs),
+    predicted_per_second: round(t.predictedPerSecond),
+  }
+}
+
+export function chatCompletion(who: CompletionIdentity, result: ChatResult) {
+  return {
+    id: who.id,
+    object: 'chat.completion' as const,
+    created: who.created,
+    model: who.model,
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant' as const, content: result.text, refusal: null },
+        logprobs: null,
+        finish_reason: result.finishReason,
+      },
+    ],
+    usage: usageOf(result),
+    timings: timingsOf(result),
+  }
+}
+
+type Delta = { role?: 'assistant'; content?: string }
+
+/** One `chat.completion.chunk`; `usage: null` on every chunk when the client asked for usage. */
+export function chatChunk(
+  who: CompletionIdentity,
+  delta: Delta,
+  finishReason: FinishReason | null,
+  withUsageField: boolean,
+  extra: { timings?: ChatTimings } = {},
+) {
+  return {
+    id: who.id,
+    object: 'chat.completion.chunk' as const,
+    created: who.created,
+    model: who.model,
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+    ...(withUsageField ? { usage: null } : {}),
+    ...extra,
+  }
+}
+
+/** The extra chunk that ends a stream when `include_usage` is set: no choices, just usage. */
+export function usageChunk(who: CompletionIdentity, result: ChatResult) {
+  return {
+    id: who.id,
+    object: 'chat.completion.chunk' as const,
+    created: who.created,
+    model: who.model,
+    choices: [],
+    usage: usageOf(result),
+  }
+}
+
+function round(n: number): number {
+  return Math.round(n * 1000) / 1000
+}

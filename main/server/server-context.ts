@@ -1,0 +1,14 @@
+import type { ModelFolder } from '../../native-models/catalog/model-folder.ts'
+import type { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
+import type { ApiKeys } from './api-keys.ts'
+import type { ServerSettings } from './settings.ts'
+
+/** What the routes share: built once by startServer (or by a test) and handed to createApp. */
+export interface ServerContext {
+  settings: ServerSettings
+  folder: ModelFolder
+  scheduler: ModelScheduler
+  /** Undefined when auth is off. */
+  keys: ApiKeys | undefined
+  log: (line: string) => void
+}

@@ -1,0 +1,74 @@
+/**
+ * Starts the whole server: settings → models folder → scheduler with engine processes → HTTP.
+ * The desktop app and `npm run serve` both call startServer; nothing here touches Electron.
+ */
+import { once } from 'node:events'
+import type { AddressInfo } from 'node:net'
+import type { Server } from 'node:http'
+import { ModelFolder } from '../../native-models/catalog/model-folder.ts'
+import { EngineProcess } from '../../native-models/engine/engine-process.ts'
+import { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
+import { ApiKeys, loadOrCreateStoredKey } from './api-keys.ts'
+import { createApp } from './app.ts'
+import type { ServerContext } from './server-context.ts'
+import type { ServerSettings } from './settings.ts'
+import { mkdir } from 'node:fs/promises'
+
+export interface RunningServer {
+  url: string
+  context: ServerContext
+  /** Where the generated key lives, when the server made or read one. */
+  keyFile: string | undefined
+  close(): Promise<void>
+}
+
+export async function startServer(settings: ServerSettings, log: (line: string) => void = console.log): Promise<RunningServer> {
+  await mkdir(settings.modelsDir, { recursive: true })
+  const folder = new ModelFolder(settings.modelsDir)
+  const { keys, keyFile } = await resolveKeys(settings)
+  const scheduler = new ModelScheduler({
+    maxQueuePerModel: settings.maxQueuePerModel,
+    startEngine: (model) =>
+      EngineProcess.start(
+        {
+          modelId: model.id,
+          kind: model.kind,
+          path: model.path,
+          projectorPath: model.projectorPath,
+          contextLength: model.contextLength,
+          threads: settings.threads,
+          gpuLayers: settings.gpuLayers,
+        },
+        { forwardLog: process.env.HEARTH_ENGINE_LOG === '1' },
+      ),
+  })
+  const context: ServerContext = { settings, folder, scheduler, keys, log }
+  const app = createApp(context)
+  const http: Server = app.listen(settings.port, settings.host)
+  await Promise.race([once(http, 'listening'), once(http, 'error').then(([e]) => Promise.reject(e))])
+  http.keepAliveTimeout = 65_000
+  const { port } = http.address() as AddressInfo
+  const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host
+
+  let closing: Promise<void> | undefined
+  return {
+    url: `http://${host}:${port}`,
+    context,
+    keyFile,
+    close: () =>
+      (closing ??= (async () => {
+        const stopped = new Promise<void>((resolve) => http.close(() => resolve()))
+        http.closeIdleConnections()
+        await scheduler.shutdown()
+        http.closeAllConnections()
+        await stopped
+      })()),
+  }
+}
+
+async function resolveKeys(settings: ServerSettings): Promise<{ keys: ApiKeys | undefined; keyFile: string | undefined }> {
+  if (!settings.auth) return { keys: undefined, keyFile: undefined }
+  if (settings.apiKeys.length > 0) return { keys: new ApiKeys(settings.apiKeys), keyFile: undefined }
+  const stored = await loadOrCreateStoredKey(settings.dataDir)
+  return { keys: new ApiKeys([stored.key]), keyFile: stored.path }
+}

@@ -1,0 +1,157 @@
+/**
+ * Where the server's settings come from, strongest first: command-line flags, environment
+ * variables, the settings file, defaults. Every value is checked once here, so the rest of the
+ * server can trust its config.
+ */
+import { readFileSync } from 'node:fs'
+import { homedir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { parseArgs } from 'node:util'
+import { z } from 'zod'
+
+export interface ServerSettings {
+  host: string
+  port: number
+  dataDir: string
+  modelsDir: string
+  /** Keys given explicitly; when empty (and auth is on) a key is generated and kept in dataDir. */
+  apiKeys: string[]
+  auth: boolean
+  threads: number
+  /** Layers to offload to a GPU; -1 offloads all the binding can. */
+  gpuLayers: number
+  requestTimeoutMs: number
+  maxQueuePerModel: number
+  bodyLimitBytes: number
+  settingsFile: string
+}
+
+const settingsFileSchema = z.looseObject({
+  host: z.string().min(1).optional(),
+  port: z.int().min(0).max(65535).optional(),
+  models_dir: z.string().min(1).optional(),
+  api_keys: z.array(z.string().min(8)).optional(),
+  auth: z.boolean().optional(),
+  threads: z.int().min(1).max(256).optional(),
+  gpu_layers: z.int().min(-1).optional(),
+  request_timeout_seconds: z.number().positive().optional(),
+  max_queue_per_model: z.int().min(0).optional(),
+  body_limit_mb: z.number().positive().optional(),
+})
+
+const FLAGS = {
+  host: { type: 'string' },
+  port: { type: 'string' },
+  'models-dir': { type: 'string' },
+  'data-dir': { type: 'string' },
+  settings: { type: 'string' },
+  'api-key': { type: 'string', multiple: true },
+  'no-auth': { type: 'boolean' },
+  threads: { type: 'string' },
+  'gpu-layers': { type: 'string' },
+  'request-timeout': { type: 'string' },
+  'max-queue': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const
+
+export const USAGE = `Usage: npm run serve -- [flags]
+
+  --host HOST            address to bind (default 127.0.0.1)              HEARTH_HOST
+  --port PORT            port, 0 picks a free one (default 8181)          HEARTH_PORT
+  --models-dir DIR       the models folder (default <data-dir>/models)    HEARTH_MODELS_DIR
+  --data-dir DIR         settings, API key (default ~/.hearth)            HEARTH_DATA_DIR
+  --settings FILE        settings file (default <data-dir>/settings.json) HEARTH_SETTINGS
+  --api-key KEY          accept this key; repeat for more                 HEARTH_API_KEY (comma-separated)
+  --no-auth              accept requests without a key (logged)           HEARTH_NO_AUTH=1
+  --threads N            inference threads per model                      HEARTH_THREADS
+  --gpu-layers N         layers on the GPU, -1 = all (default)            HEARTH_GPU_LAYERS
+  --request-timeout S    seconds before a request gets 408 (default 600)  HEARTH_REQUEST_TIMEOUT
+  --max-queue N          requests waiting per model (default 16)          HEARTH_MAX_QUEUE
+`
+
+export class SettingsError extends Error {
+  override name = 'SettingsError'
+}
+
+export function defaultThreads(cpuCount: number): number {
+  // Leave a core for the server and the OS; llama.cpp gains little past the physical cores.
+  return Math.max(1, Math.min(8, cpuCount - 1))
+}
+
+export function resolveSettings(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  cpuCount: number,
+): { settings: ServerSettings; help: boolean } {
+  let flags
+  try {
+    flags = parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false }).values
+  } catch (e) {
+    throw new SettingsError(`${(e as Error).message}\n\n${USAGE}`)
+  }
+  const dataDir = resolve(flags['data-dir'] ?? env.HEARTH_DATA_DIR ?? join(homedir(), '.hearth'))
+  const settingsFile = resolve(flags.settings ?? env.HEARTH_SETTINGS ?? join(dataDir, 'settings.json'))
+  const file = readSettingsFile(settingsFile)
+
+  const envKeys = env.HEARTH_API_KEY?.split(',').map((k) => k.trim()).filter(Boolean)
+  const settings: ServerSettings = {
+    host: flags.host ?? env.HEARTH_HOST ?? file.host ?? '127.0.0.1',
+    port: integer('port', flags.port ?? env.HEARTH_PORT, 0, 65535) ?? file.port ?? 8181,
+    dataDir,
+    modelsDir: resolve(flags['models-dir'] ?? env.HEARTH_MODELS_DIR ?? file.models_dir ?? join(dataDir, 'models')),
+    apiKeys: flags['api-key'] ?? envKeys ?? file.api_keys ?? [],
+    auth: !(flags['no-auth'] ?? isTrue(env.HEARTH_NO_AUTH) ?? file.auth === false),
+    threads: integer('threads', flags.threads ?? env.HEARTH_THREADS, 1, 256) ?? file.threads ?? defaultThreads(cpuCount),
+    gpuLayers: integer('gpu-layers', flags['gpu-layers'] ?? env.HEARTH_GPU_LAYERS, -1, 100_000) ?? file.gpu_layers ?? -1,
+    requestTimeoutMs:
+      1000 * (positive('request-timeout', flags['request-timeout'] ?? env.HEARTH_REQUEST_TIMEOUT) ?? file.request_timeout_seconds ?? 600),
+    maxQueuePerModel: integer('max-queue', flags['max-queue'] ?? env.HEARTH_MAX_QUEUE, 0, 100_000) ?? file.max_queue_per_model ?? 16,
+    bodyLimitBytes: Math.round((file.body_limit_mb ?? 30) * 1024 * 1024),
+    settingsFile,
+  }
+  for (const key of settings.apiKeys) {
+    if (key.length < 8) throw new SettingsError('an API key must be at least 8 characters long')
+  }
+  return { settings, help: flags.help ?? false }
+}
+
+function readSettingsFile(path: string): z.infer<typeof settingsFileSchema> {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {}
+    throw new SettingsError(`cannot read the settings file ${path}: ${(e as Error).message}`)
+  }
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (e) {
+    throw new SettingsError(`the settings file ${path} is not valid JSON: ${(e as Error).message}`)
+  }
+  const parsed = settingsFileSchema.safeParse(json)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    throw new SettingsError(`the settings file ${path} has a bad value at "${issue?.path.join('.')}": ${issue?.message}`)
+  }
+  return parsed.data
+}
+
+function integer(name: string, raw: string | undefined, min: number, max: number): number | undefined {
+  if (raw === undefined) return undefined
+  const n = Number(raw)
+  if (!Number.isInteger(n) || n < min || n > max) throw new SettingsError(`--${name} must be an integer from ${min} to ${max}, got "${raw}"`)
+  return n
+}
+
+function positive(name: string, raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined
+  const n = Number(raw)
+  if (!Number.isFinite(n) || n <= 0) throw new SettingsError(`--${name} must be a positive number, got "${raw}"`)
+  return n
+}
+
+function isTrue(raw: string | undefined): boolean | undefined {
+  if (raw === undefined || raw === '') return undefined
+  return raw === '1' || raw.toLowerCase() === 'true'
+}

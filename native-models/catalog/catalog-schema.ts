@@ -1,0 +1,24 @@
+import { z } from 'zod'
+
+const pricePattern = /^\d+\.\d{8}$/
+
+/** One entry of models.json. Only `file` is required; unknown keys are kept for newer versions. */
+export const catalogEntrySchema = z.looseObject({
+  id: z.string().min(1).max(256).optional(),
+  file: z.string().min(1),
+  mmproj: z.string().min(1).optional(),
+  kind: z.enum(['chat', 'embedding', 'speech']).optional(),
+  owned_by: z.string().min(1).optional(),
+  context_length: z.int().min(16).optional(),
+  max_completion_tokens: z.int().min(1).optional(),
+  pricing: z
+    .object({
+      prompt: z.string().regex(pricePattern, 'a decimal string with 8 fractional digits, e.g. "0.00000000"'),
+      completion: z.string().regex(pricePattern, 'a decimal string with 8 fractional digits, e.g. "0.00000000"'),
+    })
+    .optional(),
+})
+
+export type CatalogEntry = z.infer<typeof catalogEntrySchema>
+
+export const catalogFileSchema = z.object({ models: z.array(z.unknown()) })

@@ -1,0 +1,92 @@
+import { open } from 'node:fs/promises'
+import { gguf } from '@huggingface/gguf'
+
+/** What the server needs to know about a model file, read from its header without loading it. */
+export type ModelFileHeader =
+  | {
+      format: 'gguf'
+      architecture: string | undefined
+      name: string | undefined
+      trainedContext: number | undefined
+      chatTemplate: string | undefined
+      embeddingLength: number | undefined
+      /** For a CLIP projector: the width of the embeddings it feeds to the language model. */
+      projectorOutputWidth: number | undefined
+    }
+  | { format: 'whisper-ggml'; vocabularySize: number; textContext: number }
+  /** A ggml file that is not a whisper model (a voice-activity model, say): not served on its own. */
+  | { format: 'other-ggml' }
+
+const GGUF_MAGIC = 0x46554747 // "GGUF" read as little-endian uint32
+const GGML_MAGIC = 0x67676d6c // legacy whisper.cpp files
+
+export class CorruptModelFileError extends Error {
+  override name = 'CorruptModelFileError'
+}
+
+export async function readModelFileHeader(path: string): Promise<ModelFileHeader> {
+  const magic = await readMagic(path)
+  if (magic === GGUF_MAGIC) return readGgufHeader(path)
+  if (magic === GGML_MAGIC) return readWhisperHeader(path)
+  throw new CorruptModelFileError('not a GGUF file or a whisper.cpp ggml file (unknown magic number)')
+}
+
+async function readMagic(path: string): Promise<number | undefined> {
+  const handle = await open(path, 'r')
+  try {
+    const buf = Buffer.alloc(4)
+    const { bytesRead } = await handle.read(buf, 0, 4, 0)
+    return bytesRead === 4 ? buf.readUInt32LE(0) : undefined
+  } finally {
+    await handle.close()
+  }
+}
+
+async function readGgufHeader(path: string): Promise<ModelFileHeader> {
+  let metadata: Record<string, unknown>
+  try {
+    metadata = (await gguf(path, { allowLocalFile: true })).metadata as Record<string, unknown>
+  } catch (e) {
+    throw new CorruptModelFileError(`unreadable GGUF header: ${(e as Error).message}`)
+  }
+  const architecture = stringField(metadata['general.architecture'])
+  const archKey = (key: string) => (architecture ? metadata[`${architecture}.${key}`] : undefined)
+  return {
+    format: 'gguf',
+    architecture,
+    name: stringField(metadata['general.name']),
+    trainedContext: numberField(archKey('context_length')),
+    chatTemplate: stringField(metadata['tokenizer.chat_template']),
+    embeddingLength: numberField(archKey('embedding_length')),
+    projectorOutputWidth: architecture === 'clip' ? numberField(metadata['clip.vision.projection_dim']) : undefined,
+  }
+}
+
+/** whisper.cpp's legacy layout: magic, then int32 hparams, n_vocab first and n_text_ctx fifth. */
+async function readWhisperHeader(path: string): Promise<ModelFileHeader> {
+  const handle = await open(path, 'r')
+  try {
+    const buf = Buffer.alloc(4 + 11 * 4)
+    const { bytesRead } = await handle.read(buf, 0, buf.length, 0)
+    if (bytesRead < buf.length) throw new CorruptModelFileError('whisper ggml file is truncated')
+    const vocabularySize = buf.readInt32LE(4)
+    const textContext = buf.readInt32LE(4 + 5 * 4)
+    const melBands = buf.readInt32LE(4 + 9 * 4)
+    // Every whisper vocabulary has at least 51864 tokens, and whisper uses 80 or 128 mel bands.
+    if (vocabularySize < 51864 || (melBands !== 80 && melBands !== 128)) return { format: 'other-ggml' }
+    if (textContext <= 0) throw new CorruptModelFileError('whisper ggml header is invalid')
+    return { format: 'whisper-ggml', vocabularySize, textContext }
+  } finally {
+    await handle.close()
+  }
+}
+
+function stringField(v: unknown): string | undefined {
+  return typeof v === 'string' && v.length > 0 ? v : undefined
+}
+
+function numberField(v: unknown): number | undefined {
+  if (typeof v === 'number' && Number.isFinite(v)) return v
+  if (typeof v === 'bigint') return Number(v)
+  return undefined
+}

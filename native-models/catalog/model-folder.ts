@@ -1,0 +1,289 @@
+import { readFile, readdir, stat } from 'node:fs/promises'
+import { basename, dirname, extname, join, relative, resolve, sep } from 'node:path'
+import { catalogEntrySchema, catalogFileSchema, type CatalogEntry } from './catalog-schema.ts'
+import { readModelFileHeader, type ModelFileHeader } from './model-file-header.ts'
+import { capabilitiesOf, kindFromArchitecture, type Capability, type ModelKind } from './model-kinds.ts'
+
+/** A model the server can serve: everything /v1/models shows and an engine needs to load it. */
+export interface ModelRecord {
+  id: string
+  kind: ModelKind
+  capabilities: Capability[]
+  path: string
+  projectorPath: string | undefined
+  ownedBy: string
+  /** Unix seconds: when the file was last written. */
+  created: number
+  contextLength: number
+  maxCompletionTokens: number
+  pricing: { prompt: string; completion: string }
+  sizeBytes: number
+  architecture: string | undefined
+  /** Width of the model's token embeddings: a projector must produce exactly this. */
+  embeddingLength: number | undefined
+  hasChatTemplate: boolean
+  /** The catalog entry as written, for settings later issues read (ttl, gpu_layers, …). */
+  catalogEntry: CatalogEntry | undefined
+}
+
+/** A model that is listed or present but cannot be served, with the reason in words. */
+export interface BrokenModel {
+  id: string
+  file: string
+  problem: string
+}
+
+export interface FolderSnapshot {
+  models: ModelRecord[]
+  broken: BrokenModel[]
+  /** Set when models.json itself is unreadable; discovered files are still served. */
+  catalogProblem: string | undefined
+}
+
+const CATALOG_FILE = 'models.json'
+const MODEL_EXTENSIONS = new Set(['.gguf', '.bin'])
+const MAX_DISCOVERY_DEPTH = 3
+const DEFAULT_CONTEXT = 4096
+const ZERO_PRICE = '0.00000000'
+/** Parts after the first of a split GGUF (`name-00002-of-00003.gguf`) are loaded through the first. */
+const LATER_SPLIT_PART = /-0*([2-9]|\d{2,})-of-\d+\.gguf$/
+
+interface HeaderCacheEntry {
+  mtimeMs: number
+  size: number
+  header: ModelFileHeader | Error
+}
+
+/**
+ * The models folder: `models.json` plus every model file found beside it. Scanning is cheap to
+ * repeat (headers are cached by mtime and size), so new files show up without a restart.
+ */
+export class ModelFolder {
+  readonly dir: string
+  private readonly headers = new Map<string, HeaderCacheEntry>()
+
+  constructor(dir: string) {
+    this.dir = resolve(dir)
+  }
+
+  async scan(): Promise<FolderSnapshot> {
+    const { entries, problem: catalogProblem } = await this.readCatalog()
+    const files = await this.listModelFiles()
+    const models: ModelRecord[] = []
+    const broken: BrokenModel[] = []
+    const takenIds = new Set<string>()
+    const claimedFiles = new Set<string>()
+
+    for (const raw of entries) {
+      const parsed = catalogEntrySchema.safeParse(raw)
+      if (!parsed.success) {
+        const file = typeof (raw as { file?: unknown })?.file === 'string' ? (raw as { file: string }).file : '?'
+        broken.push({ id: idOf(raw) ?? file, file, problem: `models.json entry is invalid: ${describeZodError(parsed.error)}` })
+        continue
+      }
+      const entry = parsed.data
+      const path = this.resolveInside(entry.file)
+      const id = entry.id ?? fileStemId(this.dir, path ?? entry.file)
+      if (path) claimedFiles.add(path)
+      const projectorPath = entry.mmproj ? this.resolveInside(entry.mmproj) : undefined
+      if (projectorPath) claimedFiles.add(projectorPath)
+      if (takenIds.has(id)) {
+        broken.push({ id, file: entry.file, problem: `duplicate model id "${id}" in models.json` })
+        continue
+      }
+      takenIds.add(id)
+      if (!path) {
+        broken.push({ id, file: entry.file, problem: `file "${entry.file}" is outside the models folder` })
+        continue
+      }
+      if (entry.mmproj && !projectorPath) {
+        broken.push({ id, file: entry.file, problem: `mmproj "${entry.mmproj}" is outside the models folder` })
+        continue
+      }
+      const result = await this.describe(id, path, entry, projectorPath)
+      if ('problem' in result) broken.push(result)
+      else models.push(result)
+    }
+
+    const unlisted = files.filter((f) => !claimedFiles.has(f))
+    const projectors = await this.findProjectors(unlisted)
+    for (const path of unlisted) {
+      if (projectors.has(path)) continue
+      const header = await this.header(path)
+      if (!(header instanceof Error) && header.format === 'other-ggml') continue
+      const id = fileStemId(this.dir, path)
+      if (takenIds.has(id)) continue
+      takenIds.add(id)
+      const result = await this.describe(id, path, undefined, undefined)
+      if ('problem' in result) broken.push(result)
+      else models.push(result)
+    }
+
+    pairProjectors(models, projectors)
+    models.sort((a, b) => a.id.localeCompare(b.id))
+    return { models, broken, catalogProblem }
+  }
+
+  private async readCatalog(): Promise<{ entries: unknown[]; problem: string | undefined }> {
+    let text: string
+    try {
+      text = await readFile(join(this.dir, CATALOG_FILE), 'utf8')
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], problem: undefined }
+      return { entries: [], problem: `cannot read ${CATALOG_FILE}: ${(e as Error).message}` }
+    }
+    let json: unknown
+    try {
+      json = JSON.parse(text)
+    } catch (e) {
+      return { entries: [], problem: `${CATALOG_FILE} is not valid JSON: ${(e as Error).message}` }
+    }
+    const parsed = catalogFileSchema.safeParse(json)
+    if (!parsed.success) return { entries: [], problem: `${CATALOG_FILE} must be {"models": [...]}` }
+    return { entries: parsed.data.models, problem: undefined }
+  }
+
+  private async listModelFiles(): Promise<string[]> {
+    const found: string[] = []
+    const walk = async (dir: string, depth: number): Promise<void> => {
+      let names: import('node:fs').Dirent[]
+      try {
+        names = await readdir(dir, { withFileTypes: true })
+      } catch {
+        return
+      }
+      for (const d of names) {
+        if (d.name.startsWith('.')) continue
+        const full = join(dir, d.name)
+        if (d.isDirectory() && depth < MAX_DISCOVERY_DEPTH) await walk(full, depth + 1)
+        else if (d.isFile() && MODEL_EXTENSIONS.has(extname(d.name).toLowerCase()) && !LATER_SPLIT_PART.test(d.name)) {
+          found.push(full)
+        }
+      }
+    }
+    await walk(this.dir, 0)
+    return found.sort()
+  }
+
+  /** Projectors are CLIP GGUFs (or files named mmproj-*); they pair with models, never serve alone. */
+  private async findProjectors(paths: string[]): Promise<Map<string, ModelFileHeader | undefined>> {
+    const projectors = new Map<string, ModelFileHeader | undefined>()
+    for (const path of paths) {
+      const header = await this.header(path)
+      const isClip = !(header instanceof Error) && header.format === 'gguf' && header.architecture === 'clip'
+      if (isClip || basename(path).toLowerCase().startsWith('mmproj')) {
+        projectors.set(path, header instanceof Error ? undefined : header)
+      }
+    }
+    return projectors
+  }
+
+  private async describe(
+    id: string,
+    path: string,
+    entry: CatalogEntry | undefined,
+    projectorPath: string | undefined,
+  ): Promise<ModelRecord | BrokenModel> {
+    const file = relative(this.dir, path)
+    let info: Awaited<ReturnType<typeof stat>>
+    try {
+      info = await stat(path)
+    } catch {
+      return { id, file, problem: `file "${file}" does not exist in ${this.dir}` }
+    }
+    if (!info.isFile()) return { id, file, problem: `"${file}" is not a file` }
+    const header = await this.header(path)
+    if (header instanceof Error) return { id, file, problem: `"${file}" is not a usable model file: ${header.message}` }
+    if (header.format === 'other-ggml') return { id, file, problem: `"${file}" is a ggml file but not a whisper model` }
+    if (projectorPath) {
+      const projector = await this.header(projectorPath)
+      if (projector instanceof Error) {
+        return { id, file, problem: `mmproj "${relative(this.dir, projectorPath)}" is not usable: ${projector.message}` }
+      }
+    }
+
+    const kind: ModelKind = entry?.kind ?? (header.format === 'whisper-ggml' ? 'speech' : kindFromArchitecture(header.architecture))
+    const trained = header.format === 'gguf' ? header.trainedContext : header.textContext
+    const contextLength = entry?.context_length ?? trained ?? DEFAULT_CONTEXT
+    const maxCompletionTokens = Math.min(entry?.max_completion_tokens ?? contextLength, contextLength)
+    return {
+      id,
+      kind,
+      capabilities: capabilitiesOf(kind, projectorPath !== undefined),
+      path,
+      projectorPath,
+      ownedBy: entry?.owned_by ?? 'local',
+      created: Math.floor(info.mtimeMs / 1000),
+      contextLength,
+      maxCompletionTokens,
+      pricing: entry?.pricing ?? { prompt: ZERO_PRICE, completion: ZERO_PRICE },
+      sizeBytes: info.size,
+      architecture: header.format === 'gguf' ? header.architecture : 'whisper',
+      embeddingLength: header.format === 'gguf' ? header.embeddingLength : undefined,
+      hasChatTemplate: header.format === 'gguf' && header.chatTemplate !== undefined,
+      catalogEntry: entry,
+    }
+  }
+
+  private async header(path: string): Promise<ModelFileHeader | Error> {
+    let info
+    try {
+      info = await stat(path)
+    } catch (e) {
+      return e as Error
+    }
+    const cached = this.headers.get(path)
+    if (cached && cached.mtimeMs === info.mtimeMs && cached.size === info.size) return cached.header
+    const header = await readModelFileHeader(path).catch((e: Error) => e)
+    this.headers.set(path, { mtimeMs: info.mtimeMs, size: info.size, header })
+    return header
+  }
+
+  /** Catalog paths are relative to the folder and may not climb out of it. */
+  private resolveInside(file: string): string | undefined {
+    const full = resolve(this.dir, file)
+    return full.startsWith(this.dir + sep) ? full : undefined
+  }
+}
+
+/**
+ * Gives each chat model without a catalog `mmproj` a projector from its own directory: first one
+ * named after it (`mmproj-<model>.gguf`, or containing the model's name), else the directory's only
+ * projector. Widths must agree, so a projector never pairs with a model it cannot feed.
+ */
+function pairProjectors(models: ModelRecord[], projectors: Map<string, ModelFileHeader | undefined>): void {
+  for (const model of models) {
+    if (model.kind !== 'chat' || model.projectorPath || model.catalogEntry?.mmproj) continue
+    const stem = basename(model.path, extname(model.path)).toLowerCase()
+    const sameDir = [...projectors].filter(([p]) => dirname(p) === dirname(model.path))
+    const fits = sameDir.filter(([, h]) => projectorFits(h, model))
+    const byName =
+      fits.find(([p]) => basename(p, extname(p)).toLowerCase() === `mmproj-${stem}`) ??
+      fits.find(([p]) => basename(p).toLowerCase().includes(stem))
+    const chosen = byName ?? (sameDir.length === 1 ? fits[0] : undefined)
+    if (chosen) {
+      model.projectorPath = chosen[0]
+      model.capabilities = capabilitiesOf(model.kind, true)
+    }
+  }
+}
+
+function projectorFits(projector: ModelFileHeader | undefined, model: ModelRecord): boolean {
+  if (!projector || projector.format !== 'gguf') return false
+  const width = projector.projectorOutputWidth
+  return width === undefined || model.embeddingLength === undefined || width === model.embeddingLength
+}
+
+function fileStemId(dir: string, path: string): string {
+  const rel = relative(dir, path).split(sep).join('/')
+  return rel.replace(/\.(gguf|bin)$/i, '').replace(/-0*1-of-\d+$/, '')
+}
+
+function idOf(raw: unknown): string | undefined {
+  const id = (raw as { id?: unknown })?.id
+  return typeof id === 'string' && id.length > 0 ? id : undefined
+}
+
+function describeZodError(error: import('zod').ZodError): string {
+  return error.issues.map((i) => `${i.path.join('.') || 'entry'}: ${i.message}`).join('; ')
+}

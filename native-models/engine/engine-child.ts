@@ -1,0 +1,66 @@
+/**
+ * Entry point of an engine process (child_process.fork headless, utilityProcess.fork in the app).
+ * Holds one model and runs one job at a time; the parent queues the rest.
+ */
+import { ModelError, isModelError, type SerializedModelError } from '../errors.ts'
+import type { EngineJob, EngineResult, FromEngine, JobProgress, ToEngine } from './engine-protocol.ts'
+import { LlamaRuntime } from './llama-runtime.ts'
+
+let runtime: LlamaRuntime | undefined
+const running = new Map<number, AbortController>()
+
+function send(message: FromEngine): void {
+  process.send?.(message)
+}
+
+function serialize(e: unknown): SerializedModelError {
+  if (isModelError(e)) return e.toJSON()
+  return { code: 'internal_error', message: e instanceof Error ? e.message : String(e), param: null }
+}
+
+async function runJob(id: number, job: EngineJob): Promise<void> {
+  const controller = new AbortController()
+  running.set(id, controller)
+  const emit = (progress: JobProgress) => send({ type: 'progress', id, progress })
+  try {
+    if (!runtime) throw new ModelError('internal_error', 'no model is loaded in this engine')
+    const result: EngineResult = await runtime.chat(job, emit, controller.signal)
+    send({ type: 'done', id, result })
+  } catch (e) {
+    send({ type: 'failed', id, error: serialize(e) })
+  } finally {
+    running.delete(id)
+  }
+}
+
+process.on('message', (message: ToEngine) => {
+  switch (message.type) {
+    case 'load':
+      LlamaRuntime.load(message.spec).then(
+        (loaded) => {
+          runtime = loaded
+          send({ type: 'loaded', info: loaded.info })
+        },
+        (e) => send({ type: 'load-failed', error: serialize(e) }),
+      )
+      break
+    case 'run':
+      void runJob(message.id, message.job)
+      break
+    case 'cancel':
+      running.get(message.id)?.abort()
+      break
+    case 'shutdown':
+      void shutdown()
+      break
+  }
+})
+
+async function shutdown(): Promise<void> {
+  for (const c of running.values()) c.abort()
+  await runtime?.release().catch(() => undefined)
+  process.exit(0)
+}
+
+// The parent is gone (even killed with SIGKILL): an orphaned engine must not linger.
+process.on('disconnect', () => process.exit(0))

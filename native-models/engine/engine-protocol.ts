@@ -1,0 +1,75 @@
+/**
+ * The messages between the server and an engine process. One engine process holds one model; the
+ * server sends it jobs and reads back progress, results and errors. Everything here must survive
+ * structured cloning (child_process `serialization: 'advanced'`), so typed arrays pass as they are.
+ */
+import type { SerializedModelError } from '../errors.ts'
+import type { ModelKind } from '../catalog/model-kinds.ts'
+
+export interface EngineLoadSpec {
+  modelId: string
+  kind: ModelKind
+  path: string
+  projectorPath: string | undefined
+  contextLength: number
+  threads: number
+  /** Layers to offload to the GPU; -1 means all of them. */
+  gpuLayers: number
+}
+
+export interface EngineModelInfo {
+  /** Devices the binding placed the model on, as it reports them (CPU, Metal, CUDA0, …). */
+  devices: string[]
+  loadMs: number
+  vision: boolean
+}
+
+export type ChatContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } }
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant'
+  content: string | ChatContentPart[]
+}
+
+export interface ChatJob {
+  type: 'chat'
+  messages: ChatMessage[]
+  /** Explicit cap from the request; without it generation runs to the model's limit. */
+  maxTokens: number | undefined
+  maxCompletionTokens: number
+  temperature: number
+  topP: number
+  topK: number
+  stop: string[]
+  seed: number | undefined
+}
+
+export type FinishReason = 'stop' | 'length'
+
+export interface ChatResult {
+  type: 'chat'
+  text: string
+  finishReason: FinishReason
+  promptTokens: number
+  completionTokens: number
+  timings: { promptMs: number; promptPerSecond: number; predictedMs: number; predictedPerSecond: number }
+}
+
+export type EngineJob = ChatJob
+export type EngineResult = ChatResult
+
+/** Streamed while a job runs. */
+export type JobProgress = { type: 'text'; text: string }
+
+export type ToEngine =
+  | { type: 'load'; spec: EngineLoadSpec }
+  | { type: 'run'; id: number; job: EngineJob }
+  | { type: 'cancel'; id: number }
+  | { type: 'shutdown' }
+
+export type FromEngine =
+  | { type: 'loaded'; info: EngineModelInfo }
+  | { type: 'load-failed'; error: SerializedModelError }
+  | { type: 'progress'; id: number; progress: JobProgress }
+  | { type: 'done'; id: number; result: EngineResult }
+  | { type: 'failed'; id: number; error: SerializedModelError }

@@ -1,0 +1,52 @@
+/**
+ * Errors that cross module and process boundaries. Each carries a stable `code` so it survives the
+ * trip from an engine process to the HTTP layer as `{ code, message }`, where one switch maps codes
+ * to statuses (main/server/http-errors.ts).
+ */
+export type ModelErrorCode =
+  | 'model_not_found'
+  | 'model_unavailable'
+  | 'model_not_compatible'
+  | 'context_length_exceeded'
+  | 'invalid_image'
+  | 'too_many_images'
+  | 'unsupported_audio_format'
+  | 'invalid_language'
+  | 'invalid_value'
+  | 'overloaded'
+  | 'request_timeout'
+  | 'cancelled'
+  | 'engine_crashed'
+  | 'engine_load_failed'
+  | 'insufficient_memory'
+  | 'internal_error'
+
+export class ModelError extends Error {
+  override name = 'ModelError'
+  constructor(
+    readonly code: ModelErrorCode,
+    message: string,
+    /** The request field at fault, as a dotted path (`messages[0].content`), when there is one. */
+    readonly param: string | null = null,
+  ) {
+    super(message)
+  }
+
+  toJSON(): SerializedModelError {
+    return { code: this.code, message: this.message, param: this.param }
+  }
+
+  static fromJSON(e: SerializedModelError): ModelError {
+    return new ModelError(e.code, e.message, e.param)
+  }
+}
+
+export interface SerializedModelError {
+  code: ModelErrorCode
+  message: string
+  param: string | null
+}
+
+export function isModelError(e: unknown): e is ModelError {
+  return e instanceof ModelError
+}
