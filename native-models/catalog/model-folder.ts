@@ -247,24 +247,38 @@ export class ModelFolder {
 }
 
 /**
- * Gives each chat model without a catalog `mmproj` a projector from its own directory: first one
- * named after it (`mmproj-<model>.gguf`, or containing the model's name), else the directory's only
- * projector. Widths must agree, so a projector never pairs with a model it cannot feed.
+ * Gives each chat model without a catalog `mmproj` a projector from its own directory: one named
+ * after it (`mmproj-<model>.gguf`, or containing the model's name) first; else the directory's only
+ * projector, unless that one is named after another model. Widths must agree, so a projector never
+ * pairs with a model it cannot feed.
  */
 function pairProjectors(models: ModelRecord[], projectors: Map<string, ModelFileHeader | undefined>): void {
-  for (const model of models) {
-    if (model.kind !== 'chat' || model.projectorPath || model.catalogEntry?.mmproj) continue
-    const stem = basename(model.path, extname(model.path)).toLowerCase()
-    const sameDir = [...projectors].filter(([p]) => dirname(p) === dirname(model.path))
-    const fits = sameDir.filter(([, h]) => projectorFits(h, model))
+  const candidates = models.filter((m) => m.kind === 'chat' && !m.projectorPath && !m.catalogEntry?.mmproj)
+  const stemOf = (path: string) => basename(path, extname(path)).toLowerCase()
+  const namedFor = (projector: string, model: ModelRecord) => {
+    const name = stemOf(projector)
+    return name === `mmproj-${stemOf(model.path)}` || name.includes(stemOf(model.path))
+  }
+  const claimedByName = new Set<string>()
+  const chosen = new Map<ModelRecord, string>()
+  for (const model of candidates) {
+    const fitting = [...projectors].filter(([p, h]) => dirname(p) === dirname(model.path) && projectorFits(h, model))
     const byName =
-      fits.find(([p]) => basename(p, extname(p)).toLowerCase() === `mmproj-${stem}`) ??
-      fits.find(([p]) => basename(p).toLowerCase().includes(stem))
-    const chosen = byName ?? (sameDir.length === 1 ? fits[0] : undefined)
-    if (chosen) {
-      model.projectorPath = chosen[0]
-      model.capabilities = capabilitiesOf(model.kind, true)
+      fitting.find(([p]) => stemOf(p) === `mmproj-${stemOf(model.path)}`) ?? fitting.find(([p]) => namedFor(p, model))
+    if (byName) {
+      chosen.set(model, byName[0])
+      claimedByName.add(byName[0])
     }
+  }
+  for (const model of candidates) {
+    if (chosen.has(model)) continue
+    const sameDir = [...projectors].filter(([p]) => dirname(p) === dirname(model.path))
+    const only = sameDir.length === 1 ? sameDir[0] : undefined
+    if (only && !claimedByName.has(only[0]) && projectorFits(only[1], model)) chosen.set(model, only[0])
+  }
+  for (const [model, projector] of chosen) {
+    model.projectorPath = projector
+    model.capabilities = capabilitiesOf(model.kind, true)
   }
 }
 

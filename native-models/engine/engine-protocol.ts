@@ -24,6 +24,7 @@ export interface EngineModelInfo {
   vision: boolean
 }
 
+/** An image's url is always a PNG data URL the server decoded, checked and shrunk (native-models/images). */
 export type ChatContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } }
 
 export interface ChatMessage {

@@ -39,6 +39,11 @@ export interface CompletionOptions {
   top_k?: number
   top_p?: number
   min_p?: number
+  xtc_probability?: number
+  xtc_threshold?: number
+  dry_multiplier?: number
+  penalty_last_n?: number
+  penalty_repeat?: number
   seed?: number
   stop?: string[]
   ignore_eos?: boolean

@@ -5,13 +5,25 @@
  * - after an error inside completion() the context refuses further work, so it is replaced
  *   before the next job instead of being reused;
  * - temperature 0 is not greedy by itself, so it is paired with top_k 1;
- * - stop sequences are cut by our own filter, so no partial stop text ever streams out.
+ * - stop sequences are cut by our own filter, so no partial stop text ever streams out;
+ * - a media path that fails to load inside completion() aborts it half way, so images arrive here
+ *   already checked and normalised by the server (PNG data URLs), and are counted with tokenize()
+ *   before completion() ever sees them.
  */
-import { llamaNode, type LlamaContext } from './llama-binding.ts'
+import { llamaNode, type CompletionOptions, type CompletionToken, type LlamaContext } from './llama-binding.ts'
 import { ModelError } from '../errors.ts'
 import { StopSequenceFilter } from '../text/stop-sequence-filter.ts'
-import type { ChatJob, ChatResult, EngineLoadSpec, EngineModelInfo, FinishReason, JobProgress } from './engine-protocol.ts'
+import type { ChatJob, ChatResult, EngineLoadSpec, EngineModelInfo, JobProgress } from './engine-protocol.ts'
 
+/** Where the binding's chat formatting puts an image in the prompt (mtmd's default marker). */
+const MEDIA_MARKER = '<__media__>'
+
+interface FormattedPrompt {
+  prompt: string
+  stops: string[]
+  /** Normalised image data URLs, in prompt order. */
+  mediaPaths: string[]
+}
 
 export class LlamaRuntime {
   private context: LlamaContext
@@ -41,7 +53,7 @@ export class LlamaRuntime {
   async chat(job: ChatJob, emit: (p: JobProgress) => void, signal: AbortSignal): Promise<ChatResult> {
     await this.replaceIfStale()
     const formatted = this.formatPrompt(job)
-    const promptTokens = (await this.context.tokenize(formatted.prompt)).tokens.length + (this.addsBos ? 1 : 0)
+    const promptTokens = await this.countPromptTokens(formatted)
     const limit = this.spec.contextLength
     const requested = job.maxTokens ?? 0
     if (promptTokens + requested > limit || promptTokens >= limit) {
@@ -52,51 +64,52 @@ export class LlamaRuntime {
         'messages',
       )
     }
-    const maxTokens = job.maxTokens ?? Math.min(job.maxCompletionTokens, limit - promptTokens)
+    if (signal.aborted) throw new ModelError('cancelled', 'the request was cancelled')
 
-    const filter = new StopSequenceFilter([...job.stop, ...formatted.stops])
-    let text = ''
-    let generated = 0
-    const greedy = job.temperature === 0
+    const maxTokens = job.maxTokens ?? Math.min(job.maxCompletionTokens, limit - promptTokens)
+    const output = new GeneratedText(new StopSequenceFilter([...job.stop, ...formatted.stops]), maxTokens, emit)
     const stopNow = () => this.context.stopCompletion()
+    const onToken = (token: CompletionToken) => {
+      if (output.closed) return // a late callback of a finished completion
+      // The token limit needs no stop: the binding ends there itself, and a stop that races the
+      // end of generation is one of the ways its context gets stuck.
+      if (output.push(token.token) && output.stoppedBySequence) stopNow()
+    }
     signal.addEventListener('abort', stopNow)
     try {
-      if (signal.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-      const result = await this.context.completion(
+      const greedy = job.temperature === 0
+      const result = await this.startCompletion(
         {
           prompt: formatted.prompt,
-          n_predict: maxTokens,
+          media_paths: formatted.mediaPaths.length > 0 ? formatted.mediaPaths : undefined,
+          // n_predict 1 leaves llama.node 1.7.15 wedged ("Another completion is in progress" for
+          // ever after), so a one-token request asks for two and keeps the first.
+          n_predict: Math.max(2, maxTokens),
           temperature: job.temperature,
           top_k: greedy ? 1 : job.topK,
           top_p: greedy ? 1 : job.topP,
           seed: job.seed ?? (greedy ? 0 : Math.floor(Math.random() * 2 ** 31)),
+          // The binding's defaults turn on XTC and DRY; the API promises plain temperature/top-k/top-p sampling.
+          xtc_probability: 0,
+          dry_multiplier: 0,
+          penalty_last_n: 0,
         },
-        (token) => {
-          if (filter.stopped || signal.aborted) return
-          generated++
-          const visible = filter.push(token.token)
-          if (visible) {
-            text += visible
-            emit({ type: 'text', text: visible })
-          }
-          if (filter.stopped) stopNow()
-        },
+        onToken,
       )
       if (signal.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-      const rest = filter.flush()
-      if (rest) {
-        text += rest
-        emit({ type: 'text', text: rest })
-      }
-      const stoppedByLimit = !filter.stopped && (result.stopped_limited || result.context_full) && !result.stopped_eos
-      const finishReason: FinishReason = stoppedByLimit ? 'length' : 'stop'
+      // Token callbacks may arrive after the promise resolves: let them land, then take any
+      // text they still owe from the result itself.
+      await new Promise((resolve) => setImmediate(resolve))
+      const finished = output.finish(result.text, result.tokens_predicted)
+      const stoppedByLimit =
+        finished.reachedLimit || (!finished.stopped && !result.stopped_eos && (result.stopped_limited || result.context_full))
       const t = result.timings
       return {
         type: 'chat',
-        text,
-        finishReason,
+        text: finished.text,
+        finishReason: stoppedByLimit ? 'length' : 'stop',
         promptTokens,
-        completionTokens: generated,
+        completionTokens: finished.tokens,
         timings: {
           promptMs: t.prompt_ms,
           promptPerSecond: t.prompt_per_second,
@@ -108,7 +121,26 @@ export class LlamaRuntime {
       if (!(e instanceof ModelError)) this.stale = true
       throw e
     } finally {
+      output.closed = true
       signal.removeEventListener('abort', stopNow)
+    }
+  }
+
+  /**
+   * llama.node 1.7.15 leaves a context marked busy for good when a completion ends on one of its
+   * early-return paths (an error, a full context, n_predict 1, …): every later call gets "Another
+   * completion is in progress". A short wait covers a worker still winding down; after that the
+   * context is stuck, so it is replaced by a fresh one.
+   */
+  private async startCompletion(options: CompletionOptions, onToken: (t: CompletionToken) => void) {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.context.completion(options, onToken)
+      } catch (e) {
+        if (!/another completion is in progress/i.test((e as Error).message) || attempt > 10) throw e
+        if (attempt < 10) await new Promise((resolve) => setTimeout(resolve, 25))
+        else await this.replaceContext()
+      }
     }
   }
 
@@ -116,7 +148,33 @@ export class LlamaRuntime {
     await this.context.release()
   }
 
-  private formatPrompt(job: ChatJob): { prompt: string; stops: string[] } {
+  /**
+   * Prompt tokens as llama.cpp will evaluate them. With an image, tokenize() runs the projector's
+   * preprocessing and returns one placeholder per image token plus BOS, exactly what completion()
+   * evaluates (checked against its `timings.prompt_n`); text alone comes back without BOS.
+   */
+  private async countPromptTokens(formatted: FormattedPrompt): Promise<number> {
+    if (formatted.mediaPaths.length === 0) {
+      return (await this.context.tokenize(formatted.prompt)).tokens.length + (this.addsBos ? 1 : 0)
+    }
+    if (!this.info.vision) throw new ModelError('model_not_compatible', `model "${this.spec.modelId}" has no vision projector`, 'model')
+    const markers = formatted.prompt.split(MEDIA_MARKER).length - 1
+    if (markers !== formatted.mediaPaths.length) {
+      // mtmd pairs markers with images one to one; the text itself may contain the marker.
+      throw new ModelError(
+        'invalid_value',
+        `the messages must not contain the reserved text '${MEDIA_MARKER}' alongside an image`,
+        'messages',
+      )
+    }
+    try {
+      return (await this.context.tokenize(formatted.prompt, { media_paths: formatted.mediaPaths })).tokens.length
+    } catch (e) {
+      throw new ModelError('invalid_image', `the engine could not read the image: ${(e as Error).message}`, 'messages')
+    }
+  }
+
+  private formatPrompt(job: ChatJob): FormattedPrompt {
     let formatted
     try {
       formatted = this.context.getFormattedChat(job.messages, undefined, { jinja: true, add_generation_prompt: true })
@@ -125,11 +183,15 @@ export class LlamaRuntime {
       throw new ModelError('invalid_value', `the model's chat template rejected the messages: ${(e as Error).message}`, 'messages')
     }
     const stops = formatted.type === 'jinja' ? formatted.additional_stops.filter((s) => s.length > 0) : []
-    return { prompt: formatted.prompt, stops }
+    // The binding swaps each image part for MEDIA_MARKER and hands its url back here.
+    return { prompt: formatted.prompt, stops, mediaPaths: formatted.media_paths ?? [] }
   }
 
   private async replaceIfStale(): Promise<void> {
-    if (!this.stale) return
+    if (this.stale) await this.replaceContext()
+  }
+
+  private async replaceContext(): Promise<void> {
     await this.context.release().catch(() => undefined)
     this.context = await createContext(this.spec)
     this.stale = false
@@ -157,4 +219,56 @@ function modelAddsBos(metadata: Record<string, string>): boolean {
   const flag = metadata['tokenizer.ggml.add_bos_token']
   if (flag !== undefined) return flag === 'true' || flag === '1'
   return metadata['tokenizer.ggml.model'] === 'llama'
+}
+
+/**
+ * The text of one completion as the client sees it: tokens pass through the stop filter and out
+ * as progress; what the callbacks missed is recovered from the final result.
+ */
+class GeneratedText {
+  closed = false
+  private raw = ''
+  private shown = ''
+  private tokens = 0
+
+  constructor(
+    private readonly filter: StopSequenceFilter,
+    private readonly maxTokens: number,
+    private readonly emit: (p: JobProgress) => void,
+  ) {}
+
+  get stoppedBySequence(): boolean {
+    return this.filter.stopped
+  }
+
+  private get full(): boolean {
+    return this.filter.stopped || this.tokens >= this.maxTokens
+  }
+
+  /** Takes one token; true when generation should end (a stop sequence or the token limit). */
+  push(piece: string): boolean {
+    if (this.full) return true
+    this.tokens++
+    this.raw += piece
+    this.show(this.filter.push(piece))
+    return this.full
+  }
+
+  finish(resultText: string, tokensPredicted: number) {
+    const missed = resultText.startsWith(this.raw) && resultText.length > this.raw.length
+    if (!this.full && missed && tokensPredicted <= this.maxTokens) {
+      this.show(this.filter.push(resultText.slice(this.raw.length)))
+      if (!this.filter.stopped) this.tokens = Math.max(this.tokens, tokensPredicted)
+    }
+    this.show(this.filter.flush())
+    this.closed = true
+    const stopped = this.filter.stopped
+    return { text: this.shown, tokens: this.tokens, stopped, reachedLimit: !stopped && this.tokens >= this.maxTokens }
+  }
+
+  private show(text: string): void {
+    if (!text) return
+    this.shown += text
+    this.emit({ type: 'text', text })
+  }
 }

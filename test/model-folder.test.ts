@@ -1,0 +1,100 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { ModelFolder } from '../native-models/catalog/model-folder.ts'
+import { writeTinyBert, writeTinyLlama, writeTinyMmproj, writeTinyWhisper } from './support/tiny-models.ts'
+
+let dir: string
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'hearth-folder-'))
+  writeTinyLlama(join(dir, 'chatty.gguf'), { contextLength: 512 })
+  writeTinyLlama(join(dir, 'plain.gguf'), { chatTemplate: false })
+  writeTinyMmproj(join(dir, 'mmproj-chatty.gguf'), { textEmbd: 64 })
+  writeTinyBert(join(dir, 'encoder.gguf'))
+  writeTinyWhisper(join(dir, 'ggml-whisper.bin'))
+  mkdirSync(join(dir, 'org'))
+  writeTinyLlama(join(dir, 'org', 'nested.gguf'))
+  writeFileSync(join(dir, 'corrupt.gguf'), Buffer.from('GGUF this is not a real header'))
+  writeFileSync(join(dir, 'notes.txt'), 'ignored')
+  writeFileSync(
+    join(dir, 'models.json'),
+    JSON.stringify({
+      models: [
+        {
+          id: 'org/named:q4_k_m',
+          file: 'plain.gguf',
+          owned_by: 'me',
+          context_length: 256,
+          max_completion_tokens: 64,
+          pricing: { prompt: '0.00000100', completion: '0.00000200' },
+        },
+        { id: 'ghost', file: 'missing.gguf' },
+        { id: 'escape', file: '../outside.gguf' },
+        { id: 'bad-entry', file: 'chatty.gguf', context_length: 'long' },
+      ],
+    }),
+  )
+})
+
+describe('ModelFolder', () => {
+  it('serves catalog entries with their settings and unlisted files with ids from their names', async () => {
+    const { models } = await new ModelFolder(dir).scan()
+    const ids = models.map((m) => m.id)
+    expect(ids).toEqual(['chatty', 'encoder', 'ggml-whisper', 'org/named:q4_k_m', 'org/nested'])
+    const named = models.find((m) => m.id === 'org/named:q4_k_m')!
+    expect(named).toMatchObject({
+      ownedBy: 'me',
+      contextLength: 256,
+      maxCompletionTokens: 64,
+      pricing: { prompt: '0.00000100', completion: '0.00000200' },
+      kind: 'chat',
+      hasChatTemplate: false,
+    })
+  })
+
+  it('reads context, kind and chat template from the headers', async () => {
+    const { models } = await new ModelFolder(dir).scan()
+    const byId = Object.fromEntries(models.map((m) => [m.id, m]))
+    expect(byId.chatty).toMatchObject({ kind: 'chat', contextLength: 512, maxCompletionTokens: 512, hasChatTemplate: true })
+    expect(byId.encoder).toMatchObject({ kind: 'embedding', capabilities: ['embeddings'], architecture: 'bert' })
+    expect(byId['ggml-whisper']).toMatchObject({ kind: 'speech', capabilities: ['translation'], contextLength: 448 })
+    expect(byId.chatty!.pricing).toEqual({ prompt: '0.00000000', completion: '0.00000000' })
+  })
+
+  it('pairs mmproj-<model>.gguf with its model, never lists the projector, and leaves other models alone', async () => {
+    const { models } = await new ModelFolder(dir).scan()
+    const chatty = models.find((m) => m.id === 'chatty')!
+    expect(chatty.projectorPath).toBe(join(dir, 'mmproj-chatty.gguf'))
+    expect(chatty.capabilities).toEqual(['chat', 'vision'])
+    expect(models.find((m) => m.id === 'org/named:q4_k_m')!.capabilities).toEqual(['chat'])
+    expect(models.some((m) => m.id.includes('mmproj'))).toBe(false)
+  })
+
+  it('reports each broken model with a reason, while the others are served', async () => {
+    const { broken } = await new ModelFolder(dir).scan()
+    const problems = Object.fromEntries(broken.map((b) => [b.id, b.problem]))
+    expect(problems.ghost).toMatch(/does not exist/)
+    expect(problems.escape).toMatch(/outside the models folder/)
+    expect(problems['bad-entry']).toMatch(/context_length/)
+    expect(problems.corrupt).toMatch(/not a usable model file/)
+  })
+
+  it('keeps serving discovered files when models.json is not valid JSON', async () => {
+    const other = mkdtempSync(join(tmpdir(), 'hearth-folder-'))
+    writeTinyLlama(join(other, 'solo.gguf'))
+    writeFileSync(join(other, 'models.json'), '{ "models": [ oops')
+    const snapshot = await new ModelFolder(other).scan()
+    expect(snapshot.catalogProblem).toMatch(/not valid JSON/)
+    expect(snapshot.models.map((m) => m.id)).toEqual(['solo'])
+  })
+
+  it('notices files added after the first scan', async () => {
+    const other = mkdtempSync(join(tmpdir(), 'hearth-folder-'))
+    const folder = new ModelFolder(other)
+    expect((await folder.scan()).models).toEqual([])
+    writeTinyLlama(join(other, 'late.gguf'))
+    expect((await folder.scan()).models.map((m) => m.id)).toEqual(['late'])
+  })
+})

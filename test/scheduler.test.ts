@@ -1,0 +1,156 @@
+import { describe, expect, it } from 'vitest'
+import type { ModelRecord } from '../native-models/catalog/model-folder.ts'
+import type { Engine, RunOptions } from '../native-models/engine/engine-process.ts'
+import type { ChatJob, EngineResult } from '../native-models/engine/engine-protocol.ts'
+import { ModelError } from '../native-models/errors.ts'
+import { ModelScheduler } from '../native-models/scheduler/model-scheduler.ts'
+
+/** An engine whose jobs finish when the test says so. */
+class FakeEngine implements Engine {
+  pid = 1
+  info = { devices: ['CPU'], loadMs: 0, vision: false }
+  alive = true
+  started: string[] = []
+  private finishers: Array<() => void> = []
+  private exitListeners: Array<() => void> = []
+
+  run(job: ChatJob, options: RunOptions = {}): Promise<EngineResult> {
+    const label = job.messages[0]!.content as string
+    this.started.push(label)
+    return new Promise((resolve, reject) => {
+      this.finishers.push(() => resolve(result(label)))
+      options.signal?.addEventListener('abort', () => reject(new ModelError('cancelled', 'cancelled')))
+    })
+  }
+  finishNext(): void {
+    this.finishers.shift()?.()
+  }
+  crash(): void {
+    this.alive = false
+    for (const l of this.exitListeners) l()
+  }
+  async stop(): Promise<void> {
+    this.crash()
+  }
+  onExit(listener: () => void): void {
+    this.exitListeners.push(listener)
+  }
+}
+
+function result(text: string): EngineResult {
+  return {
+    type: 'chat',
+    text,
+    finishReason: 'stop',
+    promptTokens: 1,
+    completionTokens: 1,
+    timings: { promptMs: 0, promptPerSecond: 0, predictedMs: 0, predictedPerSecond: 0 },
+  }
+}
+
+function job(label: string): ChatJob {
+  return {
+    type: 'chat',
+    messages: [{ role: 'user', content: label }],
+    maxTokens: 1,
+    maxCompletionTokens: 1,
+    temperature: 0,
+    topP: 1,
+    topK: 1,
+    stop: [],
+    seed: undefined,
+  }
+}
+
+const model = { id: 'm' } as ModelRecord
+const tick = () => new Promise((r) => setTimeout(r, 0))
+
+function setup(maxQueuePerModel: number) {
+  const engines: FakeEngine[] = []
+  const scheduler = new ModelScheduler({
+    maxQueuePerModel,
+    startEngine: async () => {
+      const e = new FakeEngine()
+      engines.push(e)
+      return e
+    },
+  })
+  return { scheduler, engines }
+}
+
+describe('ModelScheduler', () => {
+  it('starts the engine on first use and runs queued requests one at a time, in arrival order', async () => {
+    const { scheduler, engines } = setup(8)
+    expect(scheduler.loadedModelIds()).toEqual([])
+    const runs = ['a', 'b', 'c'].map((l) => scheduler.run(model, job(l)))
+    await tick()
+    expect(engines).toHaveLength(1)
+    expect(engines[0]!.started).toEqual(['a'])
+    engines[0]!.finishNext()
+    await tick()
+    expect(engines[0]!.started).toEqual(['a', 'b'])
+    engines[0]!.finishNext()
+    await tick()
+    engines[0]!.finishNext()
+    expect((await Promise.all(runs)).map((r) => r.text)).toEqual(['a', 'b', 'c'])
+    expect(scheduler.loadedModelIds()).toEqual(['m'])
+  })
+
+  it('refuses with overloaded when the queue is full', async () => {
+    const { scheduler, engines } = setup(1)
+    const first = scheduler.run(model, job('a'))
+    const second = scheduler.run(model, job('b'))
+    await expect(scheduler.run(model, job('c'))).rejects.toMatchObject({ code: 'overloaded' })
+    await tick()
+    engines[0]!.finishNext()
+    await tick()
+    engines[0]!.finishNext()
+    await Promise.all([first, second])
+  })
+
+  it('lets a cancelled request leave the queue at once, freeing its place', async () => {
+    const { scheduler, engines } = setup(1)
+    const first = scheduler.run(model, job('a'))
+    const leaving = new AbortController()
+    const waiting = scheduler.run(model, job('b'), { signal: leaving.signal })
+    leaving.abort()
+    await expect(waiting).rejects.toMatchObject({ code: 'cancelled' })
+    const third = scheduler.run(model, job('c'))
+    await tick()
+    engines[0]!.finishNext()
+    await tick()
+    engines[0]!.finishNext()
+    expect((await third).text).toBe('c')
+    expect(engines[0]!.started).toEqual(['a', 'c'])
+    await first
+  })
+
+  it('starts a fresh engine after the old one died', async () => {
+    const { scheduler, engines } = setup(4)
+    const first = scheduler.run(model, job('a'))
+    await tick()
+    engines[0]!.finishNext()
+    await first
+    engines[0]!.crash()
+    expect(scheduler.loadedModelIds()).toEqual([])
+    const second = scheduler.run(model, job('b'))
+    await tick()
+    expect(engines).toHaveLength(2)
+    engines[1]!.finishNext()
+    expect((await second).text).toBe('b')
+  })
+
+  it('frees the model when engine start fails, so the next request tries again', async () => {
+    let attempts = 0
+    const scheduler = new ModelScheduler({
+      maxQueuePerModel: 4,
+      startEngine: async () => {
+        attempts++
+        throw new ModelError('engine_load_failed', 'bad file')
+      },
+    })
+    await expect(scheduler.run(model, job('a'))).rejects.toMatchObject({ code: 'engine_load_failed' })
+    await expect(scheduler.run(model, job('b'))).rejects.toMatchObject({ code: 'engine_load_failed' })
+    expect(attempts).toBe(2)
+  })
+})

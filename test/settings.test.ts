@@ -1,0 +1,45 @@
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { homedir, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { resolveSettings } from '../main/server/settings.ts'
+
+function dataDirWith(settings?: object): string {
+  const dir = mkdtempSync(join(tmpdir(), 'hearth-settings-'))
+  if (settings) writeFileSync(join(dir, 'settings.json'), JSON.stringify(settings))
+  return dir
+}
+
+describe('resolveSettings', () => {
+  it('binds to 127.0.0.1:8181 with auth on by default', () => {
+    const { settings } = resolveSettings([], { HEARTH_DATA_DIR: dataDirWith() }, 8)
+    expect(settings).toMatchObject({ host: '127.0.0.1', port: 8181, auth: true, apiKeys: [], threads: 7 })
+    expect(resolveSettings([], {}, 2).settings.dataDir).toBe(join(homedir(), '.hearth'))
+  })
+
+  it('takes flags over environment over the settings file', () => {
+    const dataDir = dataDirWith({ port: 9001, host: '127.0.0.2', threads: 3, api_keys: ['file-key-123'] })
+    const fromFile = resolveSettings(['--data-dir', dataDir], {}, 4).settings
+    expect(fromFile).toMatchObject({ port: 9001, host: '127.0.0.2', threads: 3, apiKeys: ['file-key-123'] })
+    const fromEnv = resolveSettings(['--data-dir', dataDir], { HEARTH_PORT: '9002', HEARTH_API_KEY: 'env-key-1234,env-key-5678' }, 4).settings
+    expect(fromEnv).toMatchObject({ port: 9002, apiKeys: ['env-key-1234', 'env-key-5678'] })
+    const fromFlags = resolveSettings(
+      ['--data-dir', dataDir, '--port', '0', '--api-key', 'flag-key-1234', '--api-key', 'flag-key-5678', '--no-auth'],
+      { HEARTH_PORT: '9002' },
+      4,
+    ).settings
+    expect(fromFlags).toMatchObject({ port: 0, apiKeys: ['flag-key-1234', 'flag-key-5678'], auth: false })
+  })
+
+  it('refuses bad values with a message that names them', () => {
+    const env = { HEARTH_DATA_DIR: dataDirWith() }
+    expect(() => resolveSettings(['--port', '70000'], env, 2)).toThrow(/--port must be an integer/)
+    expect(() => resolveSettings(['--threads', 'many'], env, 2)).toThrow(/--threads/)
+    expect(() => resolveSettings(['--bogus'], env, 2)).toThrow(/Unknown option/)
+    expect(() => resolveSettings(['--api-key', 'short'], env, 2)).toThrow(/at least 8/)
+    const broken = dataDirWith()
+    writeFileSync(join(broken, 'settings.json'), '{ nope')
+    expect(() => resolveSettings(['--data-dir', broken], {}, 2)).toThrow(/not valid JSON/)
+    expect(() => resolveSettings(['--data-dir', dataDirWith({ port: 'x' })], {}, 2)).toThrow(/"port"/)
+  })
+})

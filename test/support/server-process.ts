@@ -1,0 +1,102 @@
+/**
+ * Starts the real server as `npm run serve` would (a separate process through tsx) and hands back
+ * its address and key. Used by the end-to-end suites; always stop it in afterAll.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+
+export const PROJECT_ROOT = resolve(import.meta.dirname, '../..')
+export const TEST_API_KEY = 'test-key-0123456789'
+
+export interface TestServer {
+  url: string
+  apiKey: string
+  process: ChildProcess
+  /** Everything the server printed so far. */
+  output(): string
+  stop(signal?: NodeJS.Signals): Promise<number | null>
+}
+
+export interface TestServerOptions {
+  modelsDir: string
+  /** Extra flags, e.g. ['--request-timeout', '2']. */
+  args?: string[]
+  env?: NodeJS.ProcessEnv
+  /** Omit the default --api-key flag (to test key generation or --no-auth). */
+  noKeyFlag?: boolean
+  dataDir?: string
+}
+
+export async function startTestServer(options: TestServerOptions): Promise<TestServer> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'hearth-data-'))
+  const args = [
+    '--import',
+    'tsx',
+    join(PROJECT_ROOT, 'main/cli/serve.ts'),
+    '--port',
+    '0',
+    '--threads',
+    '1',
+    '--models-dir',
+    options.modelsDir,
+    '--data-dir',
+    dataDir,
+    ...(options.noKeyFlag ? [] : ['--api-key', TEST_API_KEY]),
+    ...(options.args ?? []),
+  ]
+  const child = spawn(process.execPath, args, {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()))
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()))
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)))
+
+  const url = await new Promise<string>((resolveUrl, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start in time:\n${output}`)), 30_000)
+    const check = () => {
+      const m = /listening on (http:\/\/\S+)/.exec(output)
+      if (m) {
+        clearTimeout(timer)
+        resolveUrl(m[1]!)
+      }
+    }
+    child.stdout!.on('data', check)
+    void exited.then((code) => {
+      clearTimeout(timer)
+      reject(new Error(`server exited with ${code} before listening:\n${output}`))
+    })
+  })
+  return {
+    url,
+    apiKey: TEST_API_KEY,
+    process: child,
+    output: () => output,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+      return exited
+    },
+  }
+}
+
+/** Raw HTTP helper: JSON in, status + parsed body out. */
+export async function postJson(server: TestServer, path: string, body: unknown, init: RequestInit = {}) {
+  const res = await fetch(`${server.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${server.apiKey}` },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    ...init,
+  })
+  const text = await res.text()
+  let json: any
+  try {
+    json = JSON.parse(text)
+  } catch {
+    json = undefined
+  }
+  return { status: res.status, headers: res.headers, text, json }
+}
