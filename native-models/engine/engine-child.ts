@@ -5,6 +5,7 @@
 import { ModelError, isModelError, type SerializedModelError } from '../errors.ts'
 import type { EngineJob, EngineResult, FromEngine, JobProgress, ToEngine } from './engine-protocol.ts'
 import { LlamaRuntime } from './llama-runtime.ts'
+import { ProgressCoalescer } from './progress-coalescer.ts'
 
 let runtime: LlamaRuntime | undefined
 const running = new Map<number, AbortController>()
@@ -21,12 +22,15 @@ function serialize(e: unknown): SerializedModelError {
 async function runJob(id: number, job: EngineJob): Promise<void> {
   const controller = new AbortController()
   running.set(id, controller)
-  const emit = (progress: JobProgress) => send({ type: 'progress', id, progress })
+  const progress = new ProgressCoalescer((p: JobProgress) => send({ type: 'progress', id, progress: p }))
+  const emit = (p: JobProgress) => progress.emit(p)
   try {
     if (!runtime) throw new ModelError('internal_error', 'no model is loaded in this engine')
     const result: EngineResult = await runtime.chat(job, emit, controller.signal)
+    progress.flush()
     send({ type: 'done', id, result })
   } catch (e) {
+    progress.flush()
     send({ type: 'failed', id, error: serialize(e) })
   } finally {
     running.delete(id)

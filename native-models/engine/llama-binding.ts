@@ -96,7 +96,19 @@ export interface TokenizeResult {
   has_media: boolean
 }
 
+/** The addon's own context, under the package's JS wrapper. */
+export interface NativeLlamaContext {
+  /** A jinja result, or the bare prompt when `jinja` is false. */
+  getFormattedChat(
+    messages: ChatMessage[],
+    template: string | undefined,
+    params: { jinja: boolean; add_generation_prompt?: boolean },
+  ): { prompt: string; additional_stops: string[] } | string
+}
+
 export interface LlamaContext {
+  /** The wrapper's getFormattedChat reads the whole model info twice per call (milliseconds); this does not. */
+  readonly ctx: NativeLlamaContext
   getModelInfo(): ModelInfo
   getUsedDevices(): string[]
   getSystemInfo(): string

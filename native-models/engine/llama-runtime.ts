@@ -29,6 +29,8 @@ export class LlamaRuntime {
   private context: LlamaContext
   private stale = false
   private readonly addsBos: boolean
+  /** The model's own jinja template renders the prompt; without a usable one, llama.cpp's built-ins do. */
+  private readonly usesJinja: boolean
 
   private constructor(
     private readonly spec: EngineLoadSpec,
@@ -36,7 +38,9 @@ export class LlamaRuntime {
     readonly info: EngineModelInfo,
   ) {
     this.context = context
-    this.addsBos = modelAddsBos(context.getModelInfo().metadata)
+    const modelInfo = context.getModelInfo()
+    this.addsBos = modelAddsBos(modelInfo.metadata)
+    this.usesJinja = modelInfo.chatTemplates.jinja.default || modelInfo.chatTemplates.jinja.toolUse
   }
 
   static async load(spec: EngineLoadSpec): Promise<LlamaRuntime> {
@@ -175,16 +179,29 @@ export class LlamaRuntime {
   }
 
   private formatPrompt(job: ChatJob): FormattedPrompt {
+    // Each image part becomes the marker mtmd pairs with the image, in order.
+    const mediaPaths: string[] = []
+    const messages = job.messages.map((m) =>
+      typeof m.content === 'string'
+        ? m
+        : {
+            role: m.role,
+            content: m.content.map((part) => {
+              if (part.type === 'text') return part
+              mediaPaths.push(part.image_url.url)
+              return { type: 'text', text: MEDIA_MARKER }
+            }),
+          },
+    )
     let formatted
     try {
-      formatted = this.context.getFormattedChat(job.messages, undefined, { jinja: true, add_generation_prompt: true })
+      formatted = this.context.ctx.getFormattedChat(messages, undefined, { jinja: this.usesJinja, add_generation_prompt: true })
     } catch (e) {
       // The model's own template refused the conversation (say, roles that do not alternate).
       throw new ModelError('invalid_value', `the model's chat template rejected the messages: ${(e as Error).message}`, 'messages')
     }
-    const stops = formatted.type === 'jinja' ? formatted.additional_stops.filter((s) => s.length > 0) : []
-    // The binding swaps each image part for MEDIA_MARKER and hands its url back here.
-    return { prompt: formatted.prompt, stops, mediaPaths: formatted.media_paths ?? [] }
+    if (typeof formatted === 'string') return { prompt: formatted, stops: [], mediaPaths }
+    return { prompt: formatted.prompt, stops: formatted.additional_stops.filter((s) => s.length > 0), mediaPaths }
   }
 
   private async replaceIfStale(): Promise<void> {

@@ -27,6 +27,8 @@ export interface TestServerOptions {
   /** Omit the default --api-key flag (to test key generation or --no-auth). */
   noKeyFlag?: boolean
   dataDir?: string
+  /** Inference threads per model (1 by default, as tests on a 2-core machine should). */
+  threads?: number
 }
 
 export async function startTestServer(options: TestServerOptions): Promise<TestServer> {
@@ -38,7 +40,7 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     '--port',
     '0',
     '--threads',
-    '1',
+    String(options.threads ?? 1),
     '--models-dir',
     options.modelsDir,
     '--data-dir',

@@ -5,13 +5,17 @@
 import { z } from 'zod'
 import type { ModelRecord } from '../../../native-models/catalog/model-folder.ts'
 import type { ChatContentPart, ChatJob, ChatMessage } from '../../../native-models/engine/engine-protocol.ts'
+import { isInvalidImageError } from '../../../native-models/images/invalid-image-error.ts'
+import { normalizeImageDataUrl } from '../../../native-models/images/normalize-image.ts'
+import { DEFAULT_PROJECTOR_INPUT, readProjectorInput } from '../../../native-models/images/projector-input.ts'
 import { invalidRequest, modelNotCompatible } from '../http-errors.ts'
 import { parseOrThrow } from './validation.ts'
 
 const textPart = z.object({ type: z.literal('text'), text: z.string() })
 const imagePart = z.object({
   type: z.literal('image_url'),
-  image_url: z.object({ url: z.string().min(1), detail: z.enum(['auto', 'low', 'high']).optional() }),
+  // An empty url is an invalid image (400 invalid_image), not a schema error.
+  image_url: z.object({ url: z.string(), detail: z.enum(['auto', 'low', 'high']).optional() }),
 })
 const contentPart = z.discriminatedUnion('type', [textPart, imagePart])
 
@@ -45,6 +49,17 @@ export interface ChatPlan {
   stream: boolean
   includeUsage: boolean
   job: ChatJob
+  /** The request's one image, still as the client sent it; prepareChatImage() normalises it. */
+  image: ImageRef | undefined
+}
+
+/** Where an image sits in the request. */
+export interface ImageRef {
+  url: string
+  messageIndex: number
+  partIndex: number
+  /** The field a 400 names: `messages[0].content[1].image_url.url`. */
+  param: string
 }
 
 export const CHAT_DEFAULTS = { temperature: 0, topP: 0.9, topK: 50 } as const
@@ -68,8 +83,23 @@ export function planChat(request: ChatRequest, model: ModelRecord): ChatPlan {
       maxTokensParam,
     )
   }
-  const hasImage = request.messages.some((m) => typeof m.content !== 'string' && m.content.some((p) => p.type === 'image_url'))
-  if (hasImage && !model.capabilities.includes('vision')) throw modelNotCompatible(model.id, 'image input')
+  const images = imagesOf(request)
+  const misplaced = images.find((i) => request.messages[i.messageIndex]!.role !== 'user')
+  if (misplaced) {
+    const role = request.messages[misplaced.messageIndex]!.role
+    throw invalidRequest(
+      `Images are only allowed in messages with role 'user', but this message with role '${role}' has one`,
+      `messages[${misplaced.messageIndex}].content[${misplaced.partIndex}]`,
+    )
+  }
+  if (images.length > 0 && !model.capabilities.includes('vision')) throw modelNotCompatible(model.id, 'image input')
+  if (images.length > 1) {
+    throw invalidRequest(
+      `At most one image per request is supported; this request has ${images.length}`,
+      images[1]!.param,
+      'too_many_images',
+    )
+  }
   const stop = request.stop == null ? [] : typeof request.stop === 'string' ? [request.stop] : request.stop
   return {
     request,
@@ -86,7 +116,43 @@ export function planChat(request: ChatRequest, model: ModelRecord): ChatPlan {
       stop,
       seed: request.seed ?? undefined,
     },
+    image: images[0],
   }
+}
+
+/**
+ * Decodes the request's image and checks it, then puts the normalised PNG (shrunk to what the
+ * model's projector can use) into the engine job in place of the client's data. Bad images become
+ * 400 `invalid_image` naming the part; nothing unchecked is ever queued for an engine.
+ */
+export async function prepareChatImage(plan: ChatPlan, model: ModelRecord): Promise<void> {
+  const image = plan.image
+  if (!image) return
+  const input = model.projectorPath ? await readProjectorInput(model.projectorPath) : DEFAULT_PROJECTOR_INPUT
+  let dataUrl: string
+  try {
+    dataUrl = (await normalizeImageDataUrl(image.url, { maxSide: input.maxSide })).dataUrl
+  } catch (e) {
+    if (isInvalidImageError(e)) throw invalidRequest(e.message, image.param, 'invalid_image')
+    throw e
+  }
+  const content = plan.job.messages[image.messageIndex]?.content
+  const part = Array.isArray(content) ? content[image.partIndex] : undefined
+  if (part?.type !== 'image_url') throw new Error('the engine job lost track of the image part')
+  part.image_url = { url: dataUrl }
+}
+
+function imagesOf(request: ChatRequest): ImageRef[] {
+  const found: ImageRef[] = []
+  request.messages.forEach((m, messageIndex) => {
+    if (typeof m.content === 'string') return
+    m.content.forEach((p, partIndex) => {
+      if (p.type !== 'image_url') return
+      const param = `messages[${messageIndex}].content[${partIndex}].image_url.url`
+      found.push({ url: p.image_url.url, messageIndex, partIndex, param })
+    })
+  })
+  return found
 }
 
 function toEngineMessage(m: ChatRequest['messages'][number]): ChatMessage {

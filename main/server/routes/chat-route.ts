@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { Router } from 'express'
 import type { ChatResult } from '../../../native-models/engine/engine-protocol.ts'
 import { chatChunk, chatCompletion, timingsOf, usageChunk, type CompletionIdentity } from '../openai/chat-response.ts'
-import { parseChatRequest, planChat } from '../openai/chat-request.ts'
+import { parseChatRequest, planChat, prepareChatImage } from '../openai/chat-request.ts'
 import { requireModel } from '../model-lookup.ts'
 import { requestLifetime } from '../request-lifetime.ts'
 import { SseStream } from '../sse.ts'
@@ -16,6 +16,7 @@ export function chatRoute(ctx: ServerContext): Router {
     const request = parseChatRequest(req.body)
     const model = await requireModel(ctx.folder, request.model)
     const plan = planChat(request, model)
+    await prepareChatImage(plan, model)
     res.locals.model = model.id
     const who: CompletionIdentity = {
       id: `chatcmpl-${randomBytes(12).toString('base64url')}`,

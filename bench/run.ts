@@ -1,0 +1,43 @@
+/**
+ * `npm run bench -- [--base-url URL --api-key KEY] [--model ID] [--threads N] [--only chat,…]`
+ * Measures Hearth (or any OpenAI-compatible server at --base-url) against the bindings driven
+ * directly, and prints each figure with its target. Not a test: numbers vary with the machine.
+ */
+import { existsSync } from 'node:fs'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { parseArgs } from 'node:util'
+import { runChatBench } from './chat-bench.ts'
+
+const { values: flags } = parseArgs({
+  options: {
+    'base-url': { type: 'string' },
+    'api-key': { type: 'string' },
+    model: { type: 'string' },
+    threads: { type: 'string', default: '1' },
+    only: { type: 'string' },
+    runs: { type: 'string', default: '5' },
+  },
+})
+
+const sharedModels = resolve(import.meta.dirname, '../../shared/fixtures/models')
+const threads = Number(flags.threads)
+const runs = Number(flags.runs)
+const wanted = (name: string) => !flags.only || flags.only.split(',').includes(name)
+
+async function chatModelPath(): Promise<string> {
+  const fixture = join(sharedModels, 'stories260K-chatml.gguf')
+  if (existsSync(fixture)) return fixture
+  console.warn('*** ../shared/fixtures is missing: benchmarking a generated random tiny llama instead of stories260K ***')
+  const { writeTinyLlama } = await import('../test/support/tiny-models.ts')
+  const path = join(mkdtempSync(join(tmpdir(), 'hearth-bench-model-')), 'tiny-chat.gguf')
+  writeTinyLlama(path, { contextLength: 2048 })
+  return path
+}
+
+const results: Record<string, Record<string, number>> = {}
+const common = { baseUrl: flags['base-url'], apiKey: flags['api-key'], threads, runs }
+if (wanted('chat')) results.chat = await runChatBench({ ...common, model: flags.model, modelPath: await chatModelPath() })
+console.log(`\n${JSON.stringify(results, null, 2)}`)
+process.exit(0)
