@@ -6,8 +6,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { gguf } from '@huggingface/gguf'
-import { loadModel } from '@fugood/llama.node'
-import { initWhisper } from '@fugood/whisper.node'
+import { llamaNode } from '../native-models/engine/llama-binding.ts'
+import { whisperNode } from '../native-models/engine/whisper-binding.ts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { float32ToFloat16Bits, kv, writeGguf } from './support/gguf-writer.ts'
 import {
@@ -121,7 +121,7 @@ describe('gguf-writer', () => {
 
 describe('tiny llama', () => {
   it('chat model: formats ChatML, completes deterministically, round-trips text', async () => {
-    const ctx = await loadModel({ model: models.llamaChat.path, n_ctx: 512, n_threads: 1, n_gpu_layers: 0 })
+    const ctx = await llamaNode.loadModel({ model: models.llamaChat.path, n_ctx: 512, n_threads: 1, n_gpu_layers: 0 })
     try {
       expect(ctx.isJinjaSupported()).toBe(true)
       const chat = ctx.getFormattedChat(
@@ -159,7 +159,7 @@ describe('tiny llama', () => {
   })
 
   it('plain model has no chat template and still completes', async () => {
-    const ctx = await loadModel({ model: models.llamaPlain.path, n_ctx: 512, n_threads: 1, n_gpu_layers: 0 })
+    const ctx = await llamaNode.loadModel({ model: models.llamaPlain.path, n_ctx: 512, n_threads: 1, n_gpu_layers: 0 })
     try {
       expect(ctx.isJinjaSupported()).toBe(false)
       expect(ctx.getModelInfo().metadata['tokenizer.chat_template']).toBeUndefined()
@@ -171,7 +171,7 @@ describe('tiny llama', () => {
   })
 
   it('mmproj: multimodal init and an image completion (file path and data: URL)', async () => {
-    const ctx = await loadModel({ model: models.llamaChat.path, n_ctx: 512, n_threads: 1, n_gpu_layers: 0 })
+    const ctx = await llamaNode.loadModel({ model: models.llamaChat.path, n_ctx: 512, n_threads: 1, n_gpu_layers: 0 })
     try {
       expect(ctx.initMultimodal({ path: models.mmproj.path, use_gpu: false })).toBe(true)
       expect(ctx.getMultimodalSupport()).toEqual({ vision: true, audio: false })
@@ -209,7 +209,7 @@ describe('tiny bert', () => {
     // context only encodes the tail and returns a different vector (same with the
     // bge fixture). The parallel API below does not have that problem.
     const embed = async (input: string): Promise<number[]> => {
-      const ctx = await loadModel({ model: models.bert.path, embedding: true, n_ctx: 512, n_threads: 1, n_gpu_layers: 0 })
+      const ctx = await llamaNode.loadModel({ model: models.bert.path, embedding: true, n_ctx: 512, n_threads: 1, n_gpu_layers: 0 })
       try {
         return Array.from((await ctx.embedding(input)).embedding)
       } finally {
@@ -225,7 +225,7 @@ describe('tiny bert', () => {
     expect(b).toEqual(a)
     expect(c).not.toEqual(a)
 
-    const ctx = await loadModel({ model: models.bert.path, embedding: true, n_ctx: 512, n_threads: 1, n_gpu_layers: 0 })
+    const ctx = await llamaNode.loadModel({ model: models.bert.path, embedding: true, n_ctx: 512, n_threads: 1, n_gpu_layers: 0 })
     try {
       expect(await ctx.parallel.enable({ n_parallel: 1 })).toBe(true)
       const viaSlots = async (input: string): Promise<number[]> => Array.from((await (await ctx.parallel.embedding(input)).promise).embedding)
@@ -239,7 +239,7 @@ describe('tiny bert', () => {
   })
 
   it('tokenizes English with the WordPiece vocabulary', async () => {
-    const ctx = await loadModel({ model: models.bert.path, embedding: true, n_ctx: 512, n_threads: 1, n_gpu_layers: 0 })
+    const ctx = await llamaNode.loadModel({ model: models.bert.path, embedding: true, n_ctx: 512, n_threads: 1, n_gpu_layers: 0 })
     try {
       // tokenize() adds no [CLS]/[SEP]: hello world , test ##ing quick ##ly .
       const { tokens } = await ctx.tokenize('Hello world, testing quickly.')
@@ -255,7 +255,7 @@ describe('tiny bert', () => {
 
 describe('tiny whisper', () => {
   it('translates 2 s of audio into segments (greedy, 1 thread)', async () => {
-    const ctx = await initWhisper({ filePath: models.whisper.path, useGpu: false })
+    const ctx = await whisperNode.initWhisper({ filePath: models.whisper.path, useGpu: false })
     try {
       const sampleRate = 16000
       const audio = new Float32Array(2 * sampleRate).map((_, i) => 0.3 * Math.sin((2 * Math.PI * 440 * i) / sampleRate))

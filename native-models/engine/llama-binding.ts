@@ -34,6 +34,7 @@ export interface LlamaModelOptions {
 export interface CompletionOptions {
   prompt?: string
   messages?: ChatMessage[]
+  jinja?: boolean
   n_predict?: number
   temperature?: number
   top_k?: number
@@ -106,7 +107,20 @@ export interface NativeLlamaContext {
   ): { prompt: string; additional_stops: string[] } | string
 }
 
+/** The binding's slot-based API (`enableParallelMode` underneath). */
+export interface LlamaParallel {
+  enable(config?: { n_parallel?: number; n_batch?: number }): Promise<boolean>
+  disable(): void
+  embedding(
+    text: string,
+    params?: { embd_normalize?: number },
+  ): Promise<{ requestId: number; promise: Promise<{ embedding: number[] | Float32Array }> }>
+}
+
 export interface LlamaContext {
+  readonly parallel: LlamaParallel
+  isJinjaSupported(): boolean
+  getMultimodalSupport(): { vision: boolean; audio: boolean }
   /** The wrapper's getFormattedChat reads the whole model info twice per call (milliseconds); this does not. */
   readonly ctx: NativeLlamaContext
   getModelInfo(): ModelInfo
