@@ -22,10 +22,14 @@ class FakeEngine implements Engine {
       options.signal?.addEventListener('abort', () => reject(new ModelError('cancelled', 'cancelled')))
     })
   }
+  async memoryBytes(): Promise<number> {
+    return 0
+  }
   finishNext(): void {
     this.finishers.shift()?.()
   }
   crash(): void {
+    if (!this.alive) return
     this.alive = false
     for (const l of this.exitListeners) l()
   }
@@ -152,5 +156,85 @@ describe('ModelScheduler', () => {
     await expect(scheduler.run(model, job('a'))).rejects.toMatchObject({ code: 'engine_load_failed' })
     await expect(scheduler.run(model, job('b'))).rejects.toMatchObject({ code: 'engine_load_failed' })
     expect(attempts).toBe(2)
+  })
+})
+
+describe('ModelScheduler lifecycle', () => {
+  const named = (id: string) => ({ id }) as ModelRecord
+
+  function lifecycle(options: { ttlMs?: number; budget?: number; sizes?: Record<string, number> }) {
+    const engines = new Map<string, FakeEngine[]>()
+    const scheduler = new ModelScheduler({
+      maxQueuePerModel: 4,
+      idleTtlMs: () => options.ttlMs ?? 0,
+      memoryBudget: options.budget === undefined ? undefined : () => options.budget!,
+      estimateBytes: (m) => options.sizes?.[m.id] ?? 1,
+      startEngine: async (m) => {
+        const e = new FakeEngine()
+        engines.set(m.id, [...(engines.get(m.id) ?? []), e])
+        return e
+      },
+    })
+    const finishAll = () => engines.forEach((list) => list.forEach((e) => e.finishNext()))
+    return { scheduler, engines, finishAll }
+  }
+
+  it('loads and unloads on request, and reports the state', async () => {
+    const { scheduler, engines } = lifecycle({})
+    await scheduler.load(named('a'))
+    expect(scheduler.loadedModelIds()).toEqual(['a'])
+    expect(await scheduler.unload('a')).toBe(true)
+    expect(scheduler.loadedModelIds()).toEqual([])
+    expect(engines.get('a')![0]!.alive).toBe(false)
+    expect(await scheduler.unload('a')).toBe(false)
+  })
+
+  it('waits for the running request before unloading', async () => {
+    const { scheduler, engines } = lifecycle({})
+    const running = scheduler.run(named('a'), job('x'))
+    await tick()
+    const unloading = scheduler.unload('a')
+    await tick()
+    expect(engines.get('a')![0]!.alive).toBe(true)
+    engines.get('a')![0]!.finishNext()
+    expect((await running).text).toBe('x')
+    expect(await unloading).toBe(true)
+    expect(engines.get('a')![0]!.alive).toBe(false)
+  })
+
+  it('unloads an idle model after its time to live, and not while it is used', async () => {
+    const { scheduler, engines } = lifecycle({ ttlMs: 40 })
+    await scheduler.load(named('a'))
+    await new Promise((r) => setTimeout(r, 20))
+    const run = scheduler.run(named('a'), job('x'))
+    await new Promise((r) => setTimeout(r, 60))
+    expect(scheduler.loadedModelIds()).toEqual(['a'])
+    engines.get('a')![0]!.finishNext()
+    await run
+    await new Promise((r) => setTimeout(r, 80))
+    expect(scheduler.loadedModelIds()).toEqual([])
+  })
+
+  it('evicts idle models least recently used first to make room', async () => {
+    const { scheduler } = lifecycle({ budget: 10, sizes: { a: 4, b: 4, c: 4 } })
+    await scheduler.load(named('a'))
+    await new Promise((r) => setTimeout(r, 5))
+    await scheduler.load(named('b'))
+    await new Promise((r) => setTimeout(r, 5))
+    await scheduler.load(named('a')) // a is now the most recently used
+    await scheduler.load(named('c'))
+    expect(scheduler.loadedModelIds().sort()).toEqual(['a', 'c'])
+  })
+
+  it('refuses with the numbers when a model cannot fit, and never evicts a busy model', async () => {
+    const { scheduler, finishAll } = lifecycle({ budget: 10, sizes: { a: 6, big: 20, b: 6 } })
+    await expect(scheduler.load(named('big'))).rejects.toMatchObject({ code: 'insufficient_memory', message: expect.stringMatching(/20 MiB|needs about/) })
+    const busy = scheduler.run(named('a'), job('x'))
+    await tick()
+    await expect(scheduler.load(named('b'))).rejects.toMatchObject({ code: 'insufficient_memory', message: expect.stringMatching(/'a'.*busy/) })
+    finishAll()
+    await busy
+    await scheduler.load(named('b'))
+    expect(scheduler.loadedModelIds()).toEqual(['b'])
   })
 })

@@ -11,6 +11,10 @@ export const catalogEntrySchema = z.looseObject({
   owned_by: z.string().min(1).optional(),
   context_length: z.int().min(16).optional(),
   max_completion_tokens: z.int().min(1).optional(),
+  /** Seconds a loaded model may sit idle before it is unloaded; 0 keeps it loaded. */
+  ttl: z.number().min(0).optional(),
+  gpu_layers: z.union([z.literal('auto'), z.literal('all'), z.int().min(0)]).optional(),
+  threads: z.int().min(1).max(256).optional(),
   pricing: z
     .object({
       prompt: z.string().regex(pricePattern, 'a decimal string with 8 fractional digits, e.g. "0.00000000"'),

@@ -10,6 +10,11 @@ export type ModelFileHeader =
       trainedContext: number | undefined
       chatTemplate: string | undefined
       embeddingLength: number | undefined
+      /** Shape facts the memory plan needs for the KV cache. */
+      layers: number | undefined
+      headCount: number | undefined
+      headCountKv: number | undefined
+      vocabularySize: number | undefined
       /** For a CLIP projector: the width of the embeddings it feeds to the language model. */
       projectorOutputWidth: number | undefined
     }
@@ -58,6 +63,10 @@ async function readGgufHeader(path: string): Promise<ModelFileHeader> {
     trainedContext: numberField(archKey('context_length')),
     chatTemplate: stringField(metadata['tokenizer.chat_template']),
     embeddingLength: numberField(archKey('embedding_length')),
+    layers: numberField(archKey('block_count')),
+    headCount: numberField(archKey('attention.head_count')),
+    headCountKv: numberField(archKey('attention.head_count_kv')) ?? numberField(archKey('attention.head_count')),
+    vocabularySize: arrayLength(metadata['tokenizer.ggml.tokens']),
     projectorOutputWidth: architecture === 'clip' ? numberField(metadata['clip.vision.projection_dim']) : undefined,
   }
 }
@@ -83,6 +92,10 @@ async function readWhisperHeader(path: string): Promise<ModelFileHeader> {
 
 function stringField(v: unknown): string | undefined {
   return typeof v === 'string' && v.length > 0 ? v : undefined
+}
+
+function arrayLength(v: unknown): number | undefined {
+  return Array.isArray(v) ? v.length : undefined
 }
 
 function numberField(v: unknown): number | undefined {

@@ -22,8 +22,19 @@ export interface ModelRecord {
   /** Width of the model's token embeddings: a projector must produce exactly this. */
   embeddingLength: number | undefined
   hasChatTemplate: boolean
+  /** What the memory plan reads: the model's shape (GGUF only) and the projector's size. */
+  shape: ModelShape | undefined
+  projectorSizeBytes: number
   /** The catalog entry as written, for settings later issues read (ttl, gpu_layers, …). */
   catalogEntry: CatalogEntry | undefined
+}
+
+export interface ModelShape {
+  layers: number
+  embeddingLength: number
+  headCount: number
+  headCountKv: number
+  vocabularySize: number
 }
 
 /** A model that is listed or present but cannot be served, with the reason in words. */
@@ -119,7 +130,9 @@ export class ModelFolder {
       else models.push(result)
     }
 
-    pairProjectors(models, projectors)
+    const projectorSizes = new Map<string, number>()
+    for (const path of projectors.keys()) projectorSizes.set(path, (await stat(path).catch(() => ({ size: 0 }))).size)
+    pairProjectors(models, projectors, projectorSizes)
     models.sort((a, b) => a.id.localeCompare(b.id))
     return { models, broken, catalogProblem }
   }
@@ -195,11 +208,13 @@ export class ModelFolder {
     const header = await this.header(path)
     if (header instanceof Error) return { id, file, problem: `"${file}" is not a usable model file: ${header.message}` }
     if (header.format === 'other-ggml') return { id, file, problem: `"${file}" is a ggml file but not a whisper model` }
+    let projectorSizeBytes = 0
     if (projectorPath) {
       const projector = await this.header(projectorPath)
       if (projector instanceof Error) {
         return { id, file, problem: `mmproj "${relative(this.dir, projectorPath)}" is not usable: ${projector.message}` }
       }
+      projectorSizeBytes = (await stat(projectorPath)).size
     }
 
     const kind: ModelKind = entry?.kind ?? (header.format === 'whisper-ggml' ? 'speech' : kindFromArchitecture(header.architecture))
@@ -221,6 +236,8 @@ export class ModelFolder {
       architecture: header.format === 'gguf' ? header.architecture : 'whisper',
       embeddingLength: header.format === 'gguf' ? header.embeddingLength : undefined,
       hasChatTemplate: header.format === 'gguf' && header.chatTemplate !== undefined,
+      shape: shapeOf(header),
+      projectorSizeBytes,
       catalogEntry: entry,
     }
   }
@@ -252,7 +269,11 @@ export class ModelFolder {
  * projector, unless that one is named after another model. Widths must agree, so a projector never
  * pairs with a model it cannot feed.
  */
-function pairProjectors(models: ModelRecord[], projectors: Map<string, ModelFileHeader | undefined>): void {
+function pairProjectors(
+  models: ModelRecord[],
+  projectors: Map<string, ModelFileHeader | undefined>,
+  projectorSizes: Map<string, number>,
+): void {
   const candidates = models.filter((m) => m.kind === 'chat' && !m.projectorPath && !m.catalogEntry?.mmproj)
   const stemOf = (path: string) => basename(path, extname(path)).toLowerCase()
   const namedFor = (projector: string, model: ModelRecord) => {
@@ -278,8 +299,16 @@ function pairProjectors(models: ModelRecord[], projectors: Map<string, ModelFile
   }
   for (const [model, projector] of chosen) {
     model.projectorPath = projector
+    model.projectorSizeBytes = projectorSizes.get(projector) ?? 0
     model.capabilities = capabilitiesOf(model.kind, true)
   }
+}
+
+function shapeOf(header: ModelFileHeader): ModelShape | undefined {
+  if (header.format !== 'gguf') return undefined
+  const { layers, embeddingLength, headCount, headCountKv, vocabularySize } = header
+  if (!layers || !embeddingLength || !headCount || !headCountKv || !vocabularySize) return undefined
+  return { layers, embeddingLength, headCount, headCountKv, vocabularySize }
 }
 
 function projectorFits(projector: ModelFileHeader | undefined, model: ModelRecord): boolean {

@@ -3,7 +3,8 @@
  * Holds one model and runs one job at a time; the parent queues the rest.
  */
 import { ModelError, isModelError, type SerializedModelError } from '../errors.ts'
-import type { EngineJob, EngineResult, FromEngine, JobProgress, ToEngine } from './engine-protocol.ts'
+import type { BackendDevice, EngineJob, EngineResult, FromEngine, JobProgress, ToEngine } from './engine-protocol.ts'
+import { llamaNode } from './llama-binding.ts'
 import { LlamaRuntime } from './llama-runtime.ts'
 import { ProgressCoalescer } from './progress-coalescer.ts'
 
@@ -57,8 +58,22 @@ process.on('message', (message: ToEngine) => {
     case 'shutdown':
       void shutdown()
       break
+    case 'stats':
+      send({ type: 'stats', rssBytes: process.memoryUsage.rss() })
+      break
+    case 'probe-devices':
+      probeDevices().then(
+        (devices) => send({ type: 'devices', devices }),
+        () => send({ type: 'devices', devices: [] }),
+      )
+      break
   }
 })
+
+async function probeDevices(): Promise<BackendDevice[]> {
+  const devices = await llamaNode.getBackendDevicesInfo()
+  return devices.map((d) => ({ backend: d.backend, type: d.type, name: d.deviceName, memoryBytes: d.maxMemorySize }))
+}
 
 async function shutdown(): Promise<void> {
   for (const c of running.values()) c.abort()

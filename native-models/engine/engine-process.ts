@@ -7,7 +7,16 @@ import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { ModelError } from '../errors.ts'
-import type { EngineJob, EngineLoadSpec, EngineModelInfo, EngineResult, FromEngine, JobProgress, ToEngine } from './engine-protocol.ts'
+import type {
+  BackendDevice,
+  EngineJob,
+  EngineLoadSpec,
+  EngineModelInfo,
+  EngineResult,
+  FromEngine,
+  JobProgress,
+  ToEngine,
+} from './engine-protocol.ts'
 
 export interface RunOptions {
   onProgress?: (progress: JobProgress) => void
@@ -20,6 +29,8 @@ export interface Engine {
   readonly info: EngineModelInfo
   readonly alive: boolean
   run(job: EngineJob, options?: RunOptions): Promise<EngineResult>
+  /** Resident memory of the engine process, as it reports it. */
+  memoryBytes(): Promise<number>
   stop(): Promise<void>
   onExit(listener: () => void): void
 }
@@ -49,6 +60,7 @@ export class EngineProcess implements Engine {
   private readonly exitListeners: Array<() => void> = []
   private exitReason = 'stopped'
   private loadWaiter: { resolve: (info: EngineModelInfo) => void; reject: (e: Error) => void } | undefined
+  private statsWaiters: Array<(rss: number) => void> = []
   info: EngineModelInfo = { devices: [], loadMs: 0, vision: false }
 
   private constructor(
@@ -118,6 +130,14 @@ export class EngineProcess implements Engine {
     })
   }
 
+  memoryBytes(): Promise<number> {
+    if (this.exited) return Promise.resolve(0)
+    return new Promise<number>((resolve) => {
+      this.statsWaiters.push(resolve)
+      if (this.statsWaiters.length === 1) this.send({ type: 'stats' })
+    })
+  }
+
   async stop(): Promise<void> {
     if (this.exited) return
     const gone = new Promise<void>((resolve) => this.onExit(resolve))
@@ -161,6 +181,11 @@ export class EngineProcess implements Engine {
         )
         this.loadWaiter = undefined
         break
+      case 'stats':
+        for (const waiter of this.statsWaiters.splice(0)) waiter(message.rssBytes)
+        break
+      case 'devices':
+        break
       case 'progress':
         this.pending.get(message.id)?.onProgress?.(message.progress)
         break
@@ -183,6 +208,7 @@ export class EngineProcess implements Engine {
       new ModelError('engine_load_failed', `model "${this.spec.modelId}" failed to load: the engine ${why}${this.tailForMessage()}`),
     )
     this.loadWaiter = undefined
+    for (const waiter of this.statsWaiters.splice(0)) waiter(0)
     for (const job of this.pending.values()) job.reject(this.crashError())
     this.pending.clear()
     for (const listener of this.exitListeners.splice(0)) listener()
@@ -206,6 +232,28 @@ export class EngineProcess implements Engine {
 
   private kill(): void {
     if (!this.exited) this.child.kill('SIGKILL')
+  }
+}
+
+/**
+ * The compute devices the binding can use, asked of a short-lived engine process so the server
+ * itself never loads native code.
+ */
+export async function probeBackendDevices(timeoutMs = 30_000): Promise<BackendDevice[]> {
+  const child = fork(childEntry.path, [], { execArgv: childEntry.execArgv, stdio: ['ignore', 'ignore', 'ignore', 'ipc'], serialization: 'advanced' })
+  try {
+    return await new Promise<BackendDevice[]>((resolve) => {
+      const timer = setTimeout(() => resolve([]), timeoutMs)
+      child.on('message', (m: FromEngine) => {
+        if (m.type !== 'devices') return
+        clearTimeout(timer)
+        resolve(m.devices)
+      })
+      child.on('exit', () => resolve([]))
+      child.send({ type: 'probe-devices' } satisfies ToEngine)
+    })
+  } finally {
+    child.kill('SIGKILL')
   }
 }
 

@@ -62,14 +62,26 @@ export type EngineResult = ChatResult
 /** Streamed while a job runs. */
 export type JobProgress = { type: 'text'; text: string }
 
+/** A compute device as the binding reports it (Metal, CUDA0, Vulkan0, CPU, …). */
+export interface BackendDevice {
+  backend: string
+  type: string
+  name: string
+  memoryBytes: number
+}
+
 export type ToEngine =
   | { type: 'load'; spec: EngineLoadSpec }
+  | { type: 'stats' }
+  | { type: 'probe-devices' }
   | { type: 'run'; id: number; job: EngineJob }
   | { type: 'cancel'; id: number }
   | { type: 'shutdown' }
 
 export type FromEngine =
   | { type: 'loaded'; info: EngineModelInfo }
+  | { type: 'stats'; rssBytes: number }
+  | { type: 'devices'; devices: BackendDevice[] }
   | { type: 'load-failed'; error: SerializedModelError }
   | { type: 'progress'; id: number; progress: JobProgress }
   | { type: 'done'; id: number; result: EngineResult }

@@ -1,18 +1,36 @@
 /**
- * Hands out each model's engine to one request at a time, in arrival order, starting the engine
- * process on first use (just in time) and again after it died. Waiting is bounded: when a model's
- * queue is full the request is refused at once with `overloaded`, and a request whose client left
- * gives up its place immediately.
+ * Decides which models are loaded and who uses them when:
+ * - each model serves one request at a time, in arrival order, with a bounded wait queue
+ *   (`overloaded` when full; a request whose client left gives up its place at once);
+ * - a model loads just in time, on the first request or an explicit load, after a memory plan:
+ *   idle models are unloaded least recently used first to make room, and a model that cannot fit
+ *   is refused with the numbers instead of swapping the machine to death;
+ * - an idle model unloads itself after its time to live; a dead engine is restarted on next use.
  */
 import type { ModelRecord } from '../catalog/model-folder.ts'
 import type { Engine, RunOptions } from '../engine/engine-process.ts'
 import type { EngineJob, EngineResult } from '../engine/engine-protocol.ts'
 import { ModelError } from '../errors.ts'
+import { estimateModelMemory, planEvictions } from './memory-plan.ts'
 
 export interface SchedulerOptions {
   startEngine: (model: ModelRecord) => Promise<Engine>
   /** Requests that may wait for a busy model before new ones get `overloaded`. */
   maxQueuePerModel: number
+  /** How long a model may sit idle before it is unloaded; 0 keeps it loaded. */
+  idleTtlMs?: (model: ModelRecord) => number
+  /** Bytes the loaded models may use together, asked each time a model is about to load. */
+  memoryBudget?: () => number
+  estimateBytes?: (model: ModelRecord) => number
+}
+
+export interface LoadedModel {
+  id: string
+  engine: Engine
+  estimateBytes: number
+  busy: boolean
+  waiting: number
+  lastUsed: number
 }
 
 interface Waiter {
@@ -20,35 +38,67 @@ interface Waiter {
 }
 
 interface ModelState {
+  id: string
   engine: Engine | undefined
   starting: Promise<Engine> | undefined
+  estimateBytes: number
   busy: boolean
   queue: Waiter[]
   lastUsed: number
+  idleTimer: NodeJS.Timeout | undefined
 }
 
 export class ModelScheduler {
   private readonly models = new Map<string, ModelState>()
+  /** Loads one model at a time, so two memory plans never count on the same free bytes. */
+  private loading: Promise<unknown> = Promise.resolve()
   private closed = false
 
   constructor(private readonly options: SchedulerOptions) {}
 
   async run(model: ModelRecord, job: EngineJob, options: RunOptions = {}): Promise<EngineResult> {
-    const state = this.stateOf(model.id)
-    await this.acquire(state, options.signal)
-    try {
-      const engine = await this.engineFor(model, state)
+    return this.withModel(model, options.signal, async (engine) => {
       if (options.signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-      return await engine.run(job, options)
+      return engine.run(job, options)
+    })
+  }
+
+  /** Loads a model now (waiting its turn), so the first request does not pay for it. */
+  async load(model: ModelRecord, signal?: AbortSignal): Promise<Engine> {
+    return this.withModel(model, signal, async (engine) => engine)
+  }
+
+  /** Unloads a model once the request it is serving (if any) is done. */
+  async unload(modelId: string): Promise<boolean> {
+    const state = this.models.get(modelId)
+    if (!state?.engine?.alive && !state?.starting) return false
+    await this.acquire(state, undefined)
+    try {
+      const engine = state.engine ?? (await state.starting?.catch(() => undefined))
+      await engine?.stop()
+      state.engine = undefined
+      return true
     } finally {
-      state.lastUsed = Date.now()
       this.release(state)
     }
   }
 
   /** Ids of the models whose engine process is up. */
   loadedModelIds(): string[] {
-    return [...this.models].filter(([, s]) => s.engine?.alive).map(([id]) => id)
+    return this.loaded().map((m) => m.id)
+  }
+
+  loaded(): LoadedModel[] {
+    return [...this.models.values()]
+      .filter((s) => s.engine?.alive)
+      .map((s) => ({
+        id: s.id,
+        engine: s.engine!,
+        estimateBytes: s.estimateBytes,
+        busy: s.busy,
+        waiting: s.queue.length,
+        lastUsed: s.lastUsed,
+      }))
   }
 
   engineOf(modelId: string): Engine | undefined {
@@ -58,14 +108,26 @@ export class ModelScheduler {
 
   async shutdown(): Promise<void> {
     this.closed = true
+    for (const s of this.models.values()) clearTimeout(s.idleTimer)
     const engines = [...this.models.values()].map((s) => s.engine ?? s.starting?.catch(() => undefined))
     await Promise.all(engines.map(async (e) => (await e)?.stop()))
+  }
+
+  private async withModel<T>(model: ModelRecord, signal: AbortSignal | undefined, use: (engine: Engine) => Promise<T>): Promise<T> {
+    const state = this.stateOf(model.id)
+    await this.acquire(state, signal)
+    try {
+      return await use(await this.engineFor(model, state))
+    } finally {
+      state.lastUsed = Date.now()
+      this.release(state, model)
+    }
   }
 
   private stateOf(id: string): ModelState {
     let state = this.models.get(id)
     if (!state) {
-      state = { engine: undefined, starting: undefined, busy: false, queue: [], lastUsed: 0 }
+      state = { id, engine: undefined, starting: undefined, estimateBytes: 0, busy: false, queue: [], lastUsed: 0, idleTimer: undefined }
       this.models.set(id, state)
     }
     return state
@@ -74,6 +136,7 @@ export class ModelScheduler {
   private acquire(state: ModelState, signal: AbortSignal | undefined): Promise<void> {
     if (this.closed) return Promise.reject(new ModelError('overloaded', 'the server is shutting down'))
     if (signal?.aborted) return Promise.reject(new ModelError('cancelled', 'the request was cancelled'))
+    clearTimeout(state.idleTimer)
     if (!state.busy) {
       state.busy = true
       return Promise.resolve()
@@ -99,16 +162,31 @@ export class ModelScheduler {
     })
   }
 
-  /** Passes the model straight to the next waiter, or marks it free. */
-  private release(state: ModelState): void {
+  /** Passes the model straight to the next waiter, or marks it free and starts its idle clock. */
+  private release(state: ModelState, model?: ModelRecord): void {
     const next = state.queue.shift()
-    if (next) next.wake()
-    else state.busy = false
+    if (next) {
+      next.wake()
+      return
+    }
+    state.busy = false
+    const ttl = model ? (this.options.idleTtlMs?.(model) ?? 0) : 0
+    if (ttl > 0 && state.engine?.alive && !this.closed) {
+      state.idleTimer = setTimeout(() => void this.unloadIfIdle(state), ttl)
+      state.idleTimer.unref()
+    }
+  }
+
+  private async unloadIfIdle(state: ModelState): Promise<void> {
+    if (state.busy || state.queue.length > 0 || !state.engine) return
+    const engine = state.engine
+    state.engine = undefined
+    await engine.stop()
   }
 
   private async engineFor(model: ModelRecord, state: ModelState): Promise<Engine> {
     if (state.engine?.alive) return state.engine
-    state.starting ??= this.options.startEngine(model).then(
+    state.starting ??= this.startInTurn(model, state).then(
       (engine) => {
         state.engine = engine
         state.starting = undefined
@@ -123,5 +201,34 @@ export class ModelScheduler {
       },
     )
     return state.starting
+  }
+
+  private startInTurn(model: ModelRecord, state: ModelState): Promise<Engine> {
+    const turn = this.loading.then(() => this.planAndStart(model, state))
+    this.loading = turn.catch(() => undefined)
+    return turn
+  }
+
+  private async planAndStart(model: ModelRecord, state: ModelState): Promise<Engine> {
+    const needed = (this.options.estimateBytes ?? ((m) => estimateModelMemory(m).total))(model)
+    if (this.options.memoryBudget) {
+      const others = this.loaded().filter((m) => m.id !== model.id)
+      const evict = planEvictions(
+        model.id,
+        needed,
+        this.options.memoryBudget(),
+        others.map((m) => ({ id: m.id, bytes: m.estimateBytes, idle: !m.busy && m.waiting === 0, lastUsed: m.lastUsed })),
+      )
+      for (const id of evict) {
+        const victim = this.models.get(id)
+        if (!victim?.engine) continue
+        const engine = victim.engine
+        victim.engine = undefined
+        clearTimeout(victim.idleTimer)
+        await engine.stop()
+      }
+    }
+    state.estimateBytes = needed
+    return this.options.startEngine(model)
   }
 }

@@ -1,0 +1,67 @@
+/**
+ * Any supported upload -> 16 kHz mono float32 samples for whisper.cpp.
+ *
+ * The JavaScript/WebAssembly path handles WAV, FLAC, MP3/MP2, MPEG program streams, MP4/M4A (AAC),
+ * Ogg Vorbis/Opus and WebM/Matroska (Opus, Vorbis, ...). A system ffmpeg is tried only when that
+ * path does not recognise the container or codec, never to rescue a truncated or corrupt file.
+ *
+ * `decodeAudio` runs on the calling thread; servers should call `decodeAudioInWorker`.
+ */
+import { readFile } from 'node:fs/promises'
+import { decodeInJavaScript } from './decode-in-javascript.ts'
+import { decodeWithFfmpeg, findFfmpegOnPath } from './ffmpeg-fallback.ts'
+import { Mono16kCollector, WHISPER_SAMPLE_RATE } from './mono-16k-collector.ts'
+import { sniffAudioFormat, type SniffedAudioFormat } from './sniff-audio-format.ts'
+import { UnsupportedAudioError, type UnsupportedAudioReason } from './unsupported-audio-error.ts'
+
+export { closeAudioDecodeWorkers, decodeAudioInWorker } from './decode-audio-in-worker.ts'
+export { UnsupportedAudioError } from './unsupported-audio-error.ts'
+export type { SniffedAudioFormat } from './sniff-audio-format.ts'
+
+export interface DecodedAudio {
+  /** Mono, 16 kHz, nominally in [-1, 1]. */
+  samples: Float32Array
+  sampleRate: typeof WHISPER_SAMPLE_RATE
+  durationSeconds: number
+  /** What the bytes are; null when only ffmpeg recognised them. */
+  format: SniffedAudioFormat | null
+  decodedBy: 'javascript' | 'ffmpeg'
+}
+
+export interface DecodeAudioOptions {
+  signal?: AbortSignal
+  /**
+   * The ffmpeg fallback: undefined looks for `ffmpeg` on PATH, null turns the fallback off,
+   * a string is the executable to use.
+   */
+  ffmpegPath?: string | null
+}
+
+/** Only these failures mean "we lack a decoder" rather than "the file is bad". */
+const FFMPEG_MAY_HELP: ReadonlySet<UnsupportedAudioReason> = new Set(['unrecognized', 'unsupported_codec'])
+
+/** Decodes bytes, or the file at a path, on the calling thread. */
+export async function decodeAudio(input: Uint8Array | string, options: DecodeAudioOptions = {}): Promise<DecodedAudio> {
+  const { signal } = options
+  signal?.throwIfAborted()
+  const bytes = typeof input === 'string' ? new Uint8Array(await readFile(input, { signal })) : input
+  if (bytes.length === 0) throw new UnsupportedAudioError('empty', 'the file is empty')
+
+  const format = sniffAudioFormat(bytes)
+  try {
+    if (!format) throw new UnsupportedAudioError('unrecognized', 'the bytes are not a known audio or video format')
+    const collector = new Mono16kCollector()
+    await decodeInJavaScript(bytes, format, collector, signal)
+    return decoded(collector.finish(), format, 'javascript')
+  } catch (error) {
+    if (!(error instanceof UnsupportedAudioError) || !FFMPEG_MAY_HELP.has(error.reason)) throw error
+    const ffmpegPath = options.ffmpegPath === undefined ? findFfmpegOnPath() : options.ffmpegPath
+    if (!ffmpegPath) throw error
+    const samples = await decodeWithFfmpeg(ffmpegPath, typeof input === 'string' ? input : bytes, { signal })
+    return decoded(samples, format, 'ffmpeg')
+  }
+}
+
+function decoded(samples: Float32Array, format: SniffedAudioFormat | null, decodedBy: DecodedAudio['decodedBy']): DecodedAudio {
+  return { samples, sampleRate: WHISPER_SAMPLE_RATE, durationSeconds: samples.length / WHISPER_SAMPLE_RATE, format, decodedBy }
+}

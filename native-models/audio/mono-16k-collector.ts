@@ -1,0 +1,93 @@
+/**
+ * Turns decoder output, block by block, into one 16 kHz mono signal (what Whisper eats).
+ * Each block is downmixed and resampled as it arrives, so a long file never exists as a
+ * full-rate multi-channel copy: only the 16 kHz result grows.
+ */
+import { SincResampler } from './sinc-resampler.ts'
+
+export const WHISPER_SAMPLE_RATE = 16_000
+
+const EMPTY = new Float32Array(0)
+/** Extra room in a reservation for the resampler's rounding and decoder padding (one second). */
+const RESERVE_SLACK = WHISPER_SAMPLE_RATE
+
+export class Mono16kCollector {
+  private readonly blocks: Float32Array[] = []
+  private length = 0
+  /** When the length is known up front, output goes straight here and `finish` needs no second copy. */
+  private reserved: Float32Array | null = null
+  private resampler: SincResampler | null = null
+  private inputRate = 0
+
+  /**
+   * Pre-sizes the output for `seconds` of audio. Only for counts taken from the bytes actually
+   * present (WAV data, MPEG frames), never from a header's claim, which could be anything.
+   */
+  reserveSeconds(seconds: number): void {
+    if (this.length > 0 || !(seconds > 0)) return
+    this.reserved = new Float32Array(Math.ceil(seconds * WHISPER_SAMPLE_RATE) + RESERVE_SLACK)
+  }
+
+  /** Adds decoded audio: one array per channel, all the same length. */
+  push(channels: readonly Float32Array[], sampleRate: number): void {
+    const frames = channels.length === 0 ? 0 : Math.min(...channels.map((channel) => channel.length))
+    if (frames === 0) return
+    if (!(sampleRate > 0)) throw new RangeError(`decoder reported sample rate ${sampleRate}`)
+    if (sampleRate !== this.inputRate) this.switchRate(sampleRate) // MP3 streams may change rate mid-way
+    const mono = downmix(channels, frames)
+    if (this.resampler) this.append(this.resampler.process(mono))
+    else this.append(mono, { borrowed: channels.length === 1 }) // a decoder's own array: copy before keeping it
+  }
+
+  /** Flushes the resampler and returns the whole signal in one array. */
+  finish(): Float32Array {
+    this.flushResampler()
+    const reserved = this.reserved
+    if (reserved && this.blocks.length === 0) {
+      this.reserved = null
+      const unused = reserved.length - this.length
+      return unused <= RESERVE_SLACK ? reserved.subarray(0, this.length) : reserved.slice(0, this.length)
+    }
+    const samples = new Float32Array(this.length)
+    let at = 0
+    for (let i = 0; i < this.blocks.length; i++) {
+      samples.set(this.blocks[i]!, at)
+      at += this.blocks[i]!.length
+      this.blocks[i] = EMPTY // let each block go as soon as it is copied
+    }
+    this.blocks.length = 0
+    return samples
+  }
+
+  private switchRate(sampleRate: number): void {
+    this.flushResampler()
+    this.inputRate = sampleRate
+    this.resampler = sampleRate === WHISPER_SAMPLE_RATE ? null : new SincResampler(sampleRate, WHISPER_SAMPLE_RATE)
+  }
+
+  private flushResampler(): void {
+    if (this.resampler) this.append(this.resampler.flush())
+    this.resampler = null
+  }
+
+  private append(block: Float32Array, { borrowed = false } = {}): void {
+    if (block.length === 0) return
+    if (this.reserved && this.length + block.length > this.reserved.length) {
+      this.blocks.push(this.reserved.subarray(0, this.length)) // the estimate was short: carry on in blocks
+      this.reserved = null
+    }
+    if (this.reserved) this.reserved.set(block, this.length)
+    else this.blocks.push(borrowed ? block.slice() : block)
+    this.length += block.length
+  }
+}
+
+/** Average of the channels (what `ffmpeg -ac 1` does), without a copy when there is one channel. */
+function downmix(channels: readonly Float32Array[], frames: number): Float32Array {
+  if (channels.length === 1) return channels[0]!.subarray(0, frames)
+  const mono = new Float32Array(frames)
+  for (const channel of channels) for (let i = 0; i < frames; i++) mono[i] = mono[i]! + channel[i]!
+  const scale = 1 / channels.length
+  for (let i = 0; i < frames; i++) mono[i] = mono[i]! * scale
+  return mono
+}
