@@ -9,9 +9,14 @@ import { dirname, join } from 'node:path'
 export const API_KEY_FILE = 'api-key'
 
 export class ApiKeys {
-  private readonly digests: Buffer[]
+  private digests: Buffer[]
 
   constructor(keys: readonly string[]) {
+    this.digests = keys.map(digest)
+  }
+
+  /** Swaps the whole set at once (key regeneration): the old keys stop working with the next request. */
+  replace(keys: readonly string[]): void {
     this.digests = keys.map(digest)
   }
 

@@ -4,25 +4,32 @@
  */
 import express, { type Express } from 'express'
 import { requireApiKey } from './auth.ts'
+import { allowOrigins } from './cors.ts'
 import { errorHandler, unknownRoute } from './http-errors.ts'
 import { jsonBodyParser } from './json-body.ts'
+import { RequestHistory } from './request-history.ts'
 import { requestLog } from './request-log.ts'
 import { chatRoute } from './routes/chat-route.ts'
 import { healthRoute } from './routes/health-route.ts'
 import { managementRoute } from './routes/management-route.ts'
 import { modelsRoute } from './routes/models-route.ts'
+import { serverRoute } from './routes/server-route.ts'
 import type { ServerContext } from './server-context.ts'
+import { webUi } from './web-ui.ts'
 
 export function createApp(ctx: ServerContext): Express {
   const app = express()
   app.disable('x-powered-by')
   app.set('etag', false)
-  app.use(requestLog(ctx.log))
+  const requests = new RequestHistory()
+  app.use(requestLog(ctx.log, requests))
+  app.use(allowOrigins(ctx.settings.corsOrigins ?? []))
   app.use(healthRoute(ctx))
 
   const authenticated = [requireApiKey(ctx.keys), jsonBodyParser(ctx.settings.bodyLimitBytes)]
   app.use('/v1', ...authenticated, modelsRoute(ctx), chatRoute(ctx))
-  app.use('/api', ...authenticated, managementRoute(ctx))
+  app.use('/api', ...authenticated, managementRoute(ctx), serverRoute(ctx, requests))
+  app.use(webUi())
 
   app.use(unknownRoute)
   app.use(errorHandler)

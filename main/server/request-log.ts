@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import type { RequestHandler } from 'express'
+import { RequestHistory } from './request-history.ts'
 
 /** Gives every response an `x-request-id` and logs one line per request when it ends. */
-export function requestLog(log: (line: string) => void): RequestHandler {
+export function requestLog(log: (line: string) => void, history?: RequestHistory): RequestHandler {
   return (req, res, next) => {
     const id = randomUUID()
     const started = performance.now()
@@ -12,7 +13,20 @@ export function requestLog(log: (line: string) => void): RequestHandler {
       const model = res.locals.model ? ` model=${res.locals.model}` : ''
       const status = res.writableFinished ? res.statusCode : `${res.statusCode} (client closed)`
       const code = res.locals.errorCode ? ` code=${res.locals.errorCode}` : ''
-      log(`${req.method} ${req.originalUrl.split('?')[0]} ${status} ${ms}ms${model}${code} id=${id}`)
+      const path = req.originalUrl.split('?')[0] ?? ''
+      log(`${req.method} ${path} ${status} ${ms}ms${model}${code} id=${id}`)
+      if (history && RequestHistory.records(req.method, path)) {
+        history.add({
+          id,
+          time: new Date(Date.now() - ms).toISOString(),
+          method: req.method,
+          path,
+          model: typeof res.locals.model === 'string' ? res.locals.model : null,
+          status: res.writableFinished ? res.statusCode : 499,
+          duration_ms: ms,
+          code: typeof res.locals.errorCode === 'string' ? res.locals.errorCode : null,
+        })
+      }
     })
     next()
   }

@@ -13,6 +13,8 @@ import { createApp } from './app.ts'
 import type { ServerContext } from './server-context.ts'
 import type { ServerSettings } from './settings.ts'
 import { mkdir } from 'node:fs/promises'
+import { memoryBudget } from './memory-budget.ts'
+import { loadSpecFor } from '../../native-models/engine/load-spec.ts'
 
 export interface RunningServer {
   url: string
@@ -26,21 +28,12 @@ export async function startServer(settings: ServerSettings, log: (line: string) 
   await mkdir(settings.modelsDir, { recursive: true })
   const folder = new ModelFolder(settings.modelsDir)
   const { keys, keyFile } = await resolveKeys(settings)
-  const scheduler = new ModelScheduler({
+  const scheduler: ModelScheduler = new ModelScheduler({
     maxQueuePerModel: settings.maxQueuePerModel,
+    idleTtlMs: (model) => (model.catalogEntry?.ttl !== undefined ? model.catalogEntry.ttl * 1000 : settings.idleTtlMs),
+    memoryBudget: () => memoryBudget(settings, scheduler),
     startEngine: (model) =>
-      EngineProcess.start(
-        {
-          modelId: model.id,
-          kind: model.kind,
-          path: model.path,
-          projectorPath: model.projectorPath,
-          contextLength: model.contextLength,
-          threads: settings.threads,
-          gpuLayers: settings.gpuLayers,
-        },
-        { forwardLog: process.env.HEARTH_ENGINE_LOG === '1' },
-      ),
+      EngineProcess.start(loadSpecFor(model, settings), { forwardLog: process.env.HEARTH_ENGINE_LOG === '1' }),
   })
   const context: ServerContext = { settings, folder, scheduler, keys, log }
   const app = createApp(context)

@@ -22,8 +22,14 @@ export interface ServerSettings {
   gpuLayers: number
   requestTimeoutMs: number
   maxQueuePerModel: number
+  /** A loaded model idle this long is unloaded; 0 keeps models loaded. Catalog `ttl` overrides it. */
+  idleTtlMs: number
+  /** Bytes the loaded models may use together; undefined = 90 % of free RAM plus what they use. */
+  memoryBudgetBytes: number | undefined
   bodyLimitBytes: number
   settingsFile: string
+  /** Page origins allowed to call the API from another origin: the desktop app's `app://hearth`. */
+  corsOrigins?: string[]
 }
 
 const settingsFileSchema = z.looseObject({
@@ -36,6 +42,8 @@ const settingsFileSchema = z.looseObject({
   gpu_layers: z.int().min(-1).optional(),
   request_timeout_seconds: z.number().positive().optional(),
   max_queue_per_model: z.int().min(0).optional(),
+  idle_ttl_seconds: z.number().min(0).optional(),
+  memory_budget_mb: z.number().positive().optional(),
   body_limit_mb: z.number().positive().optional(),
 })
 
@@ -51,6 +59,8 @@ const FLAGS = {
   'gpu-layers': { type: 'string' },
   'request-timeout': { type: 'string' },
   'max-queue': { type: 'string' },
+  'idle-ttl': { type: 'string' },
+  'memory-budget': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const
 
@@ -67,6 +77,8 @@ export const USAGE = `Usage: npm run serve -- [flags]
   --gpu-layers N         layers on the GPU, -1 = all (default)            HEARTH_GPU_LAYERS
   --request-timeout S    seconds before a request gets 408 (default 600)  HEARTH_REQUEST_TIMEOUT
   --max-queue N          requests waiting per model (default 16)          HEARTH_MAX_QUEUE
+  --idle-ttl S           unload a model idle this long, 0 = never (600)   HEARTH_IDLE_TTL
+  --memory-budget MB     memory for loaded models (default: 90 % free)    HEARTH_MEMORY_BUDGET
 `
 
 export class SettingsError extends Error {
@@ -106,6 +118,8 @@ export function resolveSettings(
     requestTimeoutMs:
       1000 * (positive('request-timeout', flags['request-timeout'] ?? env.HEARTH_REQUEST_TIMEOUT) ?? file.request_timeout_seconds ?? 600),
     maxQueuePerModel: integer('max-queue', flags['max-queue'] ?? env.HEARTH_MAX_QUEUE, 0, 100_000) ?? file.max_queue_per_model ?? 16,
+    idleTtlMs: 1000 * (nonNegative('idle-ttl', flags['idle-ttl'] ?? env.HEARTH_IDLE_TTL) ?? file.idle_ttl_seconds ?? 600),
+    memoryBudgetBytes: mebibytes(positive('memory-budget', flags['memory-budget'] ?? env.HEARTH_MEMORY_BUDGET) ?? file.memory_budget_mb),
     bodyLimitBytes: Math.round((file.body_limit_mb ?? 30) * 1024 * 1024),
     settingsFile,
   }
@@ -149,6 +163,17 @@ function positive(name: string, raw: string | undefined): number | undefined {
   const n = Number(raw)
   if (!Number.isFinite(n) || n <= 0) throw new SettingsError(`--${name} must be a positive number, got "${raw}"`)
   return n
+}
+
+function nonNegative(name: string, raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined
+  const n = Number(raw)
+  if (!Number.isFinite(n) || n < 0) throw new SettingsError(`--${name} must be a number ≥ 0, got "${raw}"`)
+  return n
+}
+
+function mebibytes(mb: number | undefined): number | undefined {
+  return mb === undefined ? undefined : Math.round(mb * 1024 * 1024)
 }
 
 function isTrue(raw: string | undefined): boolean | undefined {

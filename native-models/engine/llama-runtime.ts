@@ -47,7 +47,8 @@ export class LlamaRuntime {
     const started = performance.now()
     const context = await createContext(spec)
     const info: EngineModelInfo = {
-      devices: context.getUsedDevices(),
+      // The binding lists accelerators only; a model on none of them runs on the CPU.
+      devices: context.getUsedDevices().length > 0 ? context.getUsedDevices() : ['CPU'],
       loadMs: Math.round(performance.now() - started),
       vision: context.isMultimodalEnabled(),
     }

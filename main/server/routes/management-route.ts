@@ -1,7 +1,9 @@
-/** /api: the app's own endpoints. For now, the models folder in full, problems included. */
+/** /api: the app's own endpoints: the models folder in full (problems included), load, unload, system. */
 import { Router } from 'express'
+import { requireModel } from '../model-lookup.ts'
 import { modelObject } from '../openai/model-object.ts'
 import type { ServerContext } from '../server-context.ts'
+import { systemInfo } from '../system-info.ts'
 
 export function managementRoute(ctx: ServerContext): Router {
   const router = Router()
@@ -22,6 +24,21 @@ export function managementRoute(ctx: ServerContext): Router {
       })),
       problems: broken.map((b) => ({ id: b.id, file: b.file, problem: b.problem })),
     })
+  })
+  router.post('/models/*id/load', async (req, res) => {
+    const model = await requireModel(ctx.folder, (req.params as { id: string[] }).id.join('/'))
+    res.locals.model = model.id
+    const engine = await ctx.scheduler.load(model)
+    res.json({ ...modelObject(model, true), devices: engine.info.devices, load_ms: engine.info.loadMs })
+  })
+  router.post('/models/*id/unload', async (req, res) => {
+    const model = await requireModel(ctx.folder, (req.params as { id: string[] }).id.join('/'))
+    res.locals.model = model.id
+    const wasLoaded = await ctx.scheduler.unload(model.id)
+    res.json({ ...modelObject(model, false), was_loaded: wasLoaded })
+  })
+  router.get('/system', async (_req, res) => {
+    res.json(await systemInfo(ctx))
   })
   return router
 }

@@ -1,0 +1,52 @@
+/**
+ * The last few hundred API requests, kept in memory for the Server page's live log. Nothing is
+ * written to disk: the history is for watching what tools are doing right now, not for auditing.
+ */
+
+/** One finished request, in the wire shape GET /api/requests returns. */
+export interface RequestRecord {
+  id: string
+  /** ISO time the request arrived. */
+  time: string
+  method: string
+  path: string
+  model: string | null
+  /** HTTP status sent; 499 when the client went away before the answer finished. */
+  status: number
+  duration_ms: number
+  code: string | null
+}
+
+export type RequestListener = (record: RequestRecord) => void
+
+export class RequestHistory {
+  private readonly records: RequestRecord[] = []
+  private readonly listeners = new Set<RequestListener>()
+
+  constructor(private readonly capacity = 200) {}
+
+  add(record: RequestRecord): void {
+    this.records.push(record)
+    if (this.records.length > this.capacity) this.records.splice(0, this.records.length - this.capacity)
+    for (const listener of this.listeners) listener(record)
+  }
+
+  /** Oldest first. */
+  list(): RequestRecord[] {
+    return [...this.records]
+  }
+
+  /** Returns the function that stops listening. */
+  subscribe(listener: RequestListener): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  /**
+   * API calls only: not the UI's files, not CORS preflights, and not the log's own stream, which
+   * would only echo the watcher back.
+   */
+  static records(method: string, path: string): boolean {
+    return method !== 'OPTIONS' && (path.startsWith('/v1/') || path.startsWith('/api/')) && !path.startsWith('/api/requests')
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * /api: what the Server page shows. Where the server listens, whether it is reachable from the
+ * network, the generated key (regenerate only), and the live log of API requests.
+ */
+import { networkInterfaces } from 'node:os'
+import { Router, type Response } from 'express'
+import { generatedKeyFile, regenerateApiKey } from '../key-rotation.ts'
+import type { RequestHistory } from '../request-history.ts'
+import type { ServerContext } from '../server-context.ts'
+
+const PING_EVERY_MS = 15_000
+
+export function serverRoute(ctx: ServerContext, history: RequestHistory): Router {
+  const router = Router()
+
+  router.get('/server', (req, res) => {
+    res.json(serverInfo(ctx, req.socket.localPort ?? ctx.settings.port))
+  })
+
+  router.post('/keys/regenerate', async (_req, res) => {
+    const key = await regenerateApiKey(ctx.settings, ctx.keys)
+    ctx.log('the API key was regenerated; the old key no longer works')
+    res.set('Cache-Control', 'no-store').json({ key })
+  })
+
+  router.get('/requests', (_req, res) => {
+    res.json({ requests: history.list() })
+  })
+
+  // The backlog first, then every request as it ends.
+  router.get('/requests/events', (_req, res) => {
+    openEventStream(res)
+    const send = (record: unknown) => {
+      if (!res.writableEnded) res.write(`data: ${JSON.stringify(record)}\n\n`)
+    }
+    for (const record of history.list()) send(record)
+    const unsubscribe = history.subscribe(send)
+    const ping = setInterval(() => res.write(': ping\n\n'), PING_EVERY_MS)
+    ping.unref()
+    res.on('close', () => {
+      clearInterval(ping)
+      unsubscribe()
+    })
+  })
+
+  return router
+}
+
+export interface ServerInfo {
+  /** The base URL programs on this computer use. */
+  address: string
+  host: string
+  port: number
+  /** True when other computers can reach the server (it listens beyond loopback). */
+  lan: boolean
+  /** Addresses other computers would use, when lan is on. */
+  lan_addresses: string[]
+  auth: boolean
+  key_file: string | null
+}
+
+export function serverInfo(ctx: Pick<ServerContext, 'settings'>, port: number): ServerInfo {
+  const { host, auth } = ctx.settings
+  const wildcard = host === '0.0.0.0' || host === '::'
+  const lan = !isLoopback(host)
+  const url = (h: string) => `http://${h.includes(':') ? `[${h}]` : h}:${port}`
+  return {
+    address: url(wildcard ? '127.0.0.1' : host),
+    host,
+    port,
+    lan,
+    lan_addresses: wildcard ? externalAddresses().map(url) : lan ? [url(host)] : [],
+    auth,
+    key_file: generatedKeyFile(ctx.settings) ?? null,
+  }
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\./.test(host)
+}
+
+function externalAddresses(): string[] {
+  return Object.values(networkInterfaces())
+    .flat()
+    .filter((a) => a !== undefined && !a.internal && a.family === 'IPv4')
+    .map((a) => a!.address)
+}
+
+function openEventStream(res: Response): void {
+  res.status(200).set({
+    'Content-Type': 'text/event-stream; charset=utf-8',
+    'Cache-Control': 'no-cache',
+    Connection: 'keep-alive',
+    'X-Accel-Buffering': 'no',
+  })
+  res.flushHeaders()
+  res.socket?.setNoDelay(true)
+  // A first line, so clients see the stream open before any request has ended.
+  res.write(': connected\n\n')
+}

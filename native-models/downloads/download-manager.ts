@@ -1,0 +1,184 @@
+/**
+ * The downloads of one models folder: checks a pull before it starts (references, id and file names
+ * free), runs a few at a time, and remembers recent ones for the API and the command line.
+ */
+import { randomBytes } from 'node:crypto'
+import { statfs } from 'node:fs/promises'
+import type { ModelFolder } from '../catalog/model-folder.ts'
+import { DownloadError } from './download-error.ts'
+import { DownloadJob, isFinalState, type DownloadSnapshot } from './download-job.ts'
+import { hubEndpointFromEnv, parseModelSource } from './hf-reference.ts'
+import { fileStem, validateModelId } from './model-names.ts'
+import { DEFAULT_RETRY, type RetryPolicy } from './remote-file.ts'
+
+export interface PullRequest {
+  source: string
+  mmproj?: string
+  id?: string
+}
+
+export interface DownloadManagerOptions {
+  folder: ModelFolder
+  /** The hub's base URL; defaults to HEARTH_HF_ENDPOINT, else https://huggingface.co. */
+  hubEndpoint?: string
+  /** For gated repositories; defaults to HF_TOKEN. */
+  hubToken?: string
+  /** Free bytes on the disk that holds `dir`; injectable for tests. */
+  freeBytes?: (dir: string) => Promise<number>
+  maxConcurrent?: number
+  retry?: Partial<RetryPolicy>
+  probeTimeoutMs?: number
+  /** Finished downloads kept for GET /api/downloads. */
+  historyLimit?: number
+}
+
+export async function freeDiskBytes(dir: string): Promise<number> {
+  const stats = await statfs(dir)
+  return stats.bavail * stats.bsize
+}
+
+export class DownloadManager {
+  readonly hubEndpoint: string
+  private readonly jobs = new Map<string, DownloadJob>()
+  private readonly slots: Slots
+  private readonly retry: RetryPolicy
+
+  constructor(private readonly options: DownloadManagerOptions) {
+    this.hubEndpoint = (options.hubEndpoint ?? hubEndpointFromEnv()).replace(/\/+$/, '')
+    this.slots = new Slots(options.maxConcurrent ?? 2)
+    this.retry = { ...DEFAULT_RETRY, ...options.retry }
+  }
+
+  get modelsDir(): string {
+    return this.options.folder.dir
+  }
+
+  /** Validates the request and starts the job; throws DownloadError('invalid_value') naming the field. */
+  async pull(request: PullRequest): Promise<DownloadJob> {
+    const model = parseModelSource(request.source, 'source', this.hubEndpoint)
+    const mmproj = request.mmproj === undefined ? undefined : parseModelSource(request.mmproj, 'mmproj', this.hubEndpoint)
+    const idParam = request.id === undefined ? 'source' : 'id'
+    const modelId = request.id === undefined ? fileStem(model.fileName) : validateModelId(request.id)
+    if (mmproj && mmproj.fileName === model.fileName) {
+      throw new DownloadError('invalid_value', `Invalid value for 'mmproj': it has the same file name as the model`, 'mmproj')
+    }
+
+    const { models, broken } = await this.options.folder.scan()
+    if (models.some((m) => m.id === modelId) || broken.some((b) => b.id === modelId)) {
+      throw new DownloadError(
+        'invalid_value',
+        `A model with the id "${modelId}" already exists${idParam === 'source' ? '; pass "id" to add this one under another id' : ''}`,
+        idParam,
+      )
+    }
+    for (const job of this.active()) {
+      if (job.modelId === modelId) throw new DownloadError('invalid_value', `The model "${modelId}" is already being downloaded (${job.id})`, idParam)
+      const busy = job.targetPaths
+      const [modelPath, mmprojPath] = new DownloadJob.Paths(this.modelsDir, model, mmproj).list
+      if (busy.includes(modelPath!)) throw new DownloadError('invalid_value', `"${model.fileName}" is already being downloaded (${job.id})`, 'source')
+      if (mmprojPath && busy.includes(mmprojPath)) throw new DownloadError('invalid_value', `"${mmproj!.fileName}" is already being downloaded (${job.id})`, 'mmproj')
+    }
+
+    const id = `dl-${randomBytes(6).toString('hex')}`
+    const job = new DownloadJob(
+      { id, modelId, model, mmproj },
+      {
+        modelsDir: this.modelsDir,
+        access: { hubToken: this.options.hubToken ?? process.env.HF_TOKEN, hubOrigin: new URL(this.hubEndpoint).origin },
+        retry: this.retry,
+        probeTimeoutMs: this.options.probeTimeoutMs ?? 30_000,
+        freeBytes: this.options.freeBytes ?? freeDiskBytes,
+        reservedByOthers: () => this.active().reduce((sum, j) => (j.id === id ? sum : sum + j.remainingBytes()), 0),
+        acquireSlot: (signal) => this.slots.acquire(signal),
+      },
+    )
+    this.jobs.set(id, job)
+    void job.finished.then(() => this.prune())
+    return job
+  }
+
+  /** Newest first, finished ones included. */
+  list(): DownloadSnapshot[] {
+    return [...this.jobs.values()].reverse().map((j) => j.snapshot())
+  }
+
+  get(id: string): DownloadJob | undefined {
+    return this.jobs.get(id)
+  }
+
+  /** Cancels a running job (its partial files go), or discards what a failed one kept for resuming. */
+  async cancel(id: string): Promise<DownloadSnapshot | undefined> {
+    const job = this.jobs.get(id)
+    if (!job) return undefined
+    if (!isFinalState(job.currentState)) {
+      job.cancel()
+      return job.finished
+    }
+    await job.discard()
+    return job.snapshot()
+  }
+
+  /** Drops a job from the list (one refused before it really started). */
+  forget(id: string): void {
+    this.jobs.delete(id)
+  }
+
+  /** Stops every running download, keeping partial files so the next pull resumes. */
+  async shutdown(): Promise<void> {
+    const running = this.active()
+    for (const job of running) job.interrupt()
+    await Promise.all(running.map((j) => j.finished))
+  }
+
+  private active(): DownloadJob[] {
+    return [...this.jobs.values()].filter((j) => !isFinalState(j.currentState))
+  }
+
+  private prune(): void {
+    const limit = this.options.historyLimit ?? 50
+    const finished = [...this.jobs.values()].filter((j) => isFinalState(j.currentState))
+    for (const job of finished.slice(0, Math.max(0, finished.length - limit))) this.jobs.delete(job.id)
+  }
+}
+
+/** A counting semaphore whose waiters can give up. */
+class Slots {
+  private free: number
+  private readonly waiting: Array<() => void> = []
+
+  constructor(count: number) {
+    this.free = Math.max(1, count)
+  }
+
+  acquire(signal: AbortSignal): Promise<() => void> {
+    return new Promise((resolve, reject) => {
+      if (signal.aborted) return reject(signal.reason)
+      const grant = () => {
+        signal.removeEventListener('abort', onAbort)
+        let released = false
+        resolve(() => {
+          if (released) return
+          released = true
+          this.free++
+          this.next()
+        })
+      }
+      const onAbort = () => {
+        const i = this.waiting.indexOf(take)
+        if (i >= 0) this.waiting.splice(i, 1)
+        reject(signal.reason)
+      }
+      const take = () => {
+        this.free--
+        grant()
+      }
+      signal.addEventListener('abort', onAbort, { once: true })
+      this.waiting.push(take)
+      this.next()
+    })
+  }
+
+  private next(): void {
+    while (this.free > 0 && this.waiting.length > 0) this.waiting.shift()!()
+  }
+}

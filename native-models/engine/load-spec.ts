@@ -1,0 +1,28 @@
+import type { ModelRecord } from '../catalog/model-folder.ts'
+import type { EngineLoadSpec } from './engine-protocol.ts'
+
+/** All layers: llama.cpp clamps a larger number to the model's layer count. */
+const ALL_LAYERS = 999
+/** llama.cpp's own choice: as many layers as fit the device. */
+const AUTO_LAYERS = -1
+
+export interface EngineDefaults {
+  threads: number
+  /** -1 = auto, otherwise a layer count. */
+  gpuLayers: number
+}
+
+/** How an engine loads a model: the catalog entry's own settings over the server's defaults. */
+export function loadSpecFor(model: ModelRecord, defaults: EngineDefaults): EngineLoadSpec {
+  const entry = model.catalogEntry
+  const gpu = entry?.gpu_layers
+  return {
+    modelId: model.id,
+    kind: model.kind,
+    path: model.path,
+    projectorPath: model.projectorPath,
+    contextLength: model.contextLength,
+    threads: entry?.threads ?? defaults.threads,
+    gpuLayers: gpu === 'all' ? ALL_LAYERS : gpu === 'auto' ? AUTO_LAYERS : (gpu ?? defaults.gpuLayers),
+  }
+}
