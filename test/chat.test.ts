@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createParser } from 'eventsource-parser'
 import OpenAI from 'openai'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { llamaNode } from '../native-models/engine/llama-binding.ts'
 import { postJson, startTestServer, type TestServer } from './support/server-process.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
@@ -391,6 +391,7 @@ describe('start and stop', () => {
   it('generates a key at first start, keeps it in the data folder and reuses it', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'hearth-key-'))
     const first = await startTestServer({ modelsDir, dataDir, noKeyFlag: true })
+    onTestFinished(() => first.stop().then(() => undefined))
     const keyFile = join(dataDir, 'api-key')
     expect(first.output()).toContain(`API key: stored in ${keyFile}`)
     const { readFileSync, statSync } = await import('node:fs')
@@ -400,6 +401,7 @@ describe('start and stop', () => {
     expect((await fetch(`${first.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200)
     await first.stop()
     const second = await startTestServer({ modelsDir, dataDir, noKeyFlag: true })
+    onTestFinished(() => second.stop().then(() => undefined))
     expect((await fetch(`${second.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200)
     await second.stop()
   })
@@ -407,6 +409,7 @@ describe('start and stop', () => {
   it('binds 127.0.0.1 and shuts down cleanly on SIGTERM and SIGINT, leaving no engine behind', async () => {
     for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       const s = await startTestServer({ modelsDir })
+      onTestFinished(() => s.stop().then(() => undefined))
       expect(s.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
       await postJson(s, '/v1/chat/completions', { model: 'org/tiny:q8', messages: hello, max_tokens: 1 })
       const engines = engineProcessIds(s)
@@ -418,9 +421,12 @@ describe('start and stop', () => {
 
   it('accepts requests without a key only with --no-auth, and says so', async () => {
     const open = await startTestServer({ modelsDir, noKeyFlag: true, args: ['--no-auth'] })
-    expect((await fetch(`${open.url}/v1/models`)).status).toBe(200)
-    expect(open.output()).toMatch(/authentication is OFF/)
-    await open.stop()
+    try {
+      expect((await fetch(`${open.url}/v1/models`)).status).toBe(200)
+      expect(open.output()).toMatch(/authentication is OFF/)
+    } finally {
+      await open.stop()
+    }
   })
 })
 

@@ -31,6 +31,12 @@ export interface TestServerOptions {
   threads?: number
 }
 
+/** Servers still running when the test process exits are killed, so a failed suite leaves none behind. */
+const running = new Set<ChildProcess>()
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL')
+})
+
 export async function startTestServer(options: TestServerOptions): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'hearth-data-'))
   const args = [
@@ -56,7 +62,13 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
   let output = ''
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()))
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()))
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)))
+  running.add(child)
+  const exited = new Promise<number | null>((r) =>
+    child.once('exit', (code) => {
+      running.delete(child)
+      r(code)
+    }),
+  )
 
   const url = await new Promise<string>((resolveUrl, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start in time:\n${output}`)), 30_000)
