@@ -11,13 +11,20 @@ export interface BenchTarget {
   close(): Promise<void>
 }
 
-export async function benchTarget(options: { baseUrl?: string; apiKey?: string; modelFiles: string[]; threads: number }): Promise<BenchTarget> {
+export async function benchTarget(options: {
+  baseUrl?: string
+  apiKey?: string
+  modelFiles: string[]
+  threads: number
+  /** Server flags for our own server (ignored with --base-url). */
+  extraArgs?: string[]
+}): Promise<BenchTarget> {
   if (options.baseUrl) return { baseUrl: options.baseUrl.replace(/\/$/, ''), apiKey: options.apiKey ?? '', close: async () => {} }
   const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-bench-'))
   for (const file of options.modelFiles) copyFileSync(file, join(modelsDir, basename(file)))
   // A separate process, as `npm run serve` runs it, so the benchmark's own client work is not
   // counted against the server.
-  const server = await startTestServer({ modelsDir, threads: options.threads })
+  const server = await startTestServer({ modelsDir, threads: options.threads, args: options.extraArgs })
   return {
     baseUrl: server.url,
     apiKey: server.apiKey,

@@ -75,7 +75,7 @@ async function streamEvents(body: object, init: { abortAfter?: number; onEvent?:
 /** The engine processes a server started (its other children, such as tsx's esbuild, are not engines). */
 function engineProcessIds(of: TestServer = server): number[] {
   try {
-    const out = execFileSync('pgrep', ['-P', String(of.process.pid), '-f', 'engine-child']).toString()
+    const out = execFileSync('pgrep', ['-P', String(of.process.pid), '-f', 'engine-child\\.ts$']).toString()
     return out.trim().split('\n').filter(Boolean).map(Number)
   } catch {
     return []
@@ -358,7 +358,7 @@ describe('limits: timeout and queue', () => {
   let limited: TestServer
 
   beforeAll(async () => {
-    limited = await startTestServer({ modelsDir, args: ['--request-timeout', '1.5', '--max-queue', '1'] })
+    limited = await startTestServer({ modelsDir, args: ['--request-timeout', '1.5', '--max-queue', '1', '--parallel', '1'] })
   })
   afterAll(async () => {
     await limited?.stop()
@@ -384,6 +384,72 @@ describe('limits: timeout and queue', () => {
     expect(refused.json.error).toMatchObject({ type: 'server_error', code: 'overloaded' })
     expect((await running).status).toBe(408)
     expect((await waiting).status).toBe(408)
+  })
+})
+
+describe('parallel slots', () => {
+  let parallel: TestServer
+
+  beforeAll(async () => {
+    parallel = await startTestServer({ modelsDir, args: ['--parallel', '4', '--max-queue', '2'] })
+  })
+  afterAll(async () => {
+    await parallel?.stop()
+  })
+
+  const prompts = ['Once upon a time', 'The little dog', 'Tom and Sue went to the park', 'A big red ball']
+  const streamText = async (content: string, extra: object = {}) => {
+    const res = await fetch(`${parallel.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${parallel.apiKey}` },
+      body: JSON.stringify({ model: 'org/tiny:q8', messages: [{ role: 'user', content }], max_tokens: 40, stream: true, ...extra }),
+    })
+    let text = ''
+    const parser = createParser({
+      onEvent: (e) => {
+        if (e.data !== '[DONE]') text += JSON.parse(e.data).choices[0]?.delta.content ?? ''
+      },
+    })
+    const decoder = new TextDecoder()
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }))
+    return text
+  }
+
+  it('runs four streamed requests at once, each with the same text as when run alone', async () => {
+    const alone: string[] = []
+    for (const p of prompts) alone.push(await streamText(p))
+    const together = await Promise.all(prompts.map((p) => streamText(p)))
+    expect(together).toEqual(alone)
+    expect(new Set(alone).size).toBe(4)
+  })
+
+  it('keeps each request\'s own stop sequences and sampling while they share the context', async () => {
+    const [free, other] = await Promise.all([streamText(prompts[0]!), streamText(prompts[1]!)])
+    const stop = free.slice(10, 14)
+    const [stopped, untouched] = await Promise.all([streamText(prompts[0]!, { stop }), streamText(prompts[1]!)])
+    expect(stopped).toBe(free.slice(0, free.indexOf(stop)))
+    expect(untouched).toBe(other)
+  })
+
+  it('queues past the slots and refuses past the queue', async () => {
+    const body = { model: 'long', messages: hello, max_tokens: 30000 }
+    const controllers = Array.from({ length: 6 }, () => new AbortController())
+    const pending = controllers.slice(0, 6).map((c) =>
+      fetch(`${parallel.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${parallel.apiKey}` },
+        body: JSON.stringify(body),
+        signal: c.signal,
+      }).catch(() => undefined),
+    )
+    await new Promise((r) => setTimeout(r, 500))
+    // 4 run, 2 wait: the 7th has no place.
+    const refused = await postJson(parallel, '/v1/chat/completions', body)
+    expect(refused.status).toBe(503)
+    for (const c of controllers) c.abort()
+    await Promise.all(pending)
+    const after = await postJson(parallel, '/v1/chat/completions', { model: 'long', messages: hello, max_tokens: 3 })
+    expect(after.status).toBe(200)
   })
 })
 

@@ -10,6 +10,8 @@ import { jsonBodyParser } from './json-body.ts'
 import { RequestHistory } from './request-history.ts'
 import { requestLog } from './request-log.ts'
 import { chatRoute } from './routes/chat-route.ts'
+import { embeddingsRoute } from './routes/embeddings-route.ts'
+import { downloadsRoute } from './routes/downloads-route.ts'
 import { healthRoute } from './routes/health-route.ts'
 import { managementRoute } from './routes/management-route.ts'
 import { modelsRoute } from './routes/models-route.ts'
@@ -27,8 +29,8 @@ export function createApp(ctx: ServerContext): Express {
   app.use(healthRoute(ctx))
 
   const authenticated = [requireApiKey(ctx.keys), jsonBodyParser(ctx.settings.bodyLimitBytes)]
-  app.use('/v1', ...authenticated, modelsRoute(ctx), chatRoute(ctx))
-  app.use('/api', ...authenticated, managementRoute(ctx), serverRoute(ctx, requests))
+  app.use('/v1', ...authenticated, modelsRoute(ctx), chatRoute(ctx), embeddingsRoute(ctx))
+  app.use('/api', ...authenticated, managementRoute(ctx), downloadsRoute(ctx), serverRoute(ctx, requests))
   app.use(webUi())
 
   app.use(unknownRoute)

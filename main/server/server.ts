@@ -6,7 +6,7 @@ import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import type { Server } from 'node:http'
 import { ModelFolder } from '../../native-models/catalog/model-folder.ts'
-import { EngineProcess } from '../../native-models/engine/engine-process.ts'
+import { EngineProcess, probeBackendDevices } from '../../native-models/engine/engine-process.ts'
 import { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
 import { ApiKeys, loadOrCreateStoredKey } from './api-keys.ts'
 import { createApp } from './app.ts'
@@ -14,7 +14,11 @@ import type { ServerContext } from './server-context.ts'
 import type { ServerSettings } from './settings.ts'
 import { mkdir } from 'node:fs/promises'
 import { memoryBudget } from './memory-budget.ts'
-import { loadSpecFor } from '../../native-models/engine/load-spec.ts'
+import { loadSpecFor, slotsFor } from '../../native-models/engine/load-spec.ts'
+import { estimateModelMemory } from '../../native-models/scheduler/memory-plan.ts'
+
+const CPU_SLOTS = 2
+const GPU_SLOTS = 4
 
 export interface RunningServer {
   url: string
@@ -28,12 +32,21 @@ export async function startServer(settings: ServerSettings, log: (line: string) 
   await mkdir(settings.modelsDir, { recursive: true })
   const folder = new ModelFolder(settings.modelsDir)
   const { keys, keyFile } = await resolveKeys(settings)
+  const engineDefaults = { threads: settings.threads, gpuLayers: settings.gpuLayers, parallel: settings.parallel ?? CPU_SLOTS }
+  if (settings.parallel === undefined && settings.gpuLayers !== 0) {
+    // More slots pay off on a GPU; find out once, in the background, whether there is one.
+    void probeBackendDevices().then((devices) => {
+      if (devices.some((d) => d.type === 'gpu')) engineDefaults.parallel = GPU_SLOTS
+    })
+  }
   const scheduler: ModelScheduler = new ModelScheduler({
     maxQueuePerModel: settings.maxQueuePerModel,
+    slotsFor: (model) => slotsFor(model, engineDefaults),
+    estimateBytes: (model) => estimateModelMemory(model, slotsFor(model, engineDefaults)).total,
     idleTtlMs: (model) => (model.catalogEntry?.ttl !== undefined ? model.catalogEntry.ttl * 1000 : settings.idleTtlMs),
     memoryBudget: () => memoryBudget(settings, scheduler),
     startEngine: (model) =>
-      EngineProcess.start(loadSpecFor(model, settings), { forwardLog: process.env.HEARTH_ENGINE_LOG === '1' }),
+      EngineProcess.start(loadSpecFor(model, engineDefaults), { forwardLog: process.env.HEARTH_ENGINE_LOG === '1' }),
   })
   const context: ServerContext = { settings, folder, scheduler, keys, log }
   const app = createApp(context)

@@ -20,6 +20,8 @@ export interface ServerSettings {
   threads: number
   /** Layers to offload to a GPU; -1 offloads all the binding can. */
   gpuLayers: number
+  /** Requests a chat model decodes together; undefined = 4 with a GPU, 2 on the CPU. */
+  parallel: number | undefined
   requestTimeoutMs: number
   maxQueuePerModel: number
   /** A loaded model idle this long is unloaded; 0 keeps models loaded. Catalog `ttl` overrides it. */
@@ -40,6 +42,7 @@ const settingsFileSchema = z.looseObject({
   auth: z.boolean().optional(),
   threads: z.int().min(1).max(256).optional(),
   gpu_layers: z.int().min(-1).optional(),
+  parallel: z.int().min(1).max(64).optional(),
   request_timeout_seconds: z.number().positive().optional(),
   max_queue_per_model: z.int().min(0).optional(),
   idle_ttl_seconds: z.number().min(0).optional(),
@@ -57,6 +60,7 @@ const FLAGS = {
   'no-auth': { type: 'boolean' },
   threads: { type: 'string' },
   'gpu-layers': { type: 'string' },
+  parallel: { type: 'string' },
   'request-timeout': { type: 'string' },
   'max-queue': { type: 'string' },
   'idle-ttl': { type: 'string' },
@@ -75,6 +79,8 @@ export const USAGE = `Usage: npm run serve -- [flags]
   --no-auth              accept requests without a key (logged)           HEARTH_NO_AUTH=1
   --threads N            inference threads per model                      HEARTH_THREADS
   --gpu-layers N         layers on the GPU, -1 = all (default)            HEARTH_GPU_LAYERS
+  --parallel N           requests a chat model decodes at once            HEARTH_PARALLEL
+                         (default 4 with a GPU, 2 on the CPU)
   --request-timeout S    seconds before a request gets 408 (default 600)  HEARTH_REQUEST_TIMEOUT
   --max-queue N          requests waiting per model (default 16)          HEARTH_MAX_QUEUE
   --idle-ttl S           unload a model idle this long, 0 = never (600)   HEARTH_IDLE_TTL
@@ -115,6 +121,7 @@ export function resolveSettings(
     auth: !(flags['no-auth'] ?? isTrue(env.HEARTH_NO_AUTH) ?? file.auth === false),
     threads: integer('threads', flags.threads ?? env.HEARTH_THREADS, 1, 256) ?? file.threads ?? defaultThreads(cpuCount),
     gpuLayers: integer('gpu-layers', flags['gpu-layers'] ?? env.HEARTH_GPU_LAYERS, -1, 100_000) ?? file.gpu_layers ?? -1,
+    parallel: integer('parallel', flags.parallel ?? env.HEARTH_PARALLEL, 1, 64) ?? file.parallel,
     requestTimeoutMs:
       1000 * (positive('request-timeout', flags['request-timeout'] ?? env.HEARTH_REQUEST_TIMEOUT) ?? file.request_timeout_seconds ?? 600),
     maxQueuePerModel: integer('max-queue', flags['max-queue'] ?? env.HEARTH_MAX_QUEUE, 0, 100_000) ?? file.max_queue_per_model ?? 16,

@@ -15,6 +15,8 @@ export const catalogEntrySchema = z.looseObject({
   ttl: z.number().min(0).optional(),
   gpu_layers: z.union([z.literal('auto'), z.literal('all'), z.int().min(0)]).optional(),
   threads: z.int().min(1).max(256).optional(),
+  /** Requests a chat model decodes at once. */
+  parallel: z.int().min(1).max(64).optional(),
   pricing: z
     .object({
       prompt: z.string().regex(pricePattern, 'a decimal string with 8 fractional digits, e.g. "0.00000000"'),

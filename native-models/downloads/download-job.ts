@@ -5,13 +5,14 @@
  * and kept when the connection is lost, so pulling the same source again resumes.
  */
 import { createHash } from 'node:crypto'
-import { link, mkdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises'
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { addCatalogEntry, CatalogWriteError, readCatalogEntries } from '../catalog/catalog-writer.ts'
 import { DownloadError } from './download-error.ts'
 import { etaSeconds, RateMeter } from './download-progress.ts'
 import type { ModelSource } from './hf-reference.ts'
 import { formatBytes } from './model-names.ts'
+import { moveIntoPlace } from './place-file.ts'
 import { probeRemoteFile, transferFile, type HttpAccess, type RemoteFileInfo, type RetryPolicy } from './remote-file.ts'
 
 export type DownloadState = 'queued' | 'downloading' | 'verifying' | 'done' | 'failed' | 'cancelled'
@@ -414,24 +415,6 @@ export class DownloadJob {
     const snapshot = this.snapshot()
     for (const listener of this.listeners) listener(snapshot)
   }
-}
-
-/**
- * Puts a finished file in the models folder in one step, never over an existing file: a hard link
- * fails if the name is taken; where links are not supported, a rename after a check.
- */
-async function moveIntoPlace(from: string, to: string, fileName: string, param: string): Promise<void> {
-  try {
-    await link(from, to)
-    await unlink(from)
-    return
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code
-    if (code === 'EEXIST') throw new DownloadError('invalid_value', `The models folder already has a file named "${fileName}"`, param)
-    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'EXDEV' && code !== 'ENOSYS') throw e
-  }
-  if (await stat(to).catch(() => undefined)) throw new DownloadError('invalid_value', `The models folder already has a file named "${fileName}"`, param)
-  await rename(from, to)
 }
 
 function asDownloadError(e: unknown): DownloadError {

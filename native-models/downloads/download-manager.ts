@@ -3,8 +3,10 @@
  * free), runs a few at a time, and remembers recent ones for the API and the command line.
  */
 import { randomBytes } from 'node:crypto'
-import { statfs } from 'node:fs/promises'
+import { stat } from 'node:fs/promises'
+import { join } from 'node:path'
 import type { ModelFolder } from '../catalog/model-folder.ts'
+import { freeDiskBytes } from './disk-space.ts'
 import { DownloadError } from './download-error.ts'
 import { DownloadJob, isFinalState, type DownloadSnapshot } from './download-job.ts'
 import { hubEndpointFromEnv, parseModelSource } from './hf-reference.ts'
@@ -30,11 +32,6 @@ export interface DownloadManagerOptions {
   probeTimeoutMs?: number
   /** Finished downloads kept for GET /api/downloads. */
   historyLimit?: number
-}
-
-export async function freeDiskBytes(dir: string): Promise<number> {
-  const stats = await statfs(dir)
-  return stats.bavail * stats.bsize
 }
 
 export class DownloadManager {
@@ -63,6 +60,9 @@ export class DownloadManager {
       throw new DownloadError('invalid_value', `Invalid value for 'mmproj': it has the same file name as the model`, 'mmproj')
     }
 
+    if (await stat(join(this.modelsDir, model.fileName)).catch(() => undefined)) {
+      throw new DownloadError('invalid_value', `The models folder already has a file named "${model.fileName}"`, 'source')
+    }
     const { models, broken } = await this.options.folder.scan()
     if (models.some((m) => m.id === modelId) || broken.some((b) => b.id === modelId)) {
       throw new DownloadError(
@@ -74,9 +74,12 @@ export class DownloadManager {
     for (const job of this.active()) {
       if (job.modelId === modelId) throw new DownloadError('invalid_value', `The model "${modelId}" is already being downloaded (${job.id})`, idParam)
       const busy = job.targetPaths
-      const [modelPath, mmprojPath] = new DownloadJob.Paths(this.modelsDir, model, mmproj).list
-      if (busy.includes(modelPath!)) throw new DownloadError('invalid_value', `"${model.fileName}" is already being downloaded (${job.id})`, 'source')
-      if (mmprojPath && busy.includes(mmprojPath)) throw new DownloadError('invalid_value', `"${mmproj!.fileName}" is already being downloaded (${job.id})`, 'mmproj')
+      if (busy.includes(join(this.modelsDir, model.fileName))) {
+        throw new DownloadError('invalid_value', `"${model.fileName}" is already being downloaded (${job.id})`, 'source')
+      }
+      if (mmproj && busy.includes(join(this.modelsDir, mmproj.fileName))) {
+        throw new DownloadError('invalid_value', `"${mmproj.fileName}" is already being downloaded (${job.id})`, 'mmproj')
+      }
     }
 
     const id = `dl-${randomBytes(6).toString('hex')}`

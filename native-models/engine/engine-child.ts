@@ -3,12 +3,13 @@
  * Holds one model and runs one job at a time; the parent queues the rest.
  */
 import { ModelError, isModelError, type SerializedModelError } from '../errors.ts'
-import type { BackendDevice, EngineJob, EngineResult, FromEngine, JobProgress, ToEngine } from './engine-protocol.ts'
+import type { BackendDevice, EngineJob, EngineLoadSpec, EngineResult, FromEngine, JobProgress, ToEngine } from './engine-protocol.ts'
 import { llamaNode } from './llama-binding.ts'
+import { EmbeddingRuntime } from './embedding-runtime.ts'
 import { LlamaRuntime } from './llama-runtime.ts'
 import { ProgressCoalescer } from './progress-coalescer.ts'
 
-let runtime: LlamaRuntime | undefined
+let runtime: LlamaRuntime | EmbeddingRuntime | undefined
 const running = new Map<number, AbortController>()
 
 function send(message: FromEngine): void {
@@ -27,7 +28,7 @@ async function runJob(id: number, job: EngineJob): Promise<void> {
   const emit = (p: JobProgress) => progress.emit(p)
   try {
     if (!runtime) throw new ModelError('internal_error', 'no model is loaded in this engine')
-    const result: EngineResult = await runtime.chat(job, emit, controller.signal)
+    const result: EngineResult = await runOn(runtime, job, emit, controller.signal)
     progress.flush()
     send({ type: 'done', id, result })
   } catch (e) {
@@ -38,10 +39,21 @@ async function runJob(id: number, job: EngineJob): Promise<void> {
   }
 }
 
+function loadRuntime(spec: EngineLoadSpec): Promise<LlamaRuntime | EmbeddingRuntime> {
+  return spec.kind === 'embedding' ? EmbeddingRuntime.load(spec) : LlamaRuntime.load(spec)
+}
+
+/** Each kind of model has its own runtime; a job for another kind is a routing bug upstream. */
+function runOn(r: LlamaRuntime | EmbeddingRuntime, job: EngineJob, emit: (p: JobProgress) => void, signal: AbortSignal): Promise<EngineResult> {
+  if (job.type === 'chat' && r instanceof LlamaRuntime) return r.chat(job, emit, signal)
+  if (job.type === 'embed' && r instanceof EmbeddingRuntime) return r.embed(job, signal)
+  return Promise.reject(new ModelError('model_not_compatible', `this model cannot run '${job.type}' jobs`))
+}
+
 process.on('message', (message: ToEngine) => {
   switch (message.type) {
     case 'load':
-      LlamaRuntime.load(message.spec).then(
+      loadRuntime(message.spec).then(
         (loaded) => {
           runtime = loaded
           send({ type: 'loaded', info: loaded.info })

@@ -240,7 +240,12 @@ export class EngineProcess implements Engine {
  * itself never loads native code.
  */
 export async function probeBackendDevices(timeoutMs = 30_000): Promise<BackendDevice[]> {
-  const child = fork(childEntry.path, [], { execArgv: childEntry.execArgv, stdio: ['ignore', 'ignore', 'ignore', 'ipc'], serialization: 'advanced' })
+  // The argument only names the process for whoever lists processes; the child ignores it.
+  const child = fork(childEntry.path, ['--probe-devices'], {
+    execArgv: childEntry.execArgv,
+    stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+    serialization: 'advanced',
+  })
   try {
     return await new Promise<BackendDevice[]>((resolve) => {
       const timer = setTimeout(() => resolve([]), timeoutMs)

@@ -15,6 +15,8 @@ export interface EngineLoadSpec {
   threads: number
   /** Layers to offload to the GPU; -1 means all of them. */
   gpuLayers: number
+  /** Sequences decoded together in one context (continuous batching); 1 = one request at a time. */
+  parallel: number
 }
 
 export interface EngineModelInfo {
@@ -56,8 +58,29 @@ export interface ChatResult {
   timings: { promptMs: number; promptPerSecond: number; predictedMs: number; predictedPerSecond: number }
 }
 
-export type EngineJob = ChatJob
-export type EngineResult = ChatResult
+/** Text, or token ids in the model's own vocabulary. */
+export type EmbedInput = string | number[]
+
+export interface EmbedJob {
+  type: 'embed'
+  inputs: EmbedInput[]
+  /** The request sent one input rather than an array, so errors name `input` instead of `input[0]`. */
+  single: boolean
+  /** Keep this many leading dimensions (then L2-normalise); undefined keeps them all. */
+  dimensions: number | undefined
+}
+
+export interface EmbedResult {
+  type: 'embed'
+  /** One L2-normalised vector per input, in input order, back to back. */
+  vectors: Float32Array
+  dimensions: number
+  /** Tokens the model processed, its own special tokens (CLS, SEP, …) included. */
+  promptTokens: number
+}
+
+export type EngineJob = ChatJob | EmbedJob
+export type EngineResult = ChatResult | EmbedResult
 
 /** Streamed while a job runs. */
 export type JobProgress = { type: 'text'; text: string }

@@ -105,12 +105,30 @@ export interface NativeLlamaContext {
     template: string | undefined,
     params: { jinja: boolean; add_generation_prompt?: boolean },
   ): { prompt: string; additional_stops: string[] } | string
+  /** Drops a request queued through `parallel` (a running one finishes its current batch). */
+  cancelRequest(requestId: number): void
 }
 
 /** The binding's slot-based API (`enableParallelMode` underneath). */
+export interface ParallelCompletionResult {
+  text: string
+  tokens_predicted: number
+  tokens_evaluated: number
+  stopped_eos: boolean
+  stopped_word: boolean
+  stopped_limit: boolean
+  context_full: boolean
+  timings: CompletionTimings & { cache_n: number }
+}
+
 export interface LlamaParallel {
   enable(config?: { n_parallel?: number; n_batch?: number }): Promise<boolean>
   disable(): void
+  /** Queues a completion on a free slot; `stop()` cancels it and rejects `promise` ("Request cancelled"). */
+  completion(
+    options: CompletionOptions,
+    onToken?: (requestId: number, token: CompletionToken) => void,
+  ): Promise<{ requestId: number; promise: Promise<ParallelCompletionResult>; stop: () => void }>
   embedding(
     text: string,
     params?: { embd_normalize?: number },

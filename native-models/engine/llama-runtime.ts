@@ -10,7 +10,7 @@
  *   already checked and normalised by the server (PNG data URLs), and are counted with tokenize()
  *   before completion() ever sees them.
  */
-import { llamaNode, type CompletionOptions, type CompletionToken, type LlamaContext } from './llama-binding.ts'
+import { llamaNode, type CompletionOptions, type CompletionResult, type CompletionToken, type LlamaContext } from './llama-binding.ts'
 import { ModelError } from '../errors.ts'
 import { StopSequenceFilter } from '../text/stop-sequence-filter.ts'
 import type { ChatJob, ChatResult, EngineLoadSpec, EngineModelInfo, JobProgress } from './engine-protocol.ts'
@@ -31,6 +31,8 @@ export class LlamaRuntime {
   private readonly addsBos: boolean
   /** The model's own jinja template renders the prompt; without a usable one, llama.cpp's built-ins do. */
   private readonly usesJinja: boolean
+  /** The BOS token as text, for the parallel path, whose tokenizer does not add it (llama.node 1.7.15). */
+  private bosText = ''
 
   private constructor(
     private readonly spec: EngineLoadSpec,
@@ -52,7 +54,9 @@ export class LlamaRuntime {
       loadMs: Math.round(performance.now() - started),
       vision: context.isMultimodalEnabled(),
     }
-    return new LlamaRuntime(spec, context, info)
+    const runtime = new LlamaRuntime(spec, context, info)
+    if (spec.parallel > 1) runtime.bosText = await bosTokenText(context)
+    return runtime
   }
 
   async chat(job: ChatJob, emit: (p: JobProgress) => void, signal: AbortSignal): Promise<ChatResult> {
@@ -78,29 +82,29 @@ export class LlamaRuntime {
       if (output.closed) return // a late callback of a finished completion
       // The token limit needs no stop: the binding ends there itself, and a stop that races the
       // end of generation is one of the ways its context gets stuck.
-      if (output.push(token.token) && output.stoppedBySequence) stopNow()
+      if (output.push(token.token) && output.stoppedBySequence && this.spec.parallel <= 1) stopNow()
     }
-    signal.addEventListener('abort', stopNow)
+    if (this.spec.parallel <= 1) signal.addEventListener('abort', stopNow)
     try {
       const greedy = job.temperature === 0
-      const result = await this.startCompletion(
-        {
-          prompt: formatted.prompt,
-          media_paths: formatted.mediaPaths.length > 0 ? formatted.mediaPaths : undefined,
-          // n_predict 1 leaves llama.node 1.7.15 wedged ("Another completion is in progress" for
-          // ever after), so a one-token request asks for two and keeps the first.
-          n_predict: Math.max(2, maxTokens),
-          temperature: job.temperature,
-          top_k: greedy ? 1 : job.topK,
-          top_p: greedy ? 1 : job.topP,
-          seed: job.seed ?? (greedy ? 0 : Math.floor(Math.random() * 2 ** 31)),
-          // The binding's defaults turn on XTC and DRY; the API promises plain temperature/top-k/top-p sampling.
-          xtc_probability: 0,
-          dry_multiplier: 0,
-          penalty_last_n: 0,
-        },
-        onToken,
-      )
+      const options: CompletionOptions = {
+        prompt: formatted.prompt,
+        media_paths: formatted.mediaPaths.length > 0 ? formatted.mediaPaths : undefined,
+        // n_predict 1 leaves llama.node 1.7.15 wedged ("Another completion is in progress" for
+        // ever after), so a one-token request asks for two and keeps the first.
+        n_predict: Math.max(2, maxTokens),
+        temperature: job.temperature,
+        top_k: greedy ? 1 : job.topK,
+        top_p: greedy ? 1 : job.topP,
+        seed: job.seed ?? (greedy ? 0 : Math.floor(Math.random() * 2 ** 31)),
+        // The binding's defaults turn on XTC and DRY; the API promises plain temperature/top-k/top-p sampling.
+        xtc_probability: 0,
+        dry_multiplier: 0,
+        penalty_last_n: 0,
+      }
+      const result = this.spec.parallel > 1
+        ? await this.completeInSlot(options, formatted.stops.concat(job.stop), onToken, signal)
+        : await this.startCompletion(options, onToken)
       if (signal.aborted) throw new ModelError('cancelled', 'the request was cancelled')
       // Token callbacks may arrive after the promise resolves: let them land, then take any
       // text they still owe from the result itself.
@@ -128,6 +132,45 @@ export class LlamaRuntime {
     } finally {
       output.closed = true
       signal.removeEventListener('abort', stopNow)
+    }
+  }
+
+  /**
+   * One sequence among the context's parallel slots: llama.cpp decodes all running requests in one
+   * batch. Stop sequences are handed to the binding, which ends the request cleanly there (our
+   * filter still cuts the text); a cancelled request is dropped from its slot at once.
+   */
+  private async completeInSlot(
+    options: CompletionOptions,
+    stops: string[],
+    onToken: (t: CompletionToken) => void,
+    signal: AbortSignal,
+  ): Promise<CompletionResult> {
+    const prompt = options.prompt ?? ''
+    const withBos = this.addsBos && this.bosText && !prompt.startsWith(this.bosText) ? this.bosText + prompt : prompt
+    const request = await this.context.parallel.completion({ ...options, prompt: withBos, stop: stops }, (_id, token) => onToken(token))
+    const cancel = () => request.stop()
+    signal.addEventListener('abort', cancel, { once: true })
+    try {
+      const r = await request.promise
+      return {
+        text: r.text,
+        tokens_predicted: r.tokens_predicted,
+        tokens_evaluated: r.tokens_evaluated,
+        truncated: false,
+        context_full: r.context_full,
+        interrupted: false,
+        stopped_eos: r.stopped_eos,
+        stopped_words: r.stopped_word,
+        stopped_limited: r.stopped_limit,
+        stopping_word: '',
+        timings: r.timings,
+      }
+    } catch (e) {
+      if (signal.aborted) throw new ModelError('cancelled', 'the request was cancelled')
+      throw e
+    } finally {
+      signal.removeEventListener('abort', cancel)
     }
   }
 
@@ -219,7 +262,9 @@ export class LlamaRuntime {
 async function createContext(spec: EngineLoadSpec): Promise<LlamaContext> {
   const context = await llamaNode.loadModel({
     model: spec.path,
-    n_ctx: spec.contextLength,
+    // Every slot gets the model's whole context, as each request is promised it.
+    n_ctx: spec.contextLength * Math.max(1, spec.parallel),
+    n_parallel: Math.max(1, spec.parallel),
     n_threads: spec.threads,
     n_gpu_layers: spec.gpuLayers,
     embedding: spec.kind === 'embedding',
@@ -229,7 +274,20 @@ async function createContext(spec: EngineLoadSpec): Promise<LlamaContext> {
     await context.release()
     throw new ModelError('engine_load_failed', `the projector ${spec.projectorPath} could not be loaded`)
   }
+  if (spec.parallel > 1 && !(await context.parallel.enable({ n_parallel: spec.parallel, n_batch: 512 }))) {
+    await context.release()
+    throw new ModelError('engine_load_failed', `parallel decoding with ${spec.parallel} slots could not be enabled`)
+  }
   return context
+}
+
+/** The BOS token's text ("<s>"), when it reads back as exactly that token; else nothing. */
+async function bosTokenText(context: LlamaContext): Promise<string> {
+  const bos = Number(context.getModelInfo().metadata['tokenizer.ggml.bos_token_id'])
+  if (!Number.isInteger(bos) || bos < 0) return ''
+  const text = await context.detokenize([bos])
+  const back = Array.from((await context.tokenize(text)).tokens)
+  return back.length === 1 && back[0] === bos ? text : ''
 }
 
 /** llama.cpp adds a BOS token when the vocabulary asks for one; SentencePiece vocabularies do by default. */

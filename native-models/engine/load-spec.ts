@@ -10,6 +10,8 @@ export interface EngineDefaults {
   threads: number
   /** -1 = auto, otherwise a layer count. */
   gpuLayers: number
+  /** Parallel slots for chat models. */
+  parallel: number
 }
 
 /** How an engine loads a model: the catalog entry's own settings over the server's defaults. */
@@ -24,5 +26,12 @@ export function loadSpecFor(model: ModelRecord, defaults: EngineDefaults): Engin
     contextLength: model.contextLength,
     threads: entry?.threads ?? defaults.threads,
     gpuLayers: gpu === 'all' ? ALL_LAYERS : gpu === 'auto' ? AUTO_LAYERS : (gpu ?? defaults.gpuLayers),
+    parallel: slotsFor(model, defaults),
   }
+}
+
+/** Chat models decode several requests together; encoders and whisper take one job at a time. */
+export function slotsFor(model: ModelRecord, defaults: EngineDefaults): number {
+  if (model.kind !== 'chat') return 1
+  return model.catalogEntry?.parallel ?? defaults.parallel
 }

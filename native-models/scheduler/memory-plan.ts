@@ -22,7 +22,8 @@ const UBATCH = 512
 /** Runtime, graph and allocator overhead that does not scale with the model. */
 const FIXED_OVERHEAD = 48 * MiB
 
-export function estimateModelMemory(model: ModelRecord): MemoryEstimate {
+/** `slots`: parallel sequences, each with the model's whole context in the KV cache. */
+export function estimateModelMemory(model: ModelRecord, slots = 1): MemoryEstimate {
   const weights = model.sizeBytes
   const projector = Math.round(model.projectorSizeBytes * 1.25)
   let kvCache = 0
@@ -30,7 +31,7 @@ export function estimateModelMemory(model: ModelRecord): MemoryEstimate {
   const shape = model.shape
   if (shape && model.kind === 'chat') {
     const kvWidth = (shape.embeddingLength / shape.headCount) * shape.headCountKv
-    kvCache = 2 * shape.layers * model.contextLength * kvWidth * F16_BYTES
+    kvCache = 2 * shape.layers * model.contextLength * slots * kvWidth * F16_BYTES
     compute += UBATCH * (shape.vocabularySize + 4 * shape.embeddingLength) * F32_BYTES
   } else if (shape) {
     // Encoders keep no cache between calls; their buffers scale with one batch of the context.

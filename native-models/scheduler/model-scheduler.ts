@@ -1,7 +1,8 @@
 /**
  * Decides which models are loaded and who uses them when:
- * - each model serves one request at a time, in arrival order, with a bounded wait queue
- *   (`overloaded` when full; a request whose client left gives up its place at once);
+ * - each model serves as many requests at once as it has slots (parallel sequences in one
+ *   context), the rest wait in arrival order in a bounded queue (`overloaded` when full; a
+ *   request whose client left gives up its place at once);
  * - a model loads just in time, on the first request or an explicit load, after a memory plan:
  *   idle models are unloaded least recently used first to make room, and a model that cannot fit
  *   is refused with the numbers instead of swapping the machine to death;
@@ -22,6 +23,8 @@ export interface SchedulerOptions {
   /** Bytes the loaded models may use together, asked each time a model is about to load. */
   memoryBudget?: () => number
   estimateBytes?: (model: ModelRecord) => number
+  /** Requests a model serves at once; 1 when not given. */
+  slotsFor?: (model: ModelRecord) => number
 }
 
 export interface LoadedModel {
@@ -34,6 +37,8 @@ export interface LoadedModel {
 }
 
 interface Waiter {
+  /** Unloading needs the model to itself: no request running, none let in meanwhile. */
+  exclusive: boolean
   wake: () => void
 }
 
@@ -42,7 +47,9 @@ interface ModelState {
   engine: Engine | undefined
   starting: Promise<Engine> | undefined
   estimateBytes: number
-  busy: boolean
+  slots: number
+  /** Requests running now; -1 while held exclusively. */
+  active: number
   queue: Waiter[]
   lastUsed: number
   idleTimer: NodeJS.Timeout | undefined
@@ -72,7 +79,7 @@ export class ModelScheduler {
   async unload(modelId: string): Promise<boolean> {
     const state = this.models.get(modelId)
     if (!state?.engine?.alive && !state?.starting) return false
-    await this.acquire(state, undefined)
+    await this.acquire(state, undefined, true)
     try {
       const engine = state.engine ?? (await state.starting?.catch(() => undefined))
       await engine?.stop()
@@ -95,7 +102,7 @@ export class ModelScheduler {
         id: s.id,
         engine: s.engine!,
         estimateBytes: s.estimateBytes,
-        busy: s.busy,
+        busy: s.active !== 0,
         waiting: s.queue.length,
         lastUsed: s.lastUsed,
       }))
@@ -115,7 +122,8 @@ export class ModelScheduler {
 
   private async withModel<T>(model: ModelRecord, signal: AbortSignal | undefined, use: (engine: Engine) => Promise<T>): Promise<T> {
     const state = this.stateOf(model.id)
-    await this.acquire(state, signal)
+    state.slots = Math.max(1, this.options.slotsFor?.(model) ?? 1)
+    await this.acquire(state, signal, false)
     try {
       return await use(await this.engineFor(model, state))
     } finally {
@@ -127,27 +135,28 @@ export class ModelScheduler {
   private stateOf(id: string): ModelState {
     let state = this.models.get(id)
     if (!state) {
-      state = { id, engine: undefined, starting: undefined, estimateBytes: 0, busy: false, queue: [], lastUsed: 0, idleTimer: undefined }
+      state = { id, engine: undefined, starting: undefined, estimateBytes: 0, slots: 1, active: 0, queue: [], lastUsed: 0, idleTimer: undefined }
       this.models.set(id, state)
     }
     return state
   }
 
-  private acquire(state: ModelState, signal: AbortSignal | undefined): Promise<void> {
+  private acquire(state: ModelState, signal: AbortSignal | undefined, exclusive: boolean): Promise<void> {
     if (this.closed) return Promise.reject(new ModelError('overloaded', 'the server is shutting down'))
     if (signal?.aborted) return Promise.reject(new ModelError('cancelled', 'the request was cancelled'))
     clearTimeout(state.idleTimer)
-    if (!state.busy) {
-      state.busy = true
+    if (state.queue.length === 0 && this.canEnter(state, exclusive)) {
+      this.enter(state, exclusive)
       return Promise.resolve()
     }
-    if (state.queue.length >= this.options.maxQueuePerModel) {
+    if (!exclusive && state.queue.length >= this.options.maxQueuePerModel) {
       return Promise.reject(
         new ModelError('overloaded', `the model is busy and ${state.queue.length} requests are already waiting for it; retry shortly`),
       )
     }
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
+        exclusive,
         wake: () => {
           signal?.removeEventListener('abort', leave)
           resolve()
@@ -156,20 +165,35 @@ export class ModelScheduler {
       const leave = () => {
         state.queue = state.queue.filter((w) => w !== waiter)
         reject(new ModelError('cancelled', 'the request was cancelled while waiting'))
+        this.admit(state)
       }
       signal?.addEventListener('abort', leave, { once: true })
       state.queue.push(waiter)
     })
   }
 
-  /** Passes the model straight to the next waiter, or marks it free and starts its idle clock. */
-  private release(state: ModelState, model?: ModelRecord): void {
-    const next = state.queue.shift()
-    if (next) {
+  private canEnter(state: ModelState, exclusive: boolean): boolean {
+    return exclusive ? state.active === 0 : state.active >= 0 && state.active < state.slots
+  }
+
+  private enter(state: ModelState, exclusive: boolean): void {
+    state.active = exclusive ? -1 : state.active + 1
+  }
+
+  /** Lets waiters in, in arrival order, while there is room. */
+  private admit(state: ModelState): void {
+    while (state.queue.length > 0 && this.canEnter(state, state.queue[0]!.exclusive)) {
+      const next = state.queue.shift()!
+      this.enter(state, next.exclusive)
       next.wake()
-      return
     }
-    state.busy = false
+  }
+
+  /** Frees a place, lets the next waiters in, and starts the idle clock when nothing is left. */
+  private release(state: ModelState, model?: ModelRecord): void {
+    state.active = state.active === -1 ? 0 : state.active - 1
+    this.admit(state)
+    if (state.active !== 0 || state.queue.length > 0) return
     const ttl = model ? (this.options.idleTtlMs?.(model) ?? 0) : 0
     if (ttl > 0 && state.engine?.alive && !this.closed) {
       state.idleTimer = setTimeout(() => void this.unloadIfIdle(state), ttl)
@@ -178,7 +202,7 @@ export class ModelScheduler {
   }
 
   private async unloadIfIdle(state: ModelState): Promise<void> {
-    if (state.busy || state.queue.length > 0 || !state.engine) return
+    if (state.active !== 0 || state.queue.length > 0 || !state.engine) return
     const engine = state.engine
     state.engine = undefined
     await engine.stop()

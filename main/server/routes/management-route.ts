@@ -1,5 +1,6 @@
 /** /api: the app's own endpoints: the models folder in full (problems included), load, unload, system. */
 import { Router } from 'express'
+import type { ModelRecord } from '../../../native-models/catalog/model-folder.ts'
 import { requireModel } from '../model-lookup.ts'
 import { modelObject } from '../openai/model-object.ts'
 import type { ServerContext } from '../server-context.ts'
@@ -13,15 +14,7 @@ export function managementRoute(ctx: ServerContext): Router {
     res.json({
       models_dir: ctx.folder.dir,
       catalog_problem: catalogProblem ?? null,
-      models: models.map((m) => ({
-        ...modelObject(m, loaded.has(m.id)),
-        file: m.path,
-        mmproj: m.projectorPath ?? null,
-        kind: m.kind,
-        architecture: m.architecture ?? null,
-        size_bytes: m.sizeBytes,
-        devices: ctx.scheduler.engineOf(m.id)?.info.devices ?? [],
-      })),
+      models: models.map((m) => managedModel(ctx, m, loaded.has(m.id))),
       problems: broken.map((b) => ({ id: b.id, file: b.file, problem: b.problem })),
     })
   })
@@ -41,4 +34,17 @@ export function managementRoute(ctx: ServerContext): Router {
     res.json(await systemInfo(ctx))
   })
   return router
+}
+
+/** A model as GET /api/models lists it (also what an import answers with): the /v1 object and more. */
+export function managedModel(ctx: ServerContext, m: ModelRecord, loaded: boolean) {
+  return {
+    ...modelObject(m, loaded),
+    file: m.path,
+    mmproj: m.projectorPath ?? null,
+    kind: m.kind,
+    architecture: m.architecture ?? null,
+    size_bytes: m.sizeBytes,
+    devices: ctx.scheduler.engineOf(m.id)?.info.devices ?? [],
+  }
 }

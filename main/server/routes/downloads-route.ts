@@ -1,0 +1,176 @@
+/**
+ * /api: getting models. Pull from Hugging Face or a URL (a background download with progress as
+ * JSON and SSE), import a local file, remove a model, and the recommended first-run list.
+ */
+import { Router } from 'express'
+import { z } from 'zod'
+import { CatalogWriteError } from '../../../native-models/catalog/catalog-writer.ts'
+import { recommendedModels } from '../../../native-models/catalog/recommended-models.ts'
+import { DownloadError } from '../../../native-models/downloads/download-error.ts'
+import { isFinalState, type DownloadSnapshot } from '../../../native-models/downloads/download-job.ts'
+import { DownloadManager } from '../../../native-models/downloads/download-manager.ts'
+import { importModel } from '../../../native-models/downloads/model-import.ts'
+import { removeModel } from '../../../native-models/downloads/model-removal.ts'
+import { ApiError, invalidRequest, modelNotFound } from '../http-errors.ts'
+import { requireJsonBody } from '../json-body.ts'
+import { parseOrThrow } from '../openai/validation.ts'
+import type { ServerContext } from '../server-context.ts'
+import { managedModel } from './management-route.ts'
+
+const pullSchema = z.object({
+  source: z.string(),
+  mmproj: z.string().optional(),
+  id: z.string().optional(),
+})
+
+const importSchema = z.object({
+  path: z.string(),
+  mode: z.enum(['copy', 'link']).default('copy'),
+  id: z.string().optional(),
+  mmproj: z.string().optional(),
+})
+
+/** How long POST /models/pull waits for the sizes (HEAD) so that a 404 or a full disk is a 400. */
+const PREPARE_WAIT_MS = 15_000
+const SSE_PING_MS = 15_000
+/** Failures found before any byte is fetched: the request was wrong, not the transfer. */
+const REFUSED_BEFORE_START = new Set(['invalid_value', 'source_unavailable', 'insufficient_storage'])
+
+export function downloadsRoute(ctx: ServerContext, downloads = new DownloadManager({ folder: ctx.folder })): Router {
+  const router = Router()
+
+  router.post('/models/pull', requireJsonBody, async (req, res) => {
+    const body = parseOrThrow(pullSchema, req.body)
+    const job = await downloads.pull(body).catch(rethrowAsApiError)
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([job.prepared, new Promise((r) => (timer = setTimeout(r, PREPARE_WAIT_MS)))])
+    clearTimeout(timer)
+    const failure = job.failure
+    if (job.currentState === 'failed' && failure && REFUSED_BEFORE_START.has(failure.code)) {
+      downloads.forget(job.id)
+      rethrowAsApiError(failure)
+    }
+    res.status(202).json({ download: downloadObject(job.snapshot()) })
+  })
+
+  router.post('/models/import', requireJsonBody, async (req, res) => {
+    const body = parseOrThrow(importSchema, req.body)
+    const imported = await importModel(ctx.folder, body).catch(rethrowAsApiError)
+    const { models, broken } = await ctx.folder.scan()
+    const model = models.find((m) => m.id === imported.id)
+    if (model) {
+      res.status(201).json(managedModel(ctx, model, false))
+      return
+    }
+    const problem = broken.find((b) => b.id === imported.id)
+    res.status(201).json({ id: imported.id, file: imported.file, problem: problem?.problem ?? null })
+  })
+
+  // Ids may hold '/' and ':' (org/name:q4_k_m), so the id is the whole rest of the path.
+  router.delete('/models/*id', async (req, res) => {
+    const id = (req.params as { id: string[] }).id.join('/')
+    const removed = await removeModel(ctx.folder, id, {
+      beforeDelete: async (modelId) => {
+        await ctx.scheduler.unload(modelId)
+      },
+    }).catch(rethrowAsApiError)
+    res.json({ deleted: removed.id, files: removed.files })
+  })
+
+  router.get('/downloads', (_req, res) => {
+    res.json({ downloads: downloads.list().map(downloadObject) })
+  })
+
+  router.get('/downloads/:id', (req, res) => {
+    res.json(downloadObject(requireDownload(downloads, req.params.id).snapshot()))
+  })
+
+  router.get('/downloads/:id/events', (req, res) => {
+    const job = requireDownload(downloads, req.params.id)
+    res.status(200).set({
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-cache',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+    })
+    res.flushHeaders()
+    res.socket?.setNoDelay(true)
+    const send = (snapshot: DownloadSnapshot) => {
+      if (res.writableEnded) return
+      res.write(`data: ${JSON.stringify(downloadObject(snapshot))}\n\n`)
+      if (isFinalState(snapshot.state)) end()
+    }
+    const ping = setInterval(() => res.writableEnded || res.write(': ping\n\n'), SSE_PING_MS)
+    const unsubscribe = job.subscribe(send)
+    const end = () => {
+      clearInterval(ping)
+      unsubscribe()
+      if (!res.writableEnded) res.end()
+    }
+    res.on('close', end)
+    send(job.snapshot())
+  })
+
+  router.delete('/downloads/:id', async (req, res) => {
+    requireDownload(downloads, req.params.id)
+    const snapshot = await downloads.cancel(req.params.id)
+    res.json(downloadObject(snapshot!))
+  })
+
+  router.get('/recommended', async (_req, res) => {
+    const { models } = await ctx.folder.scan()
+    const installedIds = new Set(models.map((m) => m.id))
+    const installedFiles = new Set(models.map((m) => m.path.slice(ctx.folder.dir.length + 1)))
+    res.json({
+      models: recommendedModels().map((m) => ({ ...m, installed: installedIds.has(m.id) || installedFiles.has(m.file) })),
+    })
+  })
+
+  return router
+}
+
+/** A download on the wire (snake_case). `bytes` and `total` cover the model and its projector. */
+export function downloadObject(s: DownloadSnapshot) {
+  return {
+    id: s.id,
+    source: s.source,
+    file: s.file,
+    state: s.state,
+    bytes: s.bytes,
+    total: s.total,
+    rate_bps: s.rateBps,
+    eta_seconds: s.etaSeconds,
+    error: s.error,
+    error_code: s.errorCode,
+    model_id: s.modelId,
+    mmproj: s.mmproj,
+    mmproj_source: s.mmprojSource,
+    files: s.files.map((f) => ({ role: f.role, source: f.source, file: f.file, bytes: f.bytes, total: f.total, sha256: f.sha256, reused: f.reused })),
+    created: Math.floor(s.createdAt / 1000),
+    finished: s.finishedAt === null ? null : Math.floor(s.finishedAt / 1000),
+  }
+}
+
+function requireDownload(downloads: DownloadManager, id: string) {
+  const job = downloads.get(id)
+  if (!job) throw new ApiError(404, 'invalid_request_error', 'download_not_found', `No download with the id '${id}'`, null)
+  return job
+}
+
+function rethrowAsApiError(e: unknown): never {
+  if (e instanceof DownloadError) {
+    switch (e.code) {
+      case 'invalid_value':
+        throw invalidRequest(e.message, e.param)
+      case 'insufficient_storage':
+      case 'source_unavailable':
+        throw new ApiError(400, 'invalid_request_error', e.code, e.message, e.param)
+      case 'not_found':
+        throw modelNotFound(e.param ?? '', e.message)
+      default:
+        throw new ApiError(500, 'server_error', e.code, e.message, e.param)
+    }
+  }
+  if (e instanceof CatalogWriteError) throw new ApiError(500, 'server_error', 'catalog_invalid', e.message)
+  throw e
+}

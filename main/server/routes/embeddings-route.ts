@@ -1,0 +1,29 @@
+/** POST /v1/embeddings: validate → plan → run on the model's engine → answer. */
+import { Router } from 'express'
+import type { EmbedResult } from '../../../native-models/engine/engine-protocol.ts'
+import { embeddingsResponse } from '../openai/embeddings-response.ts'
+import { parseEmbeddingsRequest, planEmbeddings } from '../openai/embeddings-request.ts'
+import { requireJsonBody } from '../json-body.ts'
+import { requireModel } from '../model-lookup.ts'
+import { requestLifetime } from '../request-lifetime.ts'
+import type { ServerContext } from '../server-context.ts'
+
+export function embeddingsRoute(ctx: ServerContext): Router {
+  const router = Router()
+  router.post('/embeddings', requireJsonBody, async (req, res) => {
+    const request = parseEmbeddingsRequest(req.body)
+    const model = await requireModel(ctx.folder, request.model)
+    const plan = planEmbeddings(request, model)
+    res.locals.model = model.id
+    const lifetime = requestLifetime(res, ctx.settings.requestTimeoutMs)
+    try {
+      const result = (await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal })) as EmbedResult
+      res.json(embeddingsResponse(model.id, result, plan.encodingFormat))
+    } catch (e) {
+      throw lifetime.explain(e)
+    } finally {
+      lifetime.dispose()
+    }
+  })
+  return router
+}
