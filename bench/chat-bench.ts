@@ -30,7 +30,9 @@ export async function runChatBench(options: ChatBenchOptions): Promise<Record<st
   console.log(`\n# chat: ${tokens} tokens, ${runs} runs, ${options.threads} thread(s)`)
 
   const direct = await directSamples(options.modelPath, options.threads, tokens, runs)
-  const target = await benchTarget({ ...options, modelFiles: [options.modelPath] })
+  // One slot: the same single-sequence decoding the direct path uses, so the ratio is our overhead.
+  // (Parallel slots trade some single-stream speed for throughput; the concurrency bench measures them.)
+  const target = await benchTarget({ ...options, modelFiles: [options.modelPath], extraArgs: ['--parallel', '1'] })
   const model = options.model ?? options.modelPath.split('/').pop()!.replace(/\.gguf$/, '')
   let api: Sample[]
   try {

@@ -2,8 +2,13 @@
 import type { ModelFolder, ModelRecord } from '../../native-models/catalog/model-folder.ts'
 import { modelNotFound } from './http-errors.ts'
 
+/** How stale a folder listing a request may use; an id it does not know triggers a fresh scan. */
+const LISTING_MAX_AGE_MS = 1000
+
 export async function requireModel(folder: ModelFolder, id: string): Promise<ModelRecord> {
-  const { models, broken } = await folder.scan()
+  const cached = await folder.cachedScan(LISTING_MAX_AGE_MS)
+  if (cached.models.some((m) => m.id === id)) return cached.models.find((m) => m.id === id)!
+  const { models, broken } = await folder.cachedScan(0)
   const model = models.find((m) => m.id === id)
   if (model) return model
   const problem = broken.find((b) => b.id === id)

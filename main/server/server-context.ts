@@ -1,4 +1,5 @@
 import type { ModelFolder } from '../../native-models/catalog/model-folder.ts'
+import type { BackendDevice, GpuBackend } from '../../native-models/engine/engine-protocol.ts'
 import type { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
 import type { ApiKeys } from './api-keys.ts'
 import type { ServerSettings } from './settings.ts'
@@ -11,4 +12,6 @@ export interface ServerContext {
   /** Undefined when auth is off. */
   keys: ApiKeys | undefined
   log: (line: string) => void
+  /** The llama.cpp build in use and the devices it sees, once known. */
+  hardware: Promise<{ backend: GpuBackend; devices: BackendDevice[] }>
 }

@@ -6,7 +6,7 @@ import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import type { Server } from 'node:http'
 import { ModelFolder } from '../../native-models/catalog/model-folder.ts'
-import { EngineProcess, probeBackendDevices } from '../../native-models/engine/engine-process.ts'
+import { chooseBackend, EngineProcess } from '../../native-models/engine/engine-process.ts'
 import { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
 import { ApiKeys, loadOrCreateStoredKey } from './api-keys.ts'
 import { createApp } from './app.ts'
@@ -14,7 +14,7 @@ import type { ServerContext } from './server-context.ts'
 import type { ServerSettings } from './settings.ts'
 import { mkdir } from 'node:fs/promises'
 import { memoryBudget } from './memory-budget.ts'
-import { loadSpecFor, slotsFor } from '../../native-models/engine/load-spec.ts'
+import { loadSpecFor, slotsFor, type EngineDefaults } from '../../native-models/engine/load-spec.ts'
 import { estimateModelMemory } from '../../native-models/scheduler/memory-plan.ts'
 
 const CPU_SLOTS = 2
@@ -32,23 +32,33 @@ export async function startServer(settings: ServerSettings, log: (line: string) 
   await mkdir(settings.modelsDir, { recursive: true })
   const folder = new ModelFolder(settings.modelsDir)
   const { keys, keyFile } = await resolveKeys(settings)
-  const engineDefaults = { threads: settings.threads, gpuLayers: settings.gpuLayers, parallel: settings.parallel ?? CPU_SLOTS }
-  if (settings.parallel === undefined && settings.gpuLayers !== 0) {
-    // More slots pay off on a GPU; find out once, in the background, whether there is one.
-    void probeBackendDevices().then((devices) => {
-      if (devices.some((d) => d.type === 'gpu')) engineDefaults.parallel = GPU_SLOTS
-    })
+  const onCpu = settings.backend === 'cpu'
+  const engineDefaults: EngineDefaults = {
+    threads: settings.threads,
+    gpuLayers: onCpu ? 0 : settings.gpuLayers,
+    parallel: settings.parallel ?? CPU_SLOTS,
+    backend: 'default',
   }
+  // Which llama.cpp build to load, found out once in the background; engines wait for the answer.
+  const wanted = settings.backend === 'cpu' ? 'default' : settings.backend
+  const hardware = chooseBackend(wanted).then((found) => {
+    engineDefaults.backend = found.backend
+    const gpu = found.devices.some((d) => d.type === 'gpu') && !onCpu && settings.gpuLayers !== 0
+    if (gpu && settings.parallel === undefined) engineDefaults.parallel = GPU_SLOTS
+    return found
+  })
   const scheduler: ModelScheduler = new ModelScheduler({
     maxQueuePerModel: settings.maxQueuePerModel,
     slotsFor: (model) => slotsFor(model, engineDefaults),
     estimateBytes: (model) => estimateModelMemory(model, slotsFor(model, engineDefaults)).total,
     idleTtlMs: (model) => (model.catalogEntry?.ttl !== undefined ? model.catalogEntry.ttl * 1000 : settings.idleTtlMs),
     memoryBudget: () => memoryBudget(settings, scheduler),
-    startEngine: (model) =>
-      EngineProcess.start(loadSpecFor(model, engineDefaults), { forwardLog: process.env.HEARTH_ENGINE_LOG === '1' }),
+    startEngine: async (model) => {
+      await hardware
+      return EngineProcess.start(loadSpecFor(model, engineDefaults), { forwardLog: process.env.HEARTH_ENGINE_LOG === '1' })
+    },
   })
-  const context: ServerContext = { settings, folder, scheduler, keys, log }
+  const context: ServerContext = { settings, folder, scheduler, keys, log, hardware }
   const app = createApp(context)
   const http: Server = app.listen(settings.port, settings.host)
   await Promise.race([once(http, 'listening'), once(http, 'error').then(([e]) => Promise.reject(e))])

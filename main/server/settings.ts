@@ -20,6 +20,8 @@ export interface ServerSettings {
   threads: number
   /** Layers to offload to a GPU; -1 offloads all the binding can. */
   gpuLayers: number
+  /** Which llama.cpp build runs the models: found out at start (auto), or the one named. */
+  backend: 'auto' | 'cpu' | 'cuda' | 'vulkan'
   /** Requests a chat model decodes together; undefined = 4 with a GPU, 2 on the CPU. */
   parallel: number | undefined
   requestTimeoutMs: number
@@ -43,6 +45,7 @@ const settingsFileSchema = z.looseObject({
   threads: z.int().min(1).max(256).optional(),
   gpu_layers: z.int().min(-1).optional(),
   parallel: z.int().min(1).max(64).optional(),
+  backend: z.enum(['auto', 'cpu', 'cuda', 'vulkan']).optional(),
   request_timeout_seconds: z.number().positive().optional(),
   max_queue_per_model: z.int().min(0).optional(),
   idle_ttl_seconds: z.number().min(0).optional(),
@@ -61,6 +64,7 @@ const FLAGS = {
   threads: { type: 'string' },
   'gpu-layers': { type: 'string' },
   parallel: { type: 'string' },
+  backend: { type: 'string' },
   'request-timeout': { type: 'string' },
   'max-queue': { type: 'string' },
   'idle-ttl': { type: 'string' },
@@ -79,6 +83,7 @@ export const USAGE = `Usage: npm run serve -- [flags]
   --no-auth              accept requests without a key (logged)           HEARTH_NO_AUTH=1
   --threads N            inference threads per model                      HEARTH_THREADS
   --gpu-layers N         layers on the GPU, -1 = all (default)            HEARTH_GPU_LAYERS
+  --backend B            auto, cpu, cuda or vulkan (default auto)         HEARTH_BACKEND
   --parallel N           requests a chat model decodes at once            HEARTH_PARALLEL
                          (default 4 with a GPU, 2 on the CPU)
   --request-timeout S    seconds before a request gets 408 (default 600)  HEARTH_REQUEST_TIMEOUT
@@ -122,6 +127,7 @@ export function resolveSettings(
     threads: integer('threads', flags.threads ?? env.HEARTH_THREADS, 1, 256) ?? file.threads ?? defaultThreads(cpuCount),
     gpuLayers: integer('gpu-layers', flags['gpu-layers'] ?? env.HEARTH_GPU_LAYERS, -1, 100_000) ?? file.gpu_layers ?? -1,
     parallel: integer('parallel', flags.parallel ?? env.HEARTH_PARALLEL, 1, 64) ?? file.parallel,
+    backend: backendName(flags.backend ?? env.HEARTH_BACKEND) ?? file.backend ?? 'auto',
     requestTimeoutMs:
       1000 * (positive('request-timeout', flags['request-timeout'] ?? env.HEARTH_REQUEST_TIMEOUT) ?? file.request_timeout_seconds ?? 600),
     maxQueuePerModel: integer('max-queue', flags['max-queue'] ?? env.HEARTH_MAX_QUEUE, 0, 100_000) ?? file.max_queue_per_model ?? 16,
@@ -170,6 +176,12 @@ function positive(name: string, raw: string | undefined): number | undefined {
   const n = Number(raw)
   if (!Number.isFinite(n) || n <= 0) throw new SettingsError(`--${name} must be a positive number, got "${raw}"`)
   return n
+}
+
+function backendName(raw: string | undefined): ServerSettings['backend'] | undefined {
+  if (raw === undefined) return undefined
+  if (raw === 'auto' || raw === 'cpu' || raw === 'cuda' || raw === 'vulkan') return raw
+  throw new SettingsError(`--backend must be auto, cpu, cuda or vulkan, got "${raw}"`)
 }
 
 function nonNegative(name: string, raw: string | undefined): number | undefined {

@@ -1,14 +1,10 @@
 /** GET /api/system: the devices, the memory and its budget, and what is loaded at what real cost. */
 import { freemem, totalmem } from 'node:os'
-import { probeBackendDevices } from '../../native-models/engine/engine-process.ts'
-import type { BackendDevice } from '../../native-models/engine/engine-protocol.ts'
 import { memoryBudget } from './memory-budget.ts'
 import type { ServerContext } from './server-context.ts'
 
-let devices: Promise<BackendDevice[]> | undefined
-
 export async function systemInfo(ctx: ServerContext) {
-  devices ??= probeBackendDevices()
+  const { backend, devices } = await ctx.hardware
   const loaded = await Promise.all(
     ctx.scheduler.loaded().map(async (m) => ({
       id: m.id,
@@ -21,7 +17,8 @@ export async function systemInfo(ctx: ServerContext) {
     })),
   )
   return {
-    devices: (await devices).map((d) => ({ name: d.name, type: d.type, backend: d.backend, memory_bytes: d.memoryBytes })),
+    backend,
+    devices: devices.map((d) => ({ name: d.name, type: d.type, backend: d.backend, memory_bytes: d.memoryBytes })),
     memory: {
       total_bytes: totalmem(),
       free_bytes: freemem(),

@@ -77,6 +77,21 @@ export class ModelFolder {
     this.dir = resolve(dir)
   }
 
+  private recent: { at: number; snapshot: Promise<FolderSnapshot> } | undefined
+
+  /**
+   * The last scan if it is younger than `maxAgeMs`, else a new one. Request paths use it so a
+   * stream of requests does not list the folder each time.
+   */
+  cachedScan(maxAgeMs: number): Promise<FolderSnapshot> {
+    const now = performance.now()
+    if (this.recent && now - this.recent.at < maxAgeMs) return this.recent.snapshot
+    const snapshot = this.scan()
+    this.recent = { at: now, snapshot }
+    snapshot.catch(() => (this.recent = undefined))
+    return snapshot
+  }
+
   async scan(): Promise<FolderSnapshot> {
     const { entries, problem: catalogProblem } = await this.readCatalog()
     const files = await this.listModelFiles()

@@ -14,6 +14,7 @@ import type {
   EngineModelInfo,
   EngineResult,
   FromEngine,
+  GpuBackend,
   JobProgress,
   ToEngine,
 } from './engine-protocol.ts'
@@ -235,16 +236,11 @@ export class EngineProcess implements Engine {
   }
 }
 
-/**
- * The compute devices the binding can use, asked of a short-lived engine process so the server
- * itself never loads native code.
- */
-export async function probeBackendDevices(timeoutMs = 30_000): Promise<BackendDevice[]> {
-  // The argument only names the process for whoever lists processes; the child ignores it.
-  const child = fork(childEntry.path, ['--probe-devices'], {
-    execArgv: childEntry.execArgv,
+/** The compute devices one build of the binding can use, asked of a short-lived process. */
+export async function probeBackendDevices(backend: GpuBackend = 'default', timeoutMs = 30_000): Promise<BackendDevice[]> {
+  const child = fork(fileURLToPath(new URL('./device-probe-child.cjs', import.meta.url)), [], {
+    execArgv: [],
     stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
-    serialization: 'advanced',
   })
   try {
     return await new Promise<BackendDevice[]>((resolve) => {
@@ -255,10 +251,35 @@ export async function probeBackendDevices(timeoutMs = 30_000): Promise<BackendDe
         resolve(m.devices)
       })
       child.on('exit', () => resolve([]))
-      child.send({ type: 'probe-devices' } satisfies ToEngine)
+      child.on('error', () => resolve([]))
+      child.send({ type: 'probe-devices', backend } satisfies ToEngine)
     })
   } finally {
     child.kill('SIGKILL')
+  }
+}
+
+/**
+ * The llama.cpp build to use: CUDA where an NVIDIA device answers, else Vulkan where a GPU
+ * answers, else the platform's default (CPU; Metal on macOS). Each is asked in its own short-lived
+ * process, since loading a build whose driver is missing can take the process down.
+ */
+export async function chooseBackend(wanted: GpuBackend | 'auto'): Promise<{ backend: GpuBackend; devices: BackendDevice[] }> {
+  if (wanted !== 'auto') return { backend: wanted, devices: await probeBackendDevices(wanted) }
+  for (const backend of ['cuda', 'vulkan'] as const) {
+    if (!hasBuild(backend)) continue
+    const devices = await probeBackendDevices(backend)
+    if (devices.some((d) => d.type === 'gpu')) return { backend, devices }
+  }
+  return { backend: 'default', devices: await probeBackendDevices('default') }
+}
+
+function hasBuild(backend: GpuBackend): boolean {
+  try {
+    createRequire(import.meta.url).resolve(`@fugood/node-llama-${process.platform}-${process.arch}-${backend}`)
+    return true
+  } catch {
+    return false
   }
 }
 

@@ -17,7 +17,11 @@ export interface EngineLoadSpec {
   gpuLayers: number
   /** Sequences decoded together in one context (continuous batching); 1 = one request at a time. */
   parallel: number
+  /** Which build of llama.cpp to load: the platform's default (CPU, or Metal on macOS), CUDA or Vulkan. */
+  backend: GpuBackend
 }
+
+export type GpuBackend = 'default' | 'cuda' | 'vulkan'
 
 export interface EngineModelInfo {
   /** Devices the binding placed the model on, as it reports them (CPU, Metal, CUDA0, …). */
@@ -96,7 +100,7 @@ export interface BackendDevice {
 export type ToEngine =
   | { type: 'load'; spec: EngineLoadSpec }
   | { type: 'stats' }
-  | { type: 'probe-devices' }
+  | { type: 'probe-devices'; backend: GpuBackend }
   | { type: 'run'; id: number; job: EngineJob }
   | { type: 'cancel'; id: number }
   | { type: 'shutdown' }

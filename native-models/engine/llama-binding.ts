@@ -105,8 +105,6 @@ export interface NativeLlamaContext {
     template: string | undefined,
     params: { jinja: boolean; add_generation_prompt?: boolean },
   ): { prompt: string; additional_stops: string[] } | string
-  /** Drops a request queued through `parallel` (a running one finishes its current batch). */
-  cancelRequest(requestId: number): void
 }
 
 /** The binding's slot-based API (`enableParallelMode` underneath). */
@@ -170,7 +168,8 @@ export interface BackendDeviceInfo {
 
 export interface LlamaNode {
   loadModel(options: LlamaModelOptions, onProgress?: (progress: number) => void): Promise<LlamaContext>
-  getBackendDevicesInfo(): Promise<BackendDeviceInfo[]>
+  /** Loads that build of the addon to ask; a build whose driver is missing throws (or kills the process). */
+  getBackendDevicesInfo(variant?: 'default' | 'vulkan' | 'cuda'): Promise<BackendDeviceInfo[]>
   toggleNativeLog(enable: boolean): Promise<void>
 }
 

@@ -147,7 +147,9 @@ export class LlamaRuntime {
     signal: AbortSignal,
   ): Promise<CompletionResult> {
     const prompt = options.prompt ?? ''
-    const withBos = this.addsBos && this.bosText && !prompt.startsWith(this.bosText) ? this.bosText + prompt : prompt
+    // mtmd adds BOS itself when it tokenizes around an image; plain text needs ours.
+    const needsBos = this.addsBos && this.bosText && !options.media_paths && !prompt.startsWith(this.bosText)
+    const withBos = needsBos ? this.bosText + prompt : prompt
     const request = await this.context.parallel.completion({ ...options, prompt: withBos, stop: stops }, (_id, token) => onToken(token))
     const cancel = () => request.stop()
     signal.addEventListener('abort', cancel, { once: true })
@@ -267,6 +269,7 @@ async function createContext(spec: EngineLoadSpec): Promise<LlamaContext> {
     n_parallel: Math.max(1, spec.parallel),
     n_threads: spec.threads,
     n_gpu_layers: spec.gpuLayers,
+    lib_variant: spec.backend,
     embedding: spec.kind === 'embedding',
     use_mmap: true,
   })
