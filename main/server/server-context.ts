@@ -1,3 +1,4 @@
+import type { DownloadManager } from '../../native-models/downloads/download-manager.ts'
 import type { ModelFolder } from '../../native-models/catalog/model-folder.ts'
 import type { BackendDevice, GpuBackend } from '../../native-models/engine/engine-protocol.ts'
 import type { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
@@ -11,6 +12,8 @@ export interface ServerContext {
   scheduler: ModelScheduler
   /** Undefined when auth is off. */
   keys: ApiKeys | undefined
+  /** Model downloads running in the background (pull). */
+  downloads: DownloadManager
   log: (line: string) => void
   /** The llama.cpp build in use and the devices it sees, once known. */
   hardware: Promise<{ backend: GpuBackend; devices: BackendDevice[] }>

@@ -6,6 +6,7 @@ import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import type { Server } from 'node:http'
 import { ModelFolder } from '../../native-models/catalog/model-folder.ts'
+import { DownloadManager } from '../../native-models/downloads/download-manager.ts'
 import { chooseBackend, EngineProcess } from '../../native-models/engine/engine-process.ts'
 import { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
 import { ApiKeys, loadOrCreateStoredKey } from './api-keys.ts'
@@ -58,7 +59,8 @@ export async function startServer(settings: ServerSettings, log: (line: string) 
       return EngineProcess.start(loadSpecFor(model, engineDefaults), { forwardLog: process.env.HEARTH_ENGINE_LOG === '1' })
     },
   })
-  const context: ServerContext = { settings, folder, scheduler, keys, log, hardware }
+  const downloads = new DownloadManager({ folder })
+  const context: ServerContext = { settings, folder, scheduler, downloads, keys, log, hardware }
   const app = createApp(context)
   const http: Server = app.listen(settings.port, settings.host)
   await Promise.race([once(http, 'listening'), once(http, 'error').then(([e]) => Promise.reject(e))])
@@ -75,7 +77,7 @@ export async function startServer(settings: ServerSettings, log: (line: string) 
       (closing ??= (async () => {
         const stopped = new Promise<void>((resolve) => http.close(() => resolve()))
         http.closeIdleConnections()
-        await scheduler.shutdown()
+        await Promise.all([scheduler.shutdown(), downloads.shutdown()])
         http.closeAllConnections()
         await stopped
       })()),

@@ -168,10 +168,13 @@ export class DownloadJob {
     if (!isFinalState(this.state)) this.controller.abort(INTERRUPTED)
   }
 
-  /** Removes what a failed job kept for resuming, and marks it cancelled. */
-  async discard(): Promise<void> {
+  /**
+   * Removes what a failed job kept for resuming, and marks it cancelled. `keepFiles` when a newer
+   * job is resuming from the same partial files.
+   */
+  async discard(keepFiles = false): Promise<void> {
     if (this.state !== 'failed') return
-    await this.removePartials()
+    if (!keepFiles) await this.removePartials()
     this.state = 'cancelled'
     this.emit(true)
   }
@@ -223,11 +226,14 @@ export class DownloadJob {
   private async run(): Promise<DownloadSnapshot> {
     const signal = this.controller.signal
     try {
-      try {
-        await this.prepare(signal)
-      } finally {
-        this.markPrepared()
-      }
+      await this.prepare(signal)
+    } catch (e) {
+      await this.fail(e)
+      return this.snapshot()
+    } finally {
+      this.markPrepared()
+    }
+    try {
       const release = await this.ctx.acquireSlot(signal)
       try {
         await this.download(signal)

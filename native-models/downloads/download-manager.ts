@@ -117,7 +117,8 @@ export class DownloadManager {
       job.cancel()
       return job.finished
     }
-    await job.discard()
+    const resumedElsewhere = this.active().some((other) => other.targetPaths.some((p) => job.targetPaths.includes(p)))
+    await job.discard(resumedElsewhere)
     return job.snapshot()
   }
 

@@ -9,7 +9,10 @@ export class RateMeter {
 
   record(bytes: number): void {
     const at = this.now()
-    this.samples.push({ at, bytes })
+    const n = this.samples.length
+    // One sample per tenth of a second is plenty; a sample per network chunk would pile up.
+    if (n >= 2 && at - this.samples[n - 2]!.at < 100) this.samples[n - 1] = { at, bytes }
+    else this.samples.push({ at, bytes })
     while (this.samples.length > 2 && at - this.samples[1]!.at >= this.windowMs) this.samples.shift()
   }
 

@@ -117,7 +117,8 @@ async function checkSource(dir: string, path: unknown, param: 'path' | 'mmproj')
     throw bad(`${path} is not a model file: ${(e as Error).message}`)
   }
   if (header.format === 'other-ggml') throw bad(`${path} is a ggml file but not a whisper model`)
-  return { param, path, fileName, size: info.size, reused: false }
+  // A symlink is followed: a hard link to the link itself would break when it is relative.
+  return { param, path: real, fileName, size: info.size, reused: false }
 }
 
 async function linkInto(file: SourceFile, target: string): Promise<void> {

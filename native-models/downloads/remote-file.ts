@@ -35,6 +35,7 @@ export interface RetryPolicy {
 export const DEFAULT_RETRY: RetryPolicy = { attempts: 5, baseDelayMs: 1000, idleTimeoutMs: 60_000 }
 
 const MAX_REDIRECTS = 10
+const WRITE_BATCH_BYTES = 1 << 20
 const SHA256_HEX = /^[0-9a-f]{64}$/
 
 /**
@@ -164,15 +165,11 @@ export async function transferFile(options: TransferOptions): Promise<TransferRe
   async function attempt(): Promise<'complete' | 'restarted'> {
     const attemptController = new AbortController()
     let stalled = false
-    let idleTimer: NodeJS.Timeout | undefined
-    const armIdleTimer = () => {
-      clearTimeout(idleTimer)
-      idleTimer = setTimeout(() => {
-        stalled = true
-        attemptController.abort()
-      }, retry.idleTimeoutMs)
-    }
-    armIdleTimer()
+    const idleTimer = setTimeout(() => {
+      stalled = true
+      attemptController.abort()
+    }, retry.idleTimeoutMs)
+    const armIdleTimer = () => idleTimer.refresh()
     const from = state.written
     const headers = requestHeaders(source.url, options.access)
     if (from > 0) headers.range = `bytes=${from}-`
@@ -222,7 +219,31 @@ export async function transferFile(options: TransferOptions): Promise<TransferRe
       options.onProgress(state.written, total)
       if (!res.body) throw new RetryableError('the response has no body')
 
+      // Chunks are gathered and written a megabyte at a time, one write in flight while the next
+      // megabyte arrives: a write per network chunk, or reading and writing by turns, halves the rate.
       const reader = res.body.getReader()
+      let pending: Uint8Array[] = []
+      let pendingBytes = 0
+      let writeAt = state.written
+      let inflight: Promise<void> = Promise.resolve()
+      let writeError: unknown
+      const flush = async (wait: boolean) => {
+        if (pendingBytes > 0) {
+          const chunks = pending
+          const size = pendingBytes
+          const at = writeAt
+          pending = []
+          pendingBytes = 0
+          writeAt += size
+          await inflight
+          inflight = handle.writev(chunks, at).then(
+            () => void (state.written += size),
+            (e: unknown) => void (writeError ??= e),
+          )
+        }
+        if (wait) await inflight
+        if (writeError) throw writeError
+      }
       try {
         while (true) {
           let chunk: ReadableStreamReadResult<Uint8Array>
@@ -235,16 +256,19 @@ export async function transferFile(options: TransferOptions): Promise<TransferRe
           if (chunk.done) break
           armIdleTimer()
           const bytes = chunk.value
-          if (total !== undefined && state.written + bytes.length > total) {
+          if (total !== undefined && writeAt + pendingBytes + bytes.length > total) {
             throw new DownloadError('size_mismatch', `${source.source}: the server sent more than the expected ${total} bytes`, param)
           }
           state.hash.update(bytes)
-          await handle.write(bytes, 0, bytes.length, state.written)
-          state.written += bytes.length
-          options.onProgress(state.written, total)
+          pending.push(bytes)
+          pendingBytes += bytes.length
+          if (pendingBytes >= WRITE_BATCH_BYTES) await flush(false)
+          options.onProgress(writeAt + pendingBytes, total)
         }
       } finally {
         reader.releaseLock()
+        // What arrived before a break is good: on disk it is where the next attempt resumes.
+        await flush(true)
       }
       if (total !== undefined && state.written < total) throw new RetryableError('the connection closed early')
       return 'complete'

@@ -36,7 +36,8 @@ const SSE_PING_MS = 15_000
 /** Failures found before any byte is fetched: the request was wrong, not the transfer. */
 const REFUSED_BEFORE_START = new Set(['invalid_value', 'source_unavailable', 'insufficient_storage'])
 
-export function downloadsRoute(ctx: ServerContext, downloads = new DownloadManager({ folder: ctx.folder })): Router {
+export function downloadsRoute(ctx: ServerContext): Router {
+  const downloads = ctx.downloads
   const router = Router()
 
   router.post('/models/pull', requireJsonBody, async (req, res) => {
