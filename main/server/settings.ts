@@ -31,6 +31,8 @@ export interface ServerSettings {
   /** Bytes the loaded models may use together; undefined = 90 % of free RAM plus what they use. */
   memoryBudgetBytes: number | undefined
   bodyLimitBytes: number
+  /** Host names besides loopback and the bound address that requests may use (DNS rebinding defence). */
+  allowedHosts: string[]
   settingsFile: string
   /** Page origins allowed to call the API from another origin: the desktop app's `app://hearth`. */
   corsOrigins?: string[]
@@ -51,6 +53,7 @@ const settingsFileSchema = z.looseObject({
   idle_ttl_seconds: z.number().min(0).optional(),
   memory_budget_mb: z.number().positive().optional(),
   body_limit_mb: z.number().positive().optional(),
+  allowed_hosts: z.array(z.string().min(1)).optional(),
 })
 
 const FLAGS = {
@@ -134,7 +137,14 @@ export function resolveSettings(
     idleTtlMs: 1000 * (nonNegative('idle-ttl', flags['idle-ttl'] ?? env.HEARTH_IDLE_TTL) ?? file.idle_ttl_seconds ?? 600),
     memoryBudgetBytes: mebibytes(positive('memory-budget', flags['memory-budget'] ?? env.HEARTH_MEMORY_BUDGET) ?? file.memory_budget_mb),
     bodyLimitBytes: Math.round((file.body_limit_mb ?? 30) * 1024 * 1024),
+    allowedHosts: env.HEARTH_ALLOWED_HOSTS?.split(',').map((h) => h.trim()).filter(Boolean) ?? file.allowed_hosts ?? [],
     settingsFile,
+  }
+  if (!settings.auth && !isLoopback(settings.host)) {
+    throw new SettingsError(
+      `refusing to serve ${settings.host} without an API key: anyone on the network could use it. ` +
+        'Drop --no-auth (a key is generated), or bind 127.0.0.1',
+    )
   }
   for (const key of settings.apiKeys) {
     if (key.length < 8) throw new SettingsError('an API key must be at least 8 characters long')
@@ -176,6 +186,10 @@ function positive(name: string, raw: string | undefined): number | undefined {
   const n = Number(raw)
   if (!Number.isFinite(n) || n <= 0) throw new SettingsError(`--${name} must be a positive number, got "${raw}"`)
   return n
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.')
 }
 
 function backendName(raw: string | undefined): ServerSettings['backend'] | undefined {
