@@ -5,6 +5,7 @@
 import express, { type Express } from 'express'
 import { requireApiKey } from './auth.ts'
 import { allowOrigins } from './cors.ts'
+import { allowedHostNames, requireKnownHost } from './host-check.ts'
 import { errorHandler, unknownRoute } from './http-errors.ts'
 import { jsonBodyParser } from './json-body.ts'
 import { RequestHistory } from './request-history.ts'
@@ -25,6 +26,7 @@ export function createApp(ctx: ServerContext): Express {
   app.set('etag', false)
   const requests = new RequestHistory()
   app.use(requestLog(ctx.log, requests))
+  app.use(requireKnownHost(allowedHostNames(ctx.settings.host, ctx.settings.allowedHosts)))
   app.use(allowOrigins(ctx.settings.corsOrigins ?? []))
   app.use(healthRoute(ctx))
 
