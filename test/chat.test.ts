@@ -385,6 +385,23 @@ describe('limits: timeout and queue', () => {
     expect((await running).status).toBe(408)
     expect((await waiting).status).toBe(408)
   })
+
+  it('gives a waiting request\'s place to the next one as soon as its client disconnects', async () => {
+    const body = JSON.stringify({ model: 'long', messages: hello, max_tokens: 30000 })
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${limited.apiKey}` }
+    const running = postJson(limited, '/v1/chat/completions', JSON.parse(body))
+    await new Promise((r) => setTimeout(r, 200))
+    const leaving = new AbortController()
+    const waiting = fetch(`${limited.url}/v1/chat/completions`, { method: 'POST', headers, body, signal: leaving.signal }).catch((e) => e)
+    await new Promise((r) => setTimeout(r, 200))
+    leaving.abort()
+    await waiting
+    await new Promise((r) => setTimeout(r, 100))
+    // The queue holds one: had the gone client kept its place, this would be refused with 503.
+    const next = await postJson(limited, '/v1/chat/completions', JSON.parse(body))
+    expect(next.status).toBe(408)
+    expect((await running).status).toBe(408)
+  })
 })
 
 describe('parallel slots', () => {
