@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { ModelRecord } from '../native-models/catalog/model-folder.ts'
 import type { Engine, RunOptions } from '../native-models/engine/engine-process.ts'
-import type { ChatJob, EngineResult } from '../native-models/engine/engine-protocol.ts'
+import type { ChatJob, ChatResult, EngineResult } from '../native-models/engine/engine-protocol.ts'
 import { ModelError } from '../native-models/errors.ts'
 import { ModelScheduler } from '../native-models/scheduler/model-scheduler.ts'
 
@@ -40,6 +40,9 @@ class FakeEngine implements Engine {
     this.exitListeners.push(listener)
   }
 }
+
+/** The fakes only ever answer chat jobs. */
+const textOf = (r: EngineResult) => (r as ChatResult).text
 
 function result(text: string): EngineResult {
   return {
@@ -96,7 +99,7 @@ describe('ModelScheduler', () => {
     engines[0]!.finishNext()
     await tick()
     engines[0]!.finishNext()
-    expect((await Promise.all(runs)).map((r) => r.text)).toEqual(['a', 'b', 'c'])
+    expect((await Promise.all(runs)).map(textOf)).toEqual(['a', 'b', 'c'])
     expect(scheduler.loadedModelIds()).toEqual(['m'])
   })
 
@@ -124,7 +127,7 @@ describe('ModelScheduler', () => {
     engines[0]!.finishNext()
     await tick()
     engines[0]!.finishNext()
-    expect((await third).text).toBe('c')
+    expect(textOf(await third)).toBe('c')
     expect(engines[0]!.started).toEqual(['a', 'c'])
     await first
   })
@@ -141,7 +144,7 @@ describe('ModelScheduler', () => {
     await tick()
     expect(engines).toHaveLength(2)
     engines[1]!.finishNext()
-    expect((await second).text).toBe('b')
+    expect(textOf(await second)).toBe('b')
   })
 
   it('frees the model when engine start fails, so the next request tries again', async () => {
@@ -197,7 +200,7 @@ describe('ModelScheduler lifecycle', () => {
     await tick()
     expect(engines.get('a')![0]!.alive).toBe(true)
     engines.get('a')![0]!.finishNext()
-    expect((await running).text).toBe('x')
+    expect(textOf(await running)).toBe('x')
     expect(await unloading).toBe(true)
     expect(engines.get('a')![0]!.alive).toBe(false)
   })

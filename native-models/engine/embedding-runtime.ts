@@ -7,12 +7,13 @@
  *   two texts share, so every text after the first is pooled over part of its tokens (the same text
  *   twice gives two different vectors). Unusable.
  * - the slot queue (`parallel.enable` + `parallel.embedding`) starts every sequence at position 0 and
- *   works through its queue on its own native thread, with no round trip to JavaScript in between.
- *   With several slots it packs sequences into one decode; on the CPU build we ship that gained
- *   at most ~20 % (4 slots, tiny models), lost with 16 (attention spans the whole batch), gained
- *   nothing on a 22M-parameter model, and made a vector depend on its neighbours by up to 2e-5.
- *   With one slot a text gives the same bits alone or inside any batch. So: one slot, and a
- *   request's inputs all queued at once, so the native thread runs them back to back.
+ *   works through its queue on its own native thread. With several slots it packs sequences into one
+ *   decode; on the CPU build we ship, 4 slots ran the tiny test models 1–2× as fast (a noisy shared
+ *   machine), 16 slots slower (attention spans the whole batch), a 22M-parameter model no faster;
+ *   and a vector then depends on its neighbours, by up to 1.7e-5 on our generated BERT (1e-4 with
+ *   flash attention), past the 1e-5 we promise. With one slot a text gives the same bits alone or
+ *   inside any batch. So: one slot, kept fed ahead of its results, so the native thread runs a
+ *   request's inputs back to back.
  * - a sequence longer than the context aborts the whole process (a GGML_ASSERT), and one longer than
  *   the batch would be split and pooled in parts, so lengths are checked before anything is queued.
  * - the binding's normalisation is skipped: vectors are truncated (`dimensions`) and L2-normalised
@@ -26,6 +27,8 @@ import { specialTokensAdded } from './special-tokens.ts'
 
 /** `embd_normalize` value that makes the binding return the pooled vector as it is. */
 const RAW = -1
+/** Most texts waiting in the binding's queue at once (also bounded by one context's worth of tokens). */
+const MAX_QUEUED = 64
 
 export class EmbeddingRuntime {
   private constructor(
@@ -90,9 +93,14 @@ export class EmbeddingRuntime {
     counts.forEach((count, i) => this.checkLength(count, name(i)))
     cancelledIf(signal)
 
-    const raw = await this.runQueued(texts, signal)
+    const raw = await this.runQueued(texts, counts, signal)
     const vectors = new Float32Array(texts.length * dimensions)
-    raw.forEach((vector, i) => normaliseInto(vectors, i * dimensions, vector, dimensions))
+    raw.forEach((vector, i) => {
+      if (vector.length < dimensions) {
+        throw new ModelError('internal_error', `the model returned ${vector.length} values for an embedding of ${dimensions}`)
+      }
+      normaliseInto(vectors, i * dimensions, vector, dimensions)
+    })
     return { type: 'embed', vectors, dimensions, promptTokens: counts.reduce((a, b) => a + b, 0) }
   }
 
@@ -131,35 +139,51 @@ export class EmbeddingRuntime {
     if (count === 0) throw new ModelError('invalid_value', `'${param}' contains no tokens`, param)
   }
 
-  /** Queues every text at once and collects the raw pooled vectors in input order. */
-  private async runQueued(texts: string[], signal: AbortSignal): Promise<Float32Array[]> {
-    const parallel = this.context.parallel
-    const queued: Array<{ requestId: number; promise: Promise<{ embedding: number[] | Float32Array }> }> = []
-    for (const text of texts) queued.push(await parallel.embedding(text, { embd_normalize: RAW }))
-    const outstanding = new Set(queued.map((q) => q.requestId))
-    let onAbort: () => void = () => undefined
-    const aborted = new Promise<never>((_, reject) => {
-      onAbort = () => reject(new ModelError('cancelled', 'the request was cancelled'))
-      if (signal.aborted) onAbort()
-      else signal.addEventListener('abort', onAbort, { once: true })
+  /**
+   * Feeds the texts to the binding's queue and collects the raw pooled vectors in input order. Up to
+   * one context's worth of tokens waits in the queue ahead of the results, so its native thread
+   * never idles waiting for JavaScript. Not everything at once: the binding's cancelRequest races
+   * its own thread and can crash the process, so a cancelled job just stops feeding, and what it
+   * leaves behind is bounded by that one context's worth.
+   */
+  private runQueued(texts: string[], counts: number[], signal: AbortSignal): Promise<Float32Array[]> {
+    const vectors: Float32Array[] = new Array(texts.length)
+    return new Promise((resolve, reject) => {
+      let next = 0
+      let finished = 0
+      let queuedTokens = 0
+      let queued = 0
+      let settled = false
+      const settle = (outcome: () => void) => {
+        if (settled) return
+        settled = true
+        signal.removeEventListener('abort', onAbort)
+        outcome()
+      }
+      const fail = (e: unknown) => settle(() => reject(e))
+      const onAbort = () => fail(new ModelError('cancelled', 'the request was cancelled'))
+      const feed = () => {
+        while (!settled && next < texts.length && (queued === 0 || (queued < MAX_QUEUED && queuedTokens + counts[next]! <= this.maxTokens))) {
+          const i = next++
+          queued++
+          queuedTokens += counts[i]!
+          this.context.parallel
+            .embedding(texts[i]!, { embd_normalize: RAW })
+            .then(({ promise }) => promise)
+            .then(({ embedding }) => {
+              vectors[i] = embedding instanceof Float32Array ? embedding : Float32Array.from(embedding)
+              queued--
+              queuedTokens -= counts[i]!
+              if (++finished === texts.length) settle(() => resolve(vectors))
+              else feed()
+            }, fail)
+        }
+      }
+      if (signal.aborted) return onAbort()
+      if (texts.length === 0) return resolve(vectors)
+      signal.addEventListener('abort', onAbort, { once: true })
+      feed()
     })
-    const all = Promise.all(
-      queued.map(async ({ requestId, promise }) => {
-        const { embedding } = await promise
-        outstanding.delete(requestId)
-        return embedding instanceof Float32Array ? embedding : Float32Array.from(embedding)
-      }),
-    )
-    // Whichever loses the race must not surface later as an unhandled rejection.
-    aborted.catch(() => undefined)
-    all.catch(() => undefined)
-    try {
-      return await Promise.race([all, aborted])
-    } finally {
-      signal.removeEventListener('abort', onAbort)
-      // Cancelled or failed half way: what is still queued would only hold up the next job.
-      for (const id of outstanding) this.context.ctx.cancelRequest(id)
-    }
   }
 }
 

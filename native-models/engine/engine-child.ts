@@ -3,8 +3,7 @@
  * Holds one model and runs one job at a time; the parent queues the rest.
  */
 import { ModelError, isModelError, type SerializedModelError } from '../errors.ts'
-import type { BackendDevice, EngineJob, EngineLoadSpec, EngineResult, FromEngine, JobProgress, ToEngine } from './engine-protocol.ts'
-import { llamaNode } from './llama-binding.ts'
+import type { EngineJob, EngineLoadSpec, EngineResult, FromEngine, JobProgress, ToEngine } from './engine-protocol.ts'
 import { EmbeddingRuntime } from './embedding-runtime.ts'
 import { LlamaRuntime } from './llama-runtime.ts'
 import { ProgressCoalescer } from './progress-coalescer.ts'
@@ -74,18 +73,9 @@ process.on('message', (message: ToEngine) => {
       send({ type: 'stats', rssBytes: process.memoryUsage.rss() })
       break
     case 'probe-devices':
-      probeDevices().then(
-        (devices) => send({ type: 'devices', devices }),
-        () => send({ type: 'devices', devices: [] }),
-      )
-      break
+      break // answered by device-probe-child.cjs
   }
 })
-
-async function probeDevices(): Promise<BackendDevice[]> {
-  const devices = await llamaNode.getBackendDevicesInfo()
-  return devices.map((d) => ({ backend: d.backend, type: d.type, name: d.deviceName, memoryBytes: d.maxMemorySize }))
-}
 
 async function shutdown(): Promise<void> {
   for (const c of running.values()) c.abort()

@@ -83,7 +83,10 @@ export class EngineProcess implements Engine {
   static async start(spec: EngineLoadSpec, options: EngineProcessOptions = {}): Promise<EngineProcess> {
     const child = fork(childEntry.path, [], {
       execArgv: childEntry.execArgv,
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      // The binding prints several info lines to stdout for every embedding (and decode); piping
+      // them cost an embedding model up to a quarter of its throughput. Errors and asserts go to
+      // stderr, which is all the crash explanations need.
+      stdio: ['ignore', options.forwardLog ? 'pipe' : 'ignore', 'pipe', 'ipc'],
       serialization: 'advanced',
       env: process.env,
     })

@@ -83,11 +83,45 @@ export interface EmbedResult {
   promptTokens: number
 }
 
-export type EngineJob = ChatJob | EmbedJob
-export type EngineResult = ChatResult | EmbedResult
+/**
+ * Speech in any language to English text. The audio is a file the server wrote and deletes when the
+ * request ends: 16 kHz mono float32 samples, little-endian, nothing else. A file rather than a typed
+ * array in the message, so a 50-minute upload is never held whole in this process nor serialised
+ * through the IPC channel (measured: 192 MB over IPC blocks the server's event loop ~0.5 s).
+ */
+export interface TranslateJob {
+  type: 'translate'
+  audioPath: string
+  /** ISO-639-1 hint (whisper's code); undefined = detect. */
+  language: string | undefined
+  /** Initial prompt: style, spellings, or the text before this audio. */
+  prompt: string | undefined
+  /** undefined = greedy decoding without fallback; a number = start there and let whisper raise it. */
+  temperature: number | undefined
+}
 
-/** Streamed while a job runs. */
-export type JobProgress = { type: 'text'; text: string }
+/** Times in milliseconds from the start of the audio; `text` as whisper wrote it (leading space and all). */
+export interface TranslateSegment {
+  startMs: number
+  endMs: number
+  text: string
+}
+
+export interface TranslateResult {
+  type: 'translate'
+  segments: TranslateSegment[]
+  /** The language whisper detected (or was told), as its code. */
+  language: string
+  durationSeconds: number
+  /** Wall time whisper spent, all chunks together. */
+  processMs: number
+}
+
+export type EngineJob = ChatJob | EmbedJob | TranslateJob
+export type EngineResult = ChatResult | EmbedResult | TranslateResult
+
+/** Streamed while a job runs: generated text (chat), or a finished piece of a translation. */
+export type JobProgress = { type: 'text'; text: string } | { type: 'segment'; segment: TranslateSegment }
 
 /** A compute device as the binding reports it (Metal, CUDA0, Vulkan0, CPU, …). */
 export interface BackendDevice {

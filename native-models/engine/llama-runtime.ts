@@ -13,6 +13,7 @@
 import { llamaNode, type CompletionOptions, type CompletionResult, type CompletionToken, type LlamaContext } from './llama-binding.ts'
 import { ModelError } from '../errors.ts'
 import { StopSequenceFilter } from '../text/stop-sequence-filter.ts'
+import { addsBosToken } from './special-tokens.ts'
 import type { ChatJob, ChatResult, EngineLoadSpec, EngineModelInfo, JobProgress } from './engine-protocol.ts'
 
 /** Where the binding's chat formatting puts an image in the prompt (mtmd's default marker). */
@@ -41,7 +42,7 @@ export class LlamaRuntime {
   ) {
     this.context = context
     const modelInfo = context.getModelInfo()
-    this.addsBos = modelAddsBos(modelInfo.metadata)
+    this.addsBos = addsBosToken(modelInfo.metadata)
     this.usesJinja = modelInfo.chatTemplates.jinja.default || modelInfo.chatTemplates.jinja.toolUse
   }
 
@@ -293,12 +294,6 @@ async function bosTokenText(context: LlamaContext): Promise<string> {
   return back.length === 1 && back[0] === bos ? text : ''
 }
 
-/** llama.cpp adds a BOS token when the vocabulary asks for one; SentencePiece vocabularies do by default. */
-function modelAddsBos(metadata: Record<string, string>): boolean {
-  const flag = metadata['tokenizer.ggml.add_bos_token']
-  if (flag !== undefined) return flag === 'true' || flag === '1'
-  return metadata['tokenizer.ggml.model'] === 'llama'
-}
 
 /**
  * The text of one completion as the client sees it: tokens pass through the stop filter and out

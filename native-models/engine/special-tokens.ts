@@ -26,11 +26,17 @@ const BPE_PRE_WITH_BOS = new Set([
 
 const ENCODER_ARCHITECTURES = new Set(['t5', 't5encoder'])
 
+/** Whether llama.cpp puts a BOS token in front of a prompt it tokenizes for generation. */
+export function addsBosToken(metadata: Record<string, string>): boolean {
+  const defaults = defaultFlags(metadata['tokenizer.ggml.model'], metadata['tokenizer.ggml.pre'])
+  return flag(metadata['tokenizer.ggml.add_bos_token']) ?? defaults.bos
+}
+
 /** `metadata` as the binding's getModelInfo() reports it: every value a string. */
 export function specialTokensAdded(metadata: Record<string, string>): number {
   const tokenizer = metadata['tokenizer.ggml.model']
   const defaults = defaultFlags(tokenizer, metadata['tokenizer.ggml.pre'])
-  const addBos = flag(metadata['tokenizer.ggml.add_bos_token']) ?? defaults.bos
+  const addBos = addsBosToken(metadata)
   const addEos = flag(metadata['tokenizer.ggml.add_eos_token']) ?? defaults.eos
   const hasEncoder = ENCODER_ARCHITECTURES.has(metadata['general.architecture'] ?? '')
   if (!addBos && !hasEncoder) return 0
