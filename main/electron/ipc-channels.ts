@@ -7,6 +7,7 @@ export enum Channel {
   GetPreferences = 'hearth:get-preferences',
   SetKeepRunningInTray = 'hearth:set-keep-running-in-tray',
   PickModelFile = 'hearth:pick-model-file',
+  CopyText = 'hearth:copy-text',
   /** Main → page: the server's state changed. */
   ServerState = 'hearth:server-state',
 }

@@ -5,13 +5,24 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
+import type { KeyStore, ManagedKey } from './key-store.ts'
 
 export const API_KEY_FILE = 'api-key'
+
+/** Who a request's key belongs to: a key from /api/keys (with its quotas), or the server's own key. */
+export interface KeyIdentity {
+  /** Undefined for the generated key and keys given with --api-key (no label, no quotas). */
+  managed: ManagedKey | undefined
+}
 
 export class ApiKeys {
   private digests: Buffer[]
 
-  constructor(keys: readonly string[]) {
+  /** `store` holds the keys made under /api/keys; the plain keys are the generated one or --api-key's. */
+  constructor(
+    keys: readonly string[],
+    readonly store?: KeyStore,
+  ) {
     this.digests = keys.map(digest)
   }
 
@@ -22,13 +33,23 @@ export class ApiKeys {
 
   /** True when the `Authorization` header carries one of the keys as a Bearer token. */
   accepts(authorization: string | undefined): boolean {
+    return this.identify(authorization) !== undefined
+  }
+
+  /** The key's owner when the `Authorization` header carries a known key, else undefined. */
+  identify(authorization: string | undefined): KeyIdentity | undefined {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')
-    if (!match?.[1]) return false
+    if (!match?.[1]) return undefined
     const candidate = digest(match[1])
     // Check every key, so timing does not tell which one (or whether any) came close.
     let ok = false
     for (const d of this.digests) ok = timingSafeEqual(candidate, d) || ok
-    return ok
+    let found: string | undefined
+    for (const { id, digest: d } of this.store?.digests() ?? []) {
+      if (timingSafeEqual(candidate, d)) found = id
+    }
+    if (found !== undefined) return { managed: this.store?.get(found) }
+    return ok ? { managed: undefined } : undefined
   }
 }
 

@@ -8,15 +8,18 @@ import { allowOrigins } from './cors.ts'
 import { allowedHostNames, requireKnownHost } from './host-check.ts'
 import { errorHandler, unknownRoute } from './http-errors.ts'
 import { jsonBodyParser } from './json-body.ts'
+import { ServerMetrics } from './metrics.ts'
 import { RequestHistory } from './request-history.ts'
 import { requestLog } from './request-log.ts'
 import { chatRoute } from './routes/chat-route.ts'
 import { embeddingsRoute } from './routes/embeddings-route.ts'
 import { downloadsRoute } from './routes/downloads-route.ts'
 import { healthRoute } from './routes/health-route.ts'
+import { keysRoute } from './routes/keys-route.ts'
 import { managementRoute } from './routes/management-route.ts'
 import { modelsRoute } from './routes/models-route.ts'
 import { serverRoute } from './routes/server-route.ts'
+import { translationsRoute } from './routes/translations-route.ts'
 import type { ServerContext } from './server-context.ts'
 import { webUi } from './web-ui.ts'
 
@@ -26,13 +29,18 @@ export function createApp(ctx: ServerContext): Express {
   app.set('etag', false)
   const requests = new RequestHistory()
   app.use(requestLog(ctx.log, requests))
+  const metrics = new ServerMetrics(ctx.scheduler)
+  app.use(metrics.middleware())
   app.use(requireKnownHost(allowedHostNames(ctx.settings.host, ctx.settings.allowedHosts)))
   app.use(allowOrigins(ctx.settings.corsOrigins ?? []))
   app.use(healthRoute(ctx))
 
-  const authenticated = [requireApiKey(ctx.keys), jsonBodyParser(ctx.settings.bodyLimitBytes)]
-  app.use('/v1', ...authenticated, modelsRoute(ctx), chatRoute(ctx), embeddingsRoute(ctx))
-  app.use('/api', ...authenticated, managementRoute(ctx), downloadsRoute(ctx), serverRoute(ctx, requests))
+  // One instance: the per-key requests-per-minute windows live in it.
+  const auth = requireApiKey(ctx.keys)
+  app.get('/metrics', ...(ctx.settings.metricsPublic ? [] : [auth]), metrics.handler())
+  const authenticated = [auth, jsonBodyParser(ctx.settings.bodyLimitBytes)]
+  app.use('/v1', ...authenticated, modelsRoute(ctx), chatRoute(ctx), embeddingsRoute(ctx), translationsRoute(ctx))
+  app.use('/api', ...authenticated, managementRoute(ctx), downloadsRoute(ctx), keysRoute(ctx), serverRoute(ctx, requests))
   app.use(webUi())
 
   app.use(unknownRoute)

@@ -1,16 +1,35 @@
-import type { RequestHandler } from 'express'
-import type { ApiKeys } from './api-keys.ts'
+import type { RequestHandler, Response } from 'express'
+import type { ApiKeys, KeyIdentity } from './api-keys.ts'
 import { ApiError } from './http-errors.ts'
+import { QuotaGate, usageOf } from './key-quotas.ts'
 
-/** Every /v1 and /api request must carry a key the server knows, unless auth was turned off. */
+/**
+ * Every /v1 and /api request must carry a key the server knows, unless auth was turned off. Keys
+ * made under /api/keys also pass their quotas here, and are charged the tokens their request used
+ * once it is over. Build it once per app: the requests-per-minute windows live in it.
+ */
 export function requireApiKey(keys: ApiKeys | undefined): RequestHandler {
-  return (req, _res, next) => {
-    if (keys && !keys.accepts(req.headers.authorization)) {
+  const gate = keys?.store ? new QuotaGate(keys.store) : undefined
+  return (req, res, next) => {
+    if (!keys) return next()
+    const identity = keys.identify(req.headers.authorization)
+    if (!identity) {
       const message = req.headers.authorization
         ? 'Incorrect API key provided'
         : "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'"
       throw new ApiError(401, 'invalid_authentication', 'invalid_api_key', message)
     }
+    res.locals.apiKey = identity
+    const managed = identity.managed
+    if (managed && gate) {
+      gate.admit(managed)
+      res.once('close', () => gate.charge(managed, usageOf(res)))
+    }
     next()
   }
+}
+
+/** The key a request came with (set by requireApiKey); undefined when auth is off. */
+export function requestKey(res: Response): KeyIdentity | undefined {
+  return res.locals.apiKey as KeyIdentity | undefined
 }

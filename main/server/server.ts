@@ -4,13 +4,15 @@
  */
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
-import type { Server } from 'node:http'
+import { createServer, type Server } from 'node:http'
 import { ModelFolder } from '../../native-models/catalog/model-folder.ts'
 import { DownloadManager } from '../../native-models/downloads/download-manager.ts'
-import { chooseBackend, EngineProcess } from '../../native-models/engine/engine-process.ts'
+import { chooseBackend, EngineProcess, type SpawnEngine } from '../../native-models/engine/engine-process.ts'
 import { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
 import { ApiKeys, loadOrCreateStoredKey } from './api-keys.ts'
+import { KeyStore } from './key-store.ts'
 import { createApp } from './app.ts'
+import { answerClientErrors } from './client-errors.ts'
 import type { ServerContext } from './server-context.ts'
 import type { ServerSettings } from './settings.ts'
 import { mkdir } from 'node:fs/promises'
@@ -29,7 +31,28 @@ export interface RunningServer {
   close(): Promise<void>
 }
 
-export async function startServer(settings: ServerSettings, log: (line: string) => void = console.log): Promise<RunningServer> {
+/**
+ * Slow clients may not hold a connection: the headers must arrive within HEADERS_TIMEOUT_MS and
+ * the whole request (a 25 MB upload included) within REQUEST_TIMEOUT_MS, else Node answers 408 and
+ * closes the socket. A streamed answer is not limited by these; --request-timeout covers the work.
+ */
+const HEADERS_TIMEOUT_MS = 10_000
+const REQUEST_TIMEOUT_MS = 120_000
+
+export interface StartOptions {
+  /** How engine processes start; the desktop app passes Electron's utility processes. */
+  spawnEngine?: SpawnEngine
+}
+
+export async function startServer(
+  settings: ServerSettings,
+  log: (line: string) => void = console.log,
+  options: StartOptions = {},
+): Promise<RunningServer> {
+  // Checked here as well as in resolveSettings: the desktop app's LAN switch starts servers directly.
+  if (!settings.auth && !isLoopbackHost(settings.host)) {
+    throw new Error(`refusing to serve ${settings.host} without an API key: anyone on the network could use it`)
+  }
   await mkdir(settings.modelsDir, { recursive: true })
   const folder = new ModelFolder(settings.modelsDir)
   const { keys, keyFile } = await resolveKeys(settings)
@@ -56,13 +79,27 @@ export async function startServer(settings: ServerSettings, log: (line: string) 
     memoryBudget: () => memoryBudget(settings, scheduler),
     startEngine: async (model) => {
       await hardware
-      return EngineProcess.start(loadSpecFor(model, engineDefaults), { forwardLog: process.env.HEARTH_ENGINE_LOG === '1' })
+      return EngineProcess.start(loadSpecFor(model, engineDefaults), {
+        forwardLog: process.env.HEARTH_ENGINE_LOG === '1',
+        spawn: options.spawnEngine,
+      })
     },
   })
   const downloads = new DownloadManager({ folder })
   const context: ServerContext = { settings, folder, scheduler, downloads, keys, log, hardware }
   const app = createApp(context)
-  const http: Server = app.listen(settings.port, settings.host)
+  const http: Server = createServer(
+    {
+      headersTimeout: HEADERS_TIMEOUT_MS,
+      // Never longer than the work may take: a request that cannot arrive in time would time out anyway.
+      requestTimeout: Math.min(REQUEST_TIMEOUT_MS, Math.max(HEADERS_TIMEOUT_MS, settings.requestTimeoutMs)),
+      // How often those limits are checked (Node's default, 30 s, lets a slow client linger).
+      connectionsCheckingInterval: 1_000,
+    },
+    app,
+  )
+  answerClientErrors(http)
+  http.listen(settings.port, settings.host)
   await Promise.race([once(http, 'listening'), once(http, 'error').then(([e]) => Promise.reject(e))])
   http.keepAliveTimeout = 65_000
   const { port } = http.address() as AddressInfo
@@ -77,7 +114,7 @@ export async function startServer(settings: ServerSettings, log: (line: string) 
       (closing ??= (async () => {
         const stopped = new Promise<void>((resolve) => http.close(() => resolve()))
         http.closeIdleConnections()
-        await Promise.all([scheduler.shutdown(), downloads.shutdown()])
+        await Promise.all([scheduler.shutdown(), downloads.shutdown(), keys?.store?.flush()])
         http.closeAllConnections()
         await stopped
       })()),
@@ -86,7 +123,12 @@ export async function startServer(settings: ServerSettings, log: (line: string) 
 
 async function resolveKeys(settings: ServerSettings): Promise<{ keys: ApiKeys | undefined; keyFile: string | undefined }> {
   if (!settings.auth) return { keys: undefined, keyFile: undefined }
-  if (settings.apiKeys.length > 0) return { keys: new ApiKeys(settings.apiKeys), keyFile: undefined }
+  const store = await KeyStore.open(settings.dataDir)
+  if (settings.apiKeys.length > 0) return { keys: new ApiKeys(settings.apiKeys, store), keyFile: undefined }
   const stored = await loadOrCreateStoredKey(settings.dataDir)
-  return { keys: new ApiKeys([stored.key]), keyFile: stored.path }
+  return { keys: new ApiKeys([stored.key], store), keyFile: stored.path }
+}
+
+function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.')
 }

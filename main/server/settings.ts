@@ -34,8 +34,13 @@ export interface ServerSettings {
   /** Host names besides loopback and the bound address that requests may use (DNS rebinding defence). */
   allowedHosts: string[]
   settingsFile: string
-  /** Page origins allowed to call the API from another origin: the desktop app's `app://hearth`. */
+  /**
+   * Page origins allowed to call the API from another origin (exact, or patterns with `*` such as
+   * `chrome-extension://*`); the desktop app adds its own `app://hearth`.
+   */
   corsOrigins?: string[]
+  /** GET /metrics without a key (for a local Prometheus that cannot send one). */
+  metricsPublic?: boolean
 }
 
 const settingsFileSchema = z.looseObject({
@@ -54,6 +59,8 @@ const settingsFileSchema = z.looseObject({
   memory_budget_mb: z.number().positive().optional(),
   body_limit_mb: z.number().positive().optional(),
   allowed_hosts: z.array(z.string().min(1)).optional(),
+  cors_origins: z.array(z.string().min(1)).optional(),
+  metrics_public: z.boolean().optional(),
 })
 
 const FLAGS = {
@@ -138,6 +145,8 @@ export function resolveSettings(
     memoryBudgetBytes: mebibytes(positive('memory-budget', flags['memory-budget'] ?? env.HEARTH_MEMORY_BUDGET) ?? file.memory_budget_mb),
     bodyLimitBytes: Math.round((file.body_limit_mb ?? 30) * 1024 * 1024),
     allowedHosts: env.HEARTH_ALLOWED_HOSTS?.split(',').map((h) => h.trim()).filter(Boolean) ?? file.allowed_hosts ?? [],
+    corsOrigins: env.HEARTH_CORS_ORIGINS?.split(',').map((o) => o.trim()).filter(Boolean) ?? file.cors_origins ?? [],
+    metricsPublic: isTrue(env.HEARTH_METRICS_PUBLIC) ?? file.metrics_public ?? false,
     settingsFile,
   }
   if (!settings.auth && !isLoopback(settings.host)) {

@@ -36,7 +36,28 @@ export interface Engine {
   onExit(listener: () => void): void
 }
 
+/**
+ * What an engine handle needs of its process: a `child_process.fork` child headless, or an Electron
+ * utility process behind an adapter in the desktop app.
+ */
+export interface EngineChild {
+  readonly pid?: number | undefined
+  readonly stdout: NodeJS.ReadableStream | null
+  readonly stderr: NodeJS.ReadableStream | null
+  readonly connected: boolean
+  send(message: ToEngine): boolean
+  kill(signal?: NodeJS.Signals): boolean
+  on(event: 'message', listener: (message: any) => void): unknown
+  on(event: 'exit', listener: (code: number | null, signal: NodeJS.Signals | null) => void): unknown
+  on(event: 'error', listener: (error: Error) => void): unknown
+}
+
+/** Starts the engine entry (the TypeScript one through tsx, or a built .js) as a process. */
+export type SpawnEngine = (entry: { path: string; execArgv: string[]; forwardLog: boolean }) => EngineChild
+
 export interface EngineProcessOptions {
+  /** How to start the process; `child_process.fork` unless the desktop app says otherwise. */
+  spawn?: SpawnEngine
   /** How long loading may take before the process is killed. */
   loadTimeoutMs?: number
   /** How long a cancelled job may keep running before the process is judged stuck and killed. */
@@ -65,7 +86,7 @@ export class EngineProcess implements Engine {
   info: EngineModelInfo = { devices: [], loadMs: 0, vision: false }
 
   private constructor(
-    private readonly child: ChildProcess,
+    private readonly child: EngineChild,
     private readonly spec: EngineLoadSpec,
     private readonly options: EngineProcessOptions,
   ) {
@@ -81,15 +102,7 @@ export class EngineProcess implements Engine {
   }
 
   static async start(spec: EngineLoadSpec, options: EngineProcessOptions = {}): Promise<EngineProcess> {
-    const child = fork(childEntry.path, [], {
-      execArgv: childEntry.execArgv,
-      // The binding prints several info lines to stdout for every embedding (and decode); piping
-      // them cost an embedding model up to a quarter of its throughput. Errors and asserts go to
-      // stderr, which is all the crash explanations need.
-      stdio: ['ignore', options.forwardLog ? 'pipe' : 'ignore', 'pipe', 'ipc'],
-      serialization: 'advanced',
-      env: process.env,
-    })
+    const child = (options.spawn ?? forkEngine)({ ...childEntry, forwardLog: options.forwardLog ?? false })
     const engine = new EngineProcess(child, spec, options)
     await engine.load(options.loadTimeoutMs ?? 120_000)
     return engine
@@ -238,6 +251,17 @@ export class EngineProcess implements Engine {
     if (!this.exited) this.child.kill('SIGKILL')
   }
 }
+
+const forkEngine: SpawnEngine = ({ path, execArgv, forwardLog }): ChildProcess =>
+  fork(path, [], {
+    execArgv,
+    // The binding prints several info lines to stdout for every embedding (and decode); piping
+    // them cost an embedding model up to a quarter of its throughput. Errors and asserts go to
+    // stderr, which is all the crash explanations need.
+    stdio: ['ignore', forwardLog ? 'pipe' : 'ignore', 'pipe', 'ipc'],
+    serialization: 'advanced',
+    env: process.env,
+  })
 
 /** The compute devices one build of the binding can use, asked of a short-lived process. */
 export async function probeBackendDevices(backend: GpuBackend = 'default', timeoutMs = 30_000): Promise<BackendDevice[]> {

@@ -4,6 +4,7 @@ import { Router } from 'express'
 import type { ChatResult } from '../../../native-models/engine/engine-protocol.ts'
 import { chatChunk, chatCompletion, timingsOf, usageChunk, type CompletionIdentity } from '../openai/chat-response.ts'
 import { parseChatRequest, planChat, prepareChatImage } from '../openai/chat-request.ts'
+import { recordUsage } from '../key-quotas.ts'
 import { requireModel } from '../model-lookup.ts'
 import { requestLifetime } from '../request-lifetime.ts'
 import { SseStream } from '../sse.ts'
@@ -27,6 +28,7 @@ export function chatRoute(ctx: ServerContext): Router {
     try {
       if (!plan.stream) {
         const result = (await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal })) as ChatResult
+        recordUsage(res, result)
         res.json(chatCompletion(who, result))
         return
       }
@@ -37,10 +39,12 @@ export function chatRoute(ctx: ServerContext): Router {
       const result = (await ctx.scheduler.run(model, plan.job, {
         signal: lifetime.signal,
         onProgress: (p) => {
+          if (p.type !== 'text') return
           openStream()
           sse.send(chatChunk(who, { content: p.text }, null, plan.includeUsage))
         },
       })) as ChatResult
+      recordUsage(res, result)
       openStream()
       sse.send(chatChunk(who, {}, result.finishReason, plan.includeUsage, { timings: timingsOf(result) }))
       if (plan.includeUsage) sse.send(usageChunk(who, result))

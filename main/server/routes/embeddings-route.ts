@@ -4,6 +4,7 @@ import type { EmbedResult } from '../../../native-models/engine/engine-protocol.
 import { embeddingsResponse } from '../openai/embeddings-response.ts'
 import { parseEmbeddingsRequest, planEmbeddings } from '../openai/embeddings-request.ts'
 import { requireJsonBody } from '../json-body.ts'
+import { recordUsage } from '../key-quotas.ts'
 import { requireModel } from '../model-lookup.ts'
 import { requestLifetime } from '../request-lifetime.ts'
 import type { ServerContext } from '../server-context.ts'
@@ -18,6 +19,7 @@ export function embeddingsRoute(ctx: ServerContext): Router {
     const lifetime = requestLifetime(res, ctx.settings.requestTimeoutMs)
     try {
       const result = (await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal })) as EmbedResult
+      recordUsage(res, { promptTokens: result.promptTokens })
       res.json(embeddingsResponse(model.id, result, plan.encodingFormat))
     } catch (e) {
       throw lifetime.explain(e)

@@ -1,0 +1,45 @@
+/** The desktop app's own choices (not the server's settings), kept in <data-dir>/desktop.json. */
+import { readFile, rename, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+
+export interface DesktopPrefs {
+  keepRunningInTray: boolean
+  /** Listen on every interface so other computers can reach the server. */
+  lan: boolean
+}
+
+export const DEFAULT_PREFS: DesktopPrefs = { keepRunningInTray: true, lan: false }
+
+export class DesktopPreferences {
+  private current: DesktopPrefs = { ...DEFAULT_PREFS }
+  private readonly file: string
+
+  constructor(dataDir: string) {
+    this.file = join(dataDir, 'desktop.json')
+  }
+
+  get value(): DesktopPrefs {
+    return { ...this.current }
+  }
+
+  async load(): Promise<DesktopPrefs> {
+    try {
+      const parsed = JSON.parse(await readFile(this.file, 'utf8')) as Partial<DesktopPrefs>
+      this.current = {
+        keepRunningInTray: typeof parsed.keepRunningInTray === 'boolean' ? parsed.keepRunningInTray : DEFAULT_PREFS.keepRunningInTray,
+        lan: typeof parsed.lan === 'boolean' ? parsed.lan : DEFAULT_PREFS.lan,
+      }
+    } catch {
+      this.current = { ...DEFAULT_PREFS }
+    }
+    return this.value
+  }
+
+  async update(change: Partial<DesktopPrefs>): Promise<DesktopPrefs> {
+    this.current = { ...this.current, ...change }
+    const temporary = `${this.file}.${process.pid}.tmp`
+    await writeFile(temporary, `${JSON.stringify(this.current, null, 2)}\n`)
+    await rename(temporary, this.file)
+    return this.value
+  }
+}

@@ -1,0 +1,24 @@
+/**
+ * The desktop app's entry (bundled to dist-electron/main.js by `npm run build:electron`). Everything
+ * with logic lives in desktop-app.ts and its neighbours; this only names the files and starts.
+ */
+import { join } from 'node:path'
+import { app, dialog, utilityProcess } from 'electron'
+import { startServer } from '../server/server.ts'
+import { SettingsError } from '../server/settings.ts'
+import { startDesktopApp } from './desktop-app.ts'
+import { forkUtilityEngine } from './utility-engine.ts'
+
+const here = import.meta.dirname
+
+startDesktopApp({
+  preloadPath: join(here, 'preload.cjs'),
+  rendererDir: join(here, '..', 'renderer', 'dist'),
+  // Engines run as Electron utility processes, not Node forks of the app's binary.
+  startServer: (settings, log) =>
+    startServer(settings, log, { spawnEngine: () => forkUtilityEngine(utilityProcess.fork, join(here, 'engine-utility-entry.js')) }),
+}).catch((e: unknown) => {
+  const message = e instanceof SettingsError ? e.message : `Hearth could not start: ${(e as Error).stack ?? String(e)}`
+  dialog.showErrorBox('Hearth', message)
+  app.exit(1)
+})

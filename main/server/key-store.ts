@@ -1,0 +1,229 @@
+/**
+ * The API keys made under /api/keys, kept in `<dataDir>/keys.json`: a label, optional quotas and the
+ * key's SHA-256 digest, never the key itself (it is shown once, when it is made). Usage that
+ * quotas count per day is kept there too, so a restart does not hand out a fresh day's tokens.
+ */
+import { createHash, randomBytes } from 'node:crypto'
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { z } from 'zod'
+import { generateApiKey } from './api-keys.ts'
+
+export const KEYS_FILE = 'keys.json'
+
+/** A key as the store keeps it (and as GET /api/keys shows it, less the digest). */
+export interface ManagedKey {
+  id: string
+  label: string | null
+  /** Hex SHA-256 of the key. */
+  sha256: string
+  /** The key's first and last characters (`hearth-…Wx9z`), so people can tell their keys apart. */
+  hint: string
+  /** Unix seconds. */
+  created: number
+  requestsPerMinute: number | null
+  tokensPerDay: number | null
+  /** Unix seconds of the last accepted request; null when never used. */
+  lastUsed: number | null
+  /** The UTC day (`2026-01-31`) `tokensToday` counts for. */
+  tokensDay: string | null
+  tokensToday: number
+}
+
+export interface KeyQuotas {
+  requestsPerMinute?: number | null
+  tokensPerDay?: number | null
+}
+
+const storedKeySchema = z.object({
+  id: z.string().regex(/^key_[a-f0-9]{12}$/),
+  label: z.string().max(200).nullable(),
+  sha256: z.string().regex(/^[a-f0-9]{64}$/),
+  hint: z.string().max(40),
+  created: z.number(),
+  requests_per_minute: z.int().positive().nullable(),
+  tokens_per_day: z.int().positive().nullable(),
+  last_used: z.number().nullable(),
+  tokens_day: z.string().nullable().default(null),
+  tokens_today: z.number().min(0).default(0),
+})
+const keysFileSchema = z.object({ version: z.literal(1), keys: z.array(storedKeySchema) })
+
+export class KeyStoreError extends Error {
+  override name = 'KeyStoreError'
+}
+
+/** How long usage may sit in memory before it is written (last_used, tokens of the day). */
+const USAGE_SAVE_DELAY_MS = 5_000
+
+export class KeyStore {
+  private readonly keys = new Map<string, ManagedKey>()
+  private writing: Promise<void> = Promise.resolve()
+  private saveTimer: NodeJS.Timeout | undefined
+
+  private constructor(readonly path: string) {}
+
+  /** Reads `<dataDir>/keys.json`; a missing file is an empty store, a damaged one an error. */
+  static async open(dataDir: string): Promise<KeyStore> {
+    const store = new KeyStore(join(dataDir, KEYS_FILE))
+    let text: string
+    try {
+      text = await readFile(store.path, 'utf8')
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return store
+      throw new KeyStoreError(`cannot read ${store.path}: ${(e as Error).message}`)
+    }
+    let parsed
+    try {
+      parsed = keysFileSchema.safeParse(JSON.parse(text))
+    } catch (e) {
+      throw new KeyStoreError(`${store.path} is not valid JSON: ${(e as Error).message}`)
+    }
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]
+      throw new KeyStoreError(`${store.path} has a bad value at "${issue?.path.join('.')}": ${issue?.message}`)
+    }
+    for (const k of parsed.data.keys) {
+      store.keys.set(k.id, {
+        id: k.id,
+        label: k.label,
+        sha256: k.sha256,
+        hint: k.hint,
+        created: k.created,
+        requestsPerMinute: k.requests_per_minute,
+        tokensPerDay: k.tokens_per_day,
+        lastUsed: k.last_used,
+        tokensDay: k.tokens_day,
+        tokensToday: k.tokens_today,
+      })
+    }
+    return store
+  }
+
+  list(): ManagedKey[] {
+    return [...this.keys.values()].sort((a, b) => a.created - b.created || a.id.localeCompare(b.id))
+  }
+
+  get(id: string): ManagedKey | undefined {
+    return this.keys.get(id)
+  }
+
+  /** Every key's digest, for the constant-time comparison in ApiKeys. */
+  digests(): Array<{ id: string; digest: Buffer }> {
+    return this.list().map((k) => ({ id: k.id, digest: Buffer.from(k.sha256, 'hex') }))
+  }
+
+  /** Makes a key; the returned `key` is the only time it exists outside the client. */
+  async create(label: string | null, quotas: KeyQuotas): Promise<{ key: string; record: ManagedKey }> {
+    const key = generateApiKey()
+    const record: ManagedKey = {
+      id: `key_${randomBytes(6).toString('hex')}`,
+      label,
+      sha256: createHash('sha256').update(key, 'utf8').digest('hex'),
+      hint: `${key.slice(0, 7)}…${key.slice(-4)}`,
+      created: Math.floor(Date.now() / 1000),
+      requestsPerMinute: quotas.requestsPerMinute ?? null,
+      tokensPerDay: quotas.tokensPerDay ?? null,
+      lastUsed: null,
+      tokensDay: null,
+      tokensToday: 0,
+    }
+    this.keys.set(record.id, record)
+    await this.save()
+    return { key, record }
+  }
+
+  async update(id: string, changes: KeyQuotas & { label?: string | null }): Promise<ManagedKey | undefined> {
+    const record = this.keys.get(id)
+    if (!record) return undefined
+    if (changes.label !== undefined) record.label = changes.label
+    if (changes.requestsPerMinute !== undefined) record.requestsPerMinute = changes.requestsPerMinute
+    if (changes.tokensPerDay !== undefined) record.tokensPerDay = changes.tokensPerDay
+    await this.save()
+    return record
+  }
+
+  async remove(id: string): Promise<boolean> {
+    if (!this.keys.delete(id)) return false
+    await this.save()
+    return true
+  }
+
+  /** Notes a use; written to disk a little later, with other uses. */
+  touch(id: string, nowMs = Date.now()): void {
+    const record = this.keys.get(id)
+    if (!record) return
+    record.lastUsed = Math.floor(nowMs / 1000)
+    this.saveSoon()
+  }
+
+  /** Tokens spent today (UTC) by the key. */
+  tokensToday(id: string, nowMs = Date.now()): number {
+    const record = this.keys.get(id)
+    if (!record) return 0
+    return record.tokensDay === utcDay(nowMs) ? record.tokensToday : 0
+  }
+
+  addTokens(id: string, tokens: number, nowMs = Date.now()): void {
+    const record = this.keys.get(id)
+    if (!record || !(tokens > 0)) return
+    const day = utcDay(nowMs)
+    if (record.tokensDay !== day) {
+      record.tokensDay = day
+      record.tokensToday = 0
+    }
+    record.tokensToday += Math.ceil(tokens)
+    this.saveSoon()
+  }
+
+  /** Writes what is pending now (at shutdown). */
+  async flush(): Promise<void> {
+    if (this.saveTimer) {
+      clearTimeout(this.saveTimer)
+      this.saveTimer = undefined
+      await this.save()
+    }
+    await this.writing
+  }
+
+  private saveSoon(): void {
+    if (this.saveTimer) return
+    this.saveTimer = setTimeout(() => {
+      this.saveTimer = undefined
+      void this.save().catch(() => undefined)
+    }, USAGE_SAVE_DELAY_MS)
+    this.saveTimer.unref()
+  }
+
+  /** One write at a time, each to a temporary file renamed over the old one (never half a file). */
+  private save(): Promise<void> {
+    const json = `${JSON.stringify({ version: 1, keys: this.list().map(toStored) }, null, 2)}\n`
+    const next = this.writing.then(async () => {
+      await mkdir(dirname(this.path), { recursive: true })
+      const temporary = `${this.path}.${process.pid}.tmp`
+      await writeFile(temporary, json, { mode: 0o600 })
+      await rename(temporary, this.path)
+    })
+    this.writing = next.catch(() => undefined)
+    return next
+  }
+}
+
+function toStored(k: ManagedKey) {
+  return {
+    id: k.id,
+    label: k.label,
+    sha256: k.sha256,
+    hint: k.hint,
+    created: k.created,
+    requests_per_minute: k.requestsPerMinute,
+    tokens_per_day: k.tokensPerDay,
+    last_used: k.lastUsed,
+    tokens_day: k.tokensDay,
+    tokens_today: k.tokensToday,
+  }
+}
+
+export function utcDay(nowMs: number): string {
+  return new Date(nowMs).toISOString().slice(0, 10)
+}

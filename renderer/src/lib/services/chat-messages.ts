@@ -1,0 +1,143 @@
+/**
+ * A conversation as the UI keeps it, and the /v1/chat/completions request made from it. The API
+ * takes one image per request, so only the newest picture in the conversation travels; older
+ * pictures stay on screen and their words still go along.
+ */
+
+export interface Usage {
+  promptTokens: number
+  completionTokens: number
+}
+
+export interface ChatTurn {
+  id: string
+  role: 'user' | 'assistant'
+  text: string
+  /** A data URL (user turns only). */
+  image?: string
+  model?: string
+  usage?: Usage
+  /** Decoding speed reported by the server. */
+  tokensPerSecond?: number
+  finishReason?: string
+  /** The person pressed stop before the answer finished. */
+  stopped?: boolean
+  error?: string
+}
+
+export interface ChatParameters {
+  temperature: number
+  topP: number
+  topK: number
+  /** Undefined: as long as the model allows. */
+  maxTokens: number | undefined
+  stop: string[]
+  systemPrompt: string
+}
+
+export const DEFAULT_PARAMETERS: ChatParameters = {
+  temperature: 0.7,
+  topP: 0.9,
+  topK: 40,
+  maxTokens: undefined,
+  stop: [],
+  systemPrompt: '',
+}
+
+type ContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } }
+
+export interface ChatRequestMessage {
+  role: 'system' | 'user' | 'assistant'
+  content: string | ContentPart[]
+}
+
+export interface ChatRequestBody {
+  model: string
+  messages: ChatRequestMessage[]
+  stream: true
+  stream_options: { include_usage: true }
+  temperature: number
+  top_p: number
+  top_k: number
+  max_tokens?: number
+  stop?: string[]
+}
+
+/** At most 4 non-empty stop sequences, as the API takes them. */
+export function cleanStopSequences(stop: readonly string[]): string[] {
+  return stop.filter((s) => s !== '').slice(0, 4)
+}
+
+/**
+ * `sees` says whether the model takes pictures. An earlier picture is then left out for a model
+ * that does not (switching models mid-conversation stays possible); a picture in the question being
+ * sent always goes, so the server can say why it cannot be answered.
+ */
+export function buildChatRequest(model: string, turns: readonly ChatTurn[], parameters: ChatParameters, sees = true): ChatRequestBody {
+  const newestImage = turns.findLastIndex((t) => t.role === 'user' && t.image)
+  const question = turns.findLastIndex((t) => t.role === 'user')
+  const lastImageIndex = sees || newestImage === question ? newestImage : -1
+  const messages: ChatRequestMessage[] = []
+  if (parameters.systemPrompt.trim()) messages.push({ role: 'system', content: parameters.systemPrompt })
+  turns.forEach((turn, index) => {
+    if (turn.role === 'assistant') {
+      // Failed answers have nothing to say; a stopped one said what it said.
+      if (turn.text) messages.push({ role: 'assistant', content: turn.text })
+      return
+    }
+    if (index === lastImageIndex && turn.image) {
+      const parts: ContentPart[] = []
+      if (turn.text) parts.push({ type: 'text', text: turn.text })
+      parts.push({ type: 'image_url', image_url: { url: turn.image } })
+      messages.push({ role: 'user', content: parts })
+    } else {
+      messages.push({ role: 'user', content: turn.text || (turn.image ? '(a picture)' : '') })
+    }
+  })
+  const body: ChatRequestBody = {
+    model,
+    messages,
+    stream: true,
+    stream_options: { include_usage: true },
+    temperature: parameters.temperature,
+    top_p: parameters.topP,
+    top_k: parameters.topK,
+  }
+  if (parameters.maxTokens !== undefined) body.max_tokens = parameters.maxTokens
+  const stop = cleanStopSequences(parameters.stop)
+  if (stop.length > 0) body.stop = stop
+  return body
+}
+
+/** What one streamed chunk adds to the answer being shown. */
+export interface ChunkUpdate {
+  text: string
+  finishReason?: string
+  usage?: Usage
+  tokensPerSecond?: number
+}
+
+interface ChatChunk {
+  choices?: Array<{ delta?: { content?: string | null }; finish_reason?: string | null }>
+  usage?: { prompt_tokens?: number; completion_tokens?: number } | null
+  timings?: { predicted_per_second?: number }
+}
+
+export function readChunk(chunk: unknown): ChunkUpdate {
+  const c = chunk as ChatChunk
+  const choice = c.choices?.[0]
+  const update: ChunkUpdate = { text: choice?.delta?.content ?? '' }
+  if (choice?.finish_reason) update.finishReason = choice.finish_reason
+  if (c.usage) update.usage = { promptTokens: c.usage.prompt_tokens ?? 0, completionTokens: c.usage.completion_tokens ?? 0 }
+  if (typeof c.timings?.predicted_per_second === 'number') update.tokensPerSecond = c.timings.predicted_per_second
+  return update
+}
+
+/** A short title for the conversation list: the first words of the first question. */
+export function conversationTitle(turns: readonly ChatTurn[]): string {
+  const first = turns.find((t) => t.role === 'user')
+  if (!first) return 'New chat'
+  const text = first.text.replace(/\s+/g, ' ').trim()
+  if (!text) return first.image ? 'A picture' : 'New chat'
+  return text.length > 40 ? `${text.slice(0, 39)}…` : text
+}

@@ -1,0 +1,245 @@
+/**
+ * The models the server has, the recommended ones it can fetch, and downloads under way. Actions
+ * answer with the server's own words when they fail; endpoints this server does not have yet are
+ * shown as unavailable instead of as errors.
+ */
+import { ApiError } from '../services/api-client.ts'
+import { api } from './connection.svelte.ts'
+
+export type Capability = 'chat' | 'vision' | 'embeddings' | 'translation'
+
+export interface ModelInfo {
+  id: string
+  capabilities: Capability[]
+  state: 'loaded' | 'available'
+  contextLength: number
+  sizeBytes: number | undefined
+  file: string | undefined
+  kind: string | undefined
+}
+
+export interface ModelProblem {
+  id: string
+  file: string
+  problem: string
+}
+
+export interface RecommendedModel {
+  id: string
+  file: string
+  mmproj?: string
+  kind: string
+  source: string
+  mmproj_source?: string
+  size_bytes: number
+  description: string
+  /** Already in the models folder (by id or file). */
+  installed?: boolean
+}
+
+export type DownloadState = 'queued' | 'downloading' | 'verifying' | 'done' | 'failed' | 'cancelled'
+
+export interface Download {
+  id: string
+  source: string
+  file: string
+  state: DownloadState
+  bytes: number
+  total: number | null
+  rate_bps: number | null
+  eta_seconds: number | null
+  error: string | null
+  /** The model's id once known (set by the server). */
+  model_id?: string | null
+}
+
+export const FINISHED: readonly DownloadState[] = ['done', 'failed', 'cancelled']
+
+interface WireModel {
+  id: string
+  capabilities?: Capability[]
+  state?: 'loaded' | 'available'
+  context_length?: number
+  size_bytes?: number
+  file?: string
+  kind?: string
+}
+
+function fromWire(m: WireModel): ModelInfo {
+  return {
+    id: m.id,
+    capabilities: m.capabilities ?? [],
+    state: m.state ?? 'available',
+    contextLength: m.context_length ?? 0,
+    sizeBytes: m.size_bytes,
+    file: m.file,
+    kind: m.kind,
+  }
+}
+
+/** Ids may hold '/' and ':'; each path segment is escaped on its own. */
+export function modelPath(id: string): string {
+  return id.split('/').map(encodeURIComponent).join('/')
+}
+
+class ModelsStore {
+  models = $state<ModelInfo[]>([])
+  problems = $state<ModelProblem[]>([])
+  modelsDir = $state<string | undefined>(undefined)
+  loaded = $state(false)
+  error = $state<string | undefined>(undefined)
+  /** Per model id: what is being done to it right now. */
+  busy = $state<Record<string, string>>({})
+  /** Per model id: the last action's failure. */
+  actionErrors = $state<Record<string, string>>({})
+
+  recommended = $state<RecommendedModel[] | undefined>(undefined)
+  recommendedError = $state<string | undefined>(undefined)
+  downloads = $state<Download[]>([])
+  downloadsAvailable = $state(true)
+  pullError = $state<string | undefined>(undefined)
+  importError = $state<string | undefined>(undefined)
+
+  chatModels = $derived(this.models.filter((m) => m.capabilities.includes('chat')))
+  translationModels = $derived(this.models.filter((m) => m.capabilities.includes('translation')))
+
+  private watching = new Set<string>()
+
+  async refresh(): Promise<void> {
+    try {
+      const body = await api.json<{ models: WireModel[]; problems?: ModelProblem[]; models_dir?: string }>('/api/models')
+      this.models = body.models.map(fromWire)
+      this.problems = body.problems ?? []
+      this.modelsDir = body.models_dir
+      this.error = undefined
+    } catch (e) {
+      if (!(e instanceof ApiError && e.missingEndpoint)) {
+        this.error = (e as Error).message
+        return
+      }
+      try {
+        const body = await api.json<{ data: WireModel[] }>('/v1/models')
+        this.models = body.data.map(fromWire)
+        this.error = undefined
+      } catch (inner) {
+        this.error = (inner as Error).message
+      }
+    } finally {
+      this.loaded = true
+    }
+  }
+
+  async setLoaded(id: string, load: boolean): Promise<void> {
+    await this.act(id, load ? 'Loading…' : 'Unloading…', load ? 'Loading models' : 'Unloading models', () => api.request(`/api/models/${modelPath(id)}/${load ? 'load' : 'unload'}`, { method: 'POST', body: {} }))
+  }
+
+  async remove(id: string): Promise<void> {
+    await this.act(id, 'Removing…', 'Removing models', () => api.request(`/api/models/${modelPath(id)}`, { method: 'DELETE' }))
+  }
+
+  async importFile(path: string, mode: 'copy' | 'link', id?: string): Promise<boolean> {
+    this.importError = undefined
+    try {
+      await api.request('/api/models/import', { body: { path, mode, ...(id ? { id } : {}) } })
+      await this.refresh()
+      return true
+    } catch (e) {
+      this.importError = describe(e, 'Importing models')
+      return false
+    }
+  }
+
+  async loadRecommended(): Promise<void> {
+    try {
+      this.recommended = (await api.json<{ models: RecommendedModel[] }>('/api/recommended')).models
+      this.recommendedError = undefined
+    } catch (e) {
+      this.recommendedError = describe(e, 'The recommended list')
+    }
+  }
+
+  /** Downloads already under way (started elsewhere, or before a reload). */
+  async loadDownloads(): Promise<void> {
+    try {
+      const { downloads } = await api.json<{ downloads: Download[] }>('/api/downloads')
+      this.downloads = downloads
+      this.downloadsAvailable = true
+      for (const d of downloads) if (!FINISHED.includes(d.state)) void this.watch(d.id)
+    } catch (e) {
+      if (e instanceof ApiError && e.missingEndpoint) this.downloadsAvailable = false
+    }
+  }
+
+  async pull(source: string, options: { mmproj?: string; id?: string } = {}): Promise<boolean> {
+    this.pullError = undefined
+    try {
+      const body: Record<string, string> = { source: source.trim() }
+      if (options.mmproj?.trim()) body.mmproj = options.mmproj.trim()
+      if (options.id?.trim()) body.id = options.id.trim()
+      const { download } = await api.json<{ download: Download }>('/api/models/pull', { body })
+      this.upsert(download)
+      void this.watch(download.id)
+      return true
+    } catch (e) {
+      this.pullError = describe(e, 'Downloading models')
+      return false
+    }
+  }
+
+  async cancelDownload(id: string): Promise<void> {
+    try {
+      await api.request(`/api/downloads/${encodeURIComponent(id)}`, { method: 'DELETE' })
+    } catch (e) {
+      this.pullError = (e as Error).message
+    }
+  }
+
+  dismissDownload(id: string): void {
+    this.downloads = this.downloads.filter((d) => d.id !== id)
+  }
+
+  /** Follows one download's snapshots until it ends, then shows the new model. */
+  private async watch(id: string): Promise<void> {
+    if (this.watching.has(id)) return
+    this.watching.add(id)
+    try {
+      for await (const snapshot of api.events<Download>(`/api/downloads/${encodeURIComponent(id)}/events`)) {
+        this.upsert(snapshot)
+        if (FINISHED.includes(snapshot.state)) break
+      }
+    } catch (e) {
+      const current = this.downloads.find((d) => d.id === id)
+      if (current && !FINISHED.includes(current.state)) this.upsert({ ...current, state: 'failed', error: (e as Error).message })
+    } finally {
+      this.watching.delete(id)
+      await this.refresh()
+    }
+  }
+
+  private upsert(download: Download): void {
+    const index = this.downloads.findIndex((d) => d.id === download.id)
+    if (index < 0) this.downloads = [download, ...this.downloads]
+    else this.downloads[index] = download
+  }
+
+  private async act(id: string, label: string, what: string, action: () => Promise<unknown>): Promise<void> {
+    this.busy[id] = label
+    delete this.actionErrors[id]
+    try {
+      await action()
+    } catch (e) {
+      this.actionErrors[id] = describe(e, what)
+    } finally {
+      delete this.busy[id]
+      await this.refresh()
+    }
+  }
+}
+
+/** An error in words; a missing endpoint says that this server cannot do it yet. */
+export function describe(e: unknown, what: string): string {
+  if (e instanceof ApiError && e.missingEndpoint) return `${what} is not available on this server yet`
+  return (e as Error).message
+}
+
+export const models = new ModelsStore()

@@ -1,0 +1,137 @@
+/** Building /v1/chat/completions requests from the UI's conversation, one image at most. */
+import { describe, expect, it } from 'vitest'
+import {
+  buildChatRequest,
+  cleanStopSequences,
+  conversationTitle,
+  DEFAULT_PARAMETERS,
+  readChunk,
+  type ChatTurn,
+} from '../../renderer/src/lib/services/chat-messages.ts'
+
+const PNG = 'data:image/png;base64,iVBORw0KGgo='
+const JPEG = 'data:image/jpeg;base64,/9j/4AAQ'
+let n = 0
+const user = (text: string, image?: string): ChatTurn => ({ id: String(n++), role: 'user', text, ...(image ? { image } : {}) })
+const assistant = (text: string, extra: Partial<ChatTurn> = {}): ChatTurn => ({ id: String(n++), role: 'assistant', text, ...extra })
+
+describe('buildChatRequest', () => {
+  it('sends a picture as an image_url part after the words, streamed with usage', () => {
+    const body = buildChatRequest('vision', [user('What is this?', PNG)], DEFAULT_PARAMETERS)
+    expect(body).toEqual({
+      model: 'vision',
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'What is this?' },
+            { type: 'image_url', image_url: { url: PNG } },
+          ],
+        },
+      ],
+      stream: true,
+      stream_options: { include_usage: true },
+      temperature: DEFAULT_PARAMETERS.temperature,
+      top_p: DEFAULT_PARAMETERS.topP,
+      top_k: DEFAULT_PARAMETERS.topK,
+    })
+  })
+
+  it('sends a picture alone when there are no words', () => {
+    const body = buildChatRequest('vision', [user('', PNG)], DEFAULT_PARAMETERS)
+    expect(body.messages[0]!.content).toEqual([{ type: 'image_url', image_url: { url: PNG } }])
+  })
+
+  it('sends only the newest picture of the conversation, keeping the older turns as words', () => {
+    const turns = [user('first picture', PNG), assistant('a cat'), user('and this one?', JPEG), assistant('a dog'), user('compare them')]
+    const body = buildChatRequest('vision', turns, DEFAULT_PARAMETERS)
+    const images = JSON.stringify(body).match(/image_url/g) ?? []
+    expect(images).toHaveLength(2) // the part's type and its key: one image
+    expect(body.messages).toEqual([
+      { role: 'user', content: 'first picture' },
+      { role: 'assistant', content: 'a cat' },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'and this one?' },
+          { type: 'image_url', image_url: { url: JPEG } },
+        ],
+      },
+      { role: 'assistant', content: 'a dog' },
+      { role: 'user', content: 'compare them' },
+    ])
+  })
+
+  it('leaves earlier pictures out for a model that cannot see, but always sends a new one', () => {
+    const earlier = buildChatRequest('text-only', [user('look', PNG), assistant('nice'), user('now in words')], DEFAULT_PARAMETERS, false)
+    expect(JSON.stringify(earlier)).not.toContain('image_url')
+    expect(earlier.messages[0]).toEqual({ role: 'user', content: 'look' })
+    const fresh = buildChatRequest('text-only', [user('and this?', JPEG)], DEFAULT_PARAMETERS, false)
+    expect(fresh.messages[0]!.content).toContainEqual({ type: 'image_url', image_url: { url: JPEG } })
+  })
+
+  it('puts an older word-less picture as a placeholder, so no message is empty', () => {
+    const body = buildChatRequest('vision', [user('', PNG), assistant('ok'), user('again', JPEG)], DEFAULT_PARAMETERS)
+    expect(body.messages[0]).toEqual({ role: 'user', content: '(a picture)' })
+  })
+
+  it('leaves out failed answers and keeps stopped ones', () => {
+    const turns = [user('hi'), assistant('', { error: 'engine crashed' }), user('hi again'), assistant('partial', { stopped: true }), user('go on')]
+    const body = buildChatRequest('m', turns, DEFAULT_PARAMETERS)
+    expect(body.messages.map((m) => [m.role, m.content])).toEqual([
+      ['user', 'hi'],
+      ['user', 'hi again'],
+      ['assistant', 'partial'],
+      ['user', 'go on'],
+    ])
+  })
+
+  it('adds the system prompt first, and max_tokens and stop only when set', () => {
+    const body = buildChatRequest('m', [user('hi')], {
+      ...DEFAULT_PARAMETERS,
+      systemPrompt: 'Be brief.',
+      maxTokens: 64,
+      stop: ['\n\n', '', 'END', 'a', 'b', 'c'],
+      temperature: 0,
+      topP: 1,
+      topK: 1,
+    })
+    expect(body.messages[0]).toEqual({ role: 'system', content: 'Be brief.' })
+    expect(body).toMatchObject({ max_tokens: 64, stop: ['\n\n', 'END', 'a', 'b'], temperature: 0, top_p: 1, top_k: 1 })
+    const plain = buildChatRequest('m', [user('hi')], { ...DEFAULT_PARAMETERS, systemPrompt: '   ' })
+    expect(plain.messages).toHaveLength(1)
+    expect(plain).not.toHaveProperty('max_tokens')
+    expect(plain).not.toHaveProperty('stop')
+  })
+})
+
+describe('cleanStopSequences', () => {
+  it('keeps at most four non-empty sequences, as the API takes', () => {
+    expect(cleanStopSequences(['', 'a', 'b', '', 'c', 'd', 'e'])).toEqual(['a', 'b', 'c', 'd'])
+  })
+})
+
+describe('readChunk', () => {
+  it('reads content, the finish reason, usage and speed from streamed chunks', () => {
+    expect(readChunk({ choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] })).toEqual({ text: '' })
+    expect(readChunk({ choices: [{ delta: { content: 'Hel' }, finish_reason: null }], usage: null })).toEqual({ text: 'Hel' })
+    expect(readChunk({ choices: [{ delta: {}, finish_reason: 'length' }], timings: { predicted_per_second: 42.5 } })).toEqual({
+      text: '',
+      finishReason: 'length',
+      tokensPerSecond: 42.5,
+    })
+    expect(readChunk({ choices: [], usage: { prompt_tokens: 9, completion_tokens: 3, total_tokens: 12 } })).toEqual({
+      text: '',
+      usage: { promptTokens: 9, completionTokens: 3 },
+    })
+  })
+})
+
+describe('conversationTitle', () => {
+  it('is the first question, shortened', () => {
+    expect(conversationTitle([])).toBe('New chat')
+    expect(conversationTitle([user('', PNG)])).toBe('A picture')
+    expect(conversationTitle([user('  Why   is the sky blue?  ')])).toBe('Why is the sky blue?')
+    expect(conversationTitle([user('x'.repeat(100))])).toHaveLength(40)
+  })
+})
