@@ -1,13 +1,18 @@
 import type { JobProgress } from './engine-protocol.ts'
 
+/** Text pieces arriving this soon after the last message wait and leave together. */
+const MIN_INTERVAL_MS = 2
+
 /**
- * Merges text pieces that arrive within one turn of the event loop into one message. When tokens
- * come faster than the server can forward them, this keeps IPC and HTTP writes from falling
- * behind; when they come slowly, each still goes out on its own at once.
+ * Merges text pieces into fewer messages when they come fast. A piece after a quiet spell goes out
+ * at once (so the first token is never held back); pieces that follow within a couple of
+ * milliseconds are merged, which keeps IPC and HTTP writes from falling behind a model that makes
+ * thousands of tokens a second. Other progress (segments) is never merged.
  */
 export class ProgressCoalescer {
   private pendingText = ''
-  private scheduled = false
+  private timer: NodeJS.Timeout | undefined
+  private lastSent = -Infinity
 
   constructor(private readonly send: (progress: JobProgress) => void) {}
 
@@ -18,17 +23,19 @@ export class ProgressCoalescer {
       return
     }
     this.pendingText += progress.text
-    if (!this.scheduled) {
-      this.scheduled = true
-      setImmediate(() => this.flush())
-    }
+    if (this.timer) return
+    const wait = this.lastSent + MIN_INTERVAL_MS - performance.now()
+    if (wait <= 0) this.flush()
+    else this.timer = setTimeout(() => this.flush(), wait)
   }
 
   flush(): void {
-    this.scheduled = false
+    clearTimeout(this.timer)
+    this.timer = undefined
     if (!this.pendingText) return
     const text = this.pendingText
     this.pendingText = ''
+    this.lastSent = performance.now()
     this.send({ type: 'text', text })
   }
 }
