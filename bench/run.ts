@@ -1,6 +1,6 @@
 /**
- * `npm run bench -- [--base-url URL --api-key KEY] [--model ID] [--embedding-model ID] [--threads N]
- *  [--only chat,concurrency,embeddings,…]`
+ * `npm run bench -- [--base-url URL --api-key KEY] [--model ID] [--embedding-model ID] [--translation-model ID]
+ *  [--threads N] [--only chat,concurrency,embeddings,translation,…]`
  * Measures Hearth (or any OpenAI-compatible server at --base-url) against the bindings driven
  * directly, and prints each figure with its target. Not a test: numbers vary with the machine.
  */
@@ -12,6 +12,7 @@ import { parseArgs } from 'node:util'
 import { runChatBench } from './chat-bench.ts'
 import { runConcurrencyBench } from './concurrency-bench.ts'
 import { runEmbeddingsBench } from './embeddings-bench.ts'
+import { runTranslationBench, translationBenchInputs } from './translation-bench.ts'
 
 const { values: flags } = parseArgs({
   options: {
@@ -19,6 +20,7 @@ const { values: flags } = parseArgs({
     'api-key': { type: 'string' },
     model: { type: 'string' },
     'embedding-model': { type: 'string' },
+    'translation-model': { type: 'string' },
     threads: { type: 'string' },
     only: { type: 'string' },
     runs: { type: 'string', default: '5' },
@@ -60,6 +62,9 @@ if (wanted('concurrency')) {
 }
 if (wanted('embeddings')) {
   results.embeddings = await runEmbeddingsBench({ ...common, model: flags['embedding-model'], modelPath: await embeddingModelPath() })
+}
+if (wanted('translation')) {
+  results.translation = await runTranslationBench({ ...common, model: flags['translation-model'], ...(await translationBenchInputs()) })
 }
 console.log(`\n${JSON.stringify(results, null, 2)}`)
 process.exit(0)

@@ -258,7 +258,8 @@ describe('tiny whisper', () => {
     const ctx = await whisperNode.initWhisper({ filePath: models.whisper.path, useGpu: false })
     try {
       const sampleRate = 16000
-      const audio = new Float32Array(2 * sampleRate).map((_, i) => 0.3 * Math.sin((2 * Math.PI * 440 * i) / sampleRate))
+      // whisper.node takes 16-bit samples (whatever its typings say).
+      const audio = new Int16Array(2 * sampleRate).map((_, i) => Math.round(0.3 * 32767 * Math.sin((2 * Math.PI * 440 * i) / sampleRate)))
       const { promise } = ctx.transcribeData(audio.buffer, { language: 'de', translate: true, maxThreads: 1, temperature: 0 })
       const result = await promise
       expect(result.isAborted).toBe(false)

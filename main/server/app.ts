@@ -41,6 +41,8 @@ export function createApp(ctx: ServerContext): Express {
   const authenticated = [auth, jsonBodyParser(ctx.settings.bodyLimitBytes)]
   app.use('/v1', ...authenticated, modelsRoute(ctx), chatRoute(ctx), embeddingsRoute(ctx), translationsRoute(ctx))
   app.use('/api', ...authenticated, managementRoute(ctx), downloadsRoute(ctx), keysRoute(ctx), serverRoute(ctx, requests))
+  // API paths no router took never reach the page's files (`/api/%2e%2e` is a directory there).
+  app.use(['/v1', '/api'], unknownRoute)
   app.use(webUi())
 
   app.use(unknownRoute)

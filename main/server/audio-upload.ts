@@ -73,6 +73,9 @@ export function readAudioUpload(req: Request, res: Response, maxFileBytes: numbe
     }
 
     parser.on('file', (name, stream, info) => {
+      // A form cut off inside this part fails the stream too; the parser's 'error' reports it, and
+      // an 'error' nobody listens to would take the whole server down.
+      stream.on('error', () => undefined)
       if (name !== 'file' || file) {
         stream.resume() // other file parts are not ours to keep
         return
@@ -114,7 +117,9 @@ export function readAudioUpload(req: Request, res: Response, maxFileBytes: numbe
       finished = true
       resolve({ fields, file })
     })
-    req.on('aborted', () => fail(new ApiError(400, 'invalid_request_error', 'request_aborted', 'The client closed the connection during the upload')))
+    const aborted = () => fail(new ApiError(400, 'invalid_request_error', 'request_aborted', 'The client closed the connection during the upload'))
+    req.on('aborted', aborted)
+    req.on('error', aborted)
     req.pipe(parser)
   })
 }
@@ -125,6 +130,7 @@ export function readAudioUpload(req: Request, res: Response, maxFileBytes: numbe
  * broken pipe. Past MAX_DISCARD_BYTES the connection is cut instead.
  */
 function discardRest(req: Request, res: Response): void {
+  req.on('error', () => undefined) // the client may give up half way; nothing is waiting for the rest
   const declared = Number(req.headers['content-length'])
   if (Number.isFinite(declared) && declared > MAX_DISCARD_BYTES) {
     res.setHeader('Connection', 'close')

@@ -7,8 +7,11 @@ import type { EngineJob, EngineLoadSpec, EngineResult, FromEngine, JobProgress, 
 import { EmbeddingRuntime } from './embedding-runtime.ts'
 import { LlamaRuntime } from './llama-runtime.ts'
 import { ProgressCoalescer } from './progress-coalescer.ts'
+import { WhisperRuntime } from './whisper-runtime.ts'
 
-let runtime: LlamaRuntime | EmbeddingRuntime | undefined
+type Runtime = LlamaRuntime | EmbeddingRuntime | WhisperRuntime
+
+let runtime: Runtime | undefined
 const running = new Map<number, AbortController>()
 
 function send(message: FromEngine): void {
@@ -38,14 +41,16 @@ async function runJob(id: number, job: EngineJob): Promise<void> {
   }
 }
 
-function loadRuntime(spec: EngineLoadSpec): Promise<LlamaRuntime | EmbeddingRuntime> {
+function loadRuntime(spec: EngineLoadSpec): Promise<Runtime> {
+  if (spec.kind === 'speech') return WhisperRuntime.load(spec)
   return spec.kind === 'embedding' ? EmbeddingRuntime.load(spec) : LlamaRuntime.load(spec)
 }
 
 /** Each kind of model has its own runtime; a job for another kind is a routing bug upstream. */
-function runOn(r: LlamaRuntime | EmbeddingRuntime, job: EngineJob, emit: (p: JobProgress) => void, signal: AbortSignal): Promise<EngineResult> {
+function runOn(r: Runtime, job: EngineJob, emit: (p: JobProgress) => void, signal: AbortSignal): Promise<EngineResult> {
   if (job.type === 'chat' && r instanceof LlamaRuntime) return r.chat(job, emit, signal)
   if (job.type === 'embed' && r instanceof EmbeddingRuntime) return r.embed(job, signal)
+  if (job.type === 'translate' && r instanceof WhisperRuntime) return r.translate(job, emit, signal)
   return Promise.reject(new ModelError('model_not_compatible', `this model cannot run '${job.type}' jobs`))
 }
 

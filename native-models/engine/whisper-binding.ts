@@ -2,7 +2,11 @@
  * The part of @fugood/whisper.node that Hearth uses, typed once. Like llama.node, the package ships
  * TypeScript sources as CommonJS that a strict ESM project cannot type-check, so it is required here.
  *
- * Known trap: the `stop()` a transcription hands back may never settle. Never await it alone.
+ * Known traps:
+ * - the `stop()` a transcription hands back may never settle, and it does not interrupt whisper.cpp
+ *   (the call runs to the end of its audio; only its callbacks go quiet). Never await it alone;
+ * - `transcribeData` takes signed 16-bit PCM, not float32, whatever the name of its argument;
+ * - a running transcription does not keep Node's event loop alive: keep something else open.
  */
 import { createRequire } from 'node:module'
 
@@ -51,7 +55,7 @@ export interface Transcription {
 
 export interface WhisperContext {
   transcribeFile(filePath: string, options?: TranscribeOptions): Transcription
-  /** 16 kHz mono float32 samples. */
+  /** 16 kHz mono signed 16-bit PCM in native byte order (the binding divides by 32768). */
   transcribeData(audioData: ArrayBuffer, options?: TranscribeOptions): Transcription
   getModelInfo(): object
   release(): Promise<void>
