@@ -3,6 +3,9 @@
  *  [--threads N] [--only chat,concurrency,embeddings,translation,…]`
  * Measures Hearth (or any OpenAI-compatible server at --base-url) against the bindings driven
  * directly, and prints each figure with its target. Not a test: numbers vary with the machine.
+ *
+ * With two servers (`--base-url A --base-url B`, a key and model ids per server or one for both)
+ * it runs bench/compare.ts instead: the same workload on both and the ratio per figure.
  */
 import { existsSync } from 'node:fs'
 import { mkdtempSync } from 'node:fs'
@@ -11,21 +14,29 @@ import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { runChatBench } from './chat-bench.ts'
 import { runConcurrencyBench } from './concurrency-bench.ts'
+import { compareFromFlags } from './compare.ts'
 import { runEmbeddingsBench } from './embeddings-bench.ts'
 import { runTranslationBench, translationBenchInputs } from './translation-bench.ts'
 
 const { values: flags } = parseArgs({
   options: {
-    'base-url': { type: 'string' },
-    'api-key': { type: 'string' },
-    model: { type: 'string' },
-    'embedding-model': { type: 'string' },
-    'translation-model': { type: 'string' },
+    'base-url': { type: 'string', multiple: true },
+    'api-key': { type: 'string', multiple: true },
+    model: { type: 'string', multiple: true },
+    'embedding-model': { type: 'string', multiple: true },
+    'translation-model': { type: 'string', multiple: true },
+    audio: { type: 'string' },
+    out: { type: 'string' },
     threads: { type: 'string' },
     only: { type: 'string' },
     runs: { type: 'string', default: '5' },
   },
 })
+
+if ((flags['base-url']?.length ?? 0) >= 2) {
+  await compareFromFlags(flags)
+  process.exit(0)
+}
 
 const sharedModels = resolve(import.meta.dirname, '../../shared/fixtures/models')
 const threads = Number(flags.threads ?? 1)
@@ -53,18 +64,19 @@ async function embeddingModelPath(): Promise<string> {
 }
 
 const results: Record<string, Record<string, number>> = {}
-const common = { baseUrl: flags['base-url'], apiKey: flags['api-key'], threads, runs }
-if (wanted('chat')) results.chat = await runChatBench({ ...common, model: flags.model, modelPath: await chatModelPath() })
+const common = { baseUrl: flags['base-url']?.[0], apiKey: flags['api-key']?.[0], threads, runs }
+const chatModel = flags.model?.[0]
+if (wanted('chat')) results.chat = await runChatBench({ ...common, model: chatModel, modelPath: await chatModelPath() })
 if (wanted('concurrency')) {
   // The issue's target is for 2 threads; --threads still wins when given.
   const concurrencyThreads = flags.threads === undefined ? 2 : threads
-  results.concurrency = await runConcurrencyBench({ ...common, threads: concurrencyThreads, model: flags.model, modelPath: await chatModelPath() })
+  results.concurrency = await runConcurrencyBench({ ...common, threads: concurrencyThreads, model: chatModel, modelPath: await chatModelPath() })
 }
 if (wanted('embeddings')) {
-  results.embeddings = await runEmbeddingsBench({ ...common, model: flags['embedding-model'], modelPath: await embeddingModelPath() })
+  results.embeddings = await runEmbeddingsBench({ ...common, model: flags['embedding-model']?.[0], modelPath: await embeddingModelPath() })
 }
 if (wanted('translation')) {
-  results.translation = await runTranslationBench({ ...common, model: flags['translation-model'], ...(await translationBenchInputs()) })
+  results.translation = await runTranslationBench({ ...common, model: flags['translation-model']?.[0], ...(await translationBenchInputs()) })
 }
 console.log(`\n${JSON.stringify(results, null, 2)}`)
 process.exit(0)

@@ -1,7 +1,8 @@
 /**
  * Requests Node's HTTP parser refuses before Express sees them (a broken request line, headers too
- * large, a bad chunked body, a client too slow to send its request) still get the API's error body,
- * then the connection closes. Without this Node answers them with a bare status line.
+ * large, a bad chunked body, a client too slow to send its request, an unknown `Expect`) still get
+ * the API's error body, then the connection closes. Without this Node answers them with a bare
+ * status line.
  */
 import type { Socket } from 'node:net'
 import type { Server } from 'node:http'
@@ -11,6 +12,14 @@ interface ParserError extends Error {
 }
 
 export function answerClientErrors(server: Server): void {
+  // An `Expect` other than 100-continue: Node would answer a bare 417.
+  server.on('checkExpectation', (_req, res) => {
+    const body = JSON.stringify({
+      error: { message: "Only 'Expect: 100-continue' is supported", type: 'invalid_request_error', param: null, code: 'expectation_failed' },
+    })
+    res.writeHead(417, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), Connection: 'close' })
+    res.end(body)
+  })
   server.on('clientError', (error: ParserError, socket: Socket) => {
     const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage
     if (error.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {

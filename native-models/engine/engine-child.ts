@@ -88,5 +88,7 @@ async function shutdown(): Promise<void> {
   process.exit(0)
 }
 
-// The parent is gone (even killed with SIGKILL): an orphaned engine must not linger.
-process.on('disconnect', () => process.exit(0))
+// The parent is gone (even killed with SIGKILL): an orphaned engine must not linger. Not
+// process.exit(): it joins the native worker threads, and one stuck in a native call (whisper on a
+// few samples of audio never returns) would keep the process alive for ever.
+process.on('disconnect', () => process.kill(process.pid, 'SIGKILL'))

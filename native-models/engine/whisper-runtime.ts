@@ -20,6 +20,12 @@ import type { EngineLoadSpec, EngineModelInfo, JobProgress, TranslateJob, Transl
 import { whisperNode, type TranscribeOptions, type WhisperContext } from './whisper-binding.ts'
 
 const BYTES_PER_SAMPLE = Float32Array.BYTES_PER_ELEMENT
+/**
+ * whisper.cpp skips input shorter than 100 ms anyway, but on a few samples its language detection
+ * fails and the binding's promise never settles (the engine had to be killed): such pieces (a WAV
+ * whose header claims a huge sample rate, the last sliver of a long recording) are not sent at all.
+ */
+const MIN_PIECE_SAMPLES = WHISPER_SAMPLE_RATE / 10
 /** whisper.cpp's own fallback step, used when the client chose a temperature. */
 const TEMPERATURE_STEP = 0.2
 
@@ -84,6 +90,7 @@ export class WhisperRuntime {
     emit: (p: JobProgress) => void,
     signal: AbortSignal,
   ): Promise<{ segments: TranslateSegment[]; language: string | undefined }> {
+    if (samples.length < MIN_PIECE_SAMPLES) return { segments: [], language: undefined }
     const offsetMs = (offset / WHISPER_SAMPLE_RATE) * 1000
     const lengthMs = (samples.length / WHISPER_SAMPLE_RATE) * 1000
     const inAudioTime = (s: { text: string; t0: number; t1: number }): TranslateSegment => {

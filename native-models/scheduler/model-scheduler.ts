@@ -53,6 +53,13 @@ interface ModelState {
   queue: Waiter[]
   lastUsed: number
   idleTimer: NodeJS.Timeout | undefined
+  /** The model's files (size, time) as they were when its engine was started. */
+  filesStamp: string | undefined
+}
+
+/** Changes when a model's file or projector is replaced, truncated or rewritten. */
+function filesStamp(model: ModelRecord): string {
+  return [model.path, model.sizeBytes, model.created, model.projectorPath ?? '', model.projectorSizeBytes].join('|')
 }
 
 export class ModelScheduler {
@@ -108,6 +115,16 @@ export class ModelScheduler {
       }))
   }
 
+  /** Every model the scheduler has seen: requests running and waiting, and whether it is loaded (metrics). */
+  activity(): Array<{ id: string; running: number; waiting: number; loaded: boolean }> {
+    return [...this.models.values()].map((s) => ({
+      id: s.id,
+      running: Math.max(0, s.active),
+      waiting: s.queue.length,
+      loaded: s.engine?.alive === true,
+    }))
+  }
+
   engineOf(modelId: string): Engine | undefined {
     const engine = this.models.get(modelId)?.engine
     return engine?.alive ? engine : undefined
@@ -123,6 +140,10 @@ export class ModelScheduler {
   private async withModel<T>(model: ModelRecord, signal: AbortSignal | undefined, use: (engine: Engine) => Promise<T>): Promise<T> {
     const state = this.stateOf(model.id)
     state.slots = Math.max(1, this.options.slotsFor?.(model) ?? 1)
+    // An engine maps its model file: one whose file changed would serve old weights, or die on a
+    // read past the end of a truncated file. It is stopped (after the requests it serves) and the
+    // model loads again from the file as it is now.
+    if (state.engine?.alive && state.filesStamp !== undefined && state.filesStamp !== filesStamp(model)) await this.unload(model.id)
     await this.acquire(state, signal, false)
     try {
       return await use(await this.engineFor(model, state))
@@ -135,7 +156,7 @@ export class ModelScheduler {
   private stateOf(id: string): ModelState {
     let state = this.models.get(id)
     if (!state) {
-      state = { id, engine: undefined, starting: undefined, estimateBytes: 0, slots: 1, active: 0, queue: [], lastUsed: 0, idleTimer: undefined }
+      state = { id, engine: undefined, starting: undefined, estimateBytes: 0, slots: 1, active: 0, queue: [], lastUsed: 0, idleTimer: undefined, filesStamp: undefined }
       this.models.set(id, state)
     }
     return state
@@ -253,6 +274,7 @@ export class ModelScheduler {
       }
     }
     state.estimateBytes = needed
+    state.filesStamp = filesStamp(model)
     return this.options.startEngine(model)
   }
 }

@@ -11,6 +11,7 @@ import { decodeAudioInWorker, UnsupportedAudioError, type DecodedAudio } from '.
 import type { TranslateResult } from '../../../native-models/engine/engine-protocol.ts'
 import { readAudioUpload } from '../audio-upload.ts'
 import { invalidRequest } from '../http-errors.ts'
+import { recordUsage } from '../key-quotas.ts'
 import { requireModel } from '../model-lookup.ts'
 import { MAX_AUDIO_FILE_BYTES, parseTranslationForm, planTranslation } from '../openai/translation-request.ts'
 import { formatTranslation, SegmentText, textDeltaEvent, textDoneEvent } from '../openai/translation-response.ts'
@@ -59,6 +60,7 @@ export function translationsRoute(ctx: ServerContext): Router {
             : undefined,
         },
       )) as TranslateResult
+      recordUsage(res, { audioSeconds: durationSeconds })
 
       if (sse) {
         for (const segment of result.segments.slice(streamed)) sendDelta(segment.text)
