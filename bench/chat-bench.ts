@@ -59,12 +59,14 @@ export async function runChatBench(options: ChatBenchOptions): Promise<Record<st
 async function directSamples(modelPath: string, threads: number, tokens: number, runs: number): Promise<Sample[]> {
   const context = await llamaNode.loadModel({ model: modelPath, n_ctx: 2048, n_threads: threads, n_gpu_layers: 0 })
   try {
-    const { prompt } = context.getFormattedChat(PROMPT, undefined, { jinja: true, add_generation_prompt: true })
     const samples: Sample[] = []
     for (let i = 0; i <= runs; i++) {
       const started = performance.now()
       const stamps: number[] = []
-      await context.completion({ prompt, n_predict: tokens, temperature: 0, top_k: 1 }, () => stamps.push(performance.now()))
+      // As a program using the binding directly would: messages in, the model's template applied.
+      await context.completion({ messages: PROMPT, jinja: true, n_predict: tokens, temperature: 0, top_k: 1 }, () =>
+        stamps.push(performance.now()),
+      )
       await new Promise((r) => setTimeout(r, 20))
       if (i > 0) samples.push(sampleOf(started, stamps)) // the first run warms up
     }

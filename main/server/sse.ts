@@ -3,6 +3,7 @@ import type { Response } from 'express'
 
 export class SseStream {
   private opened = false
+  private corked = false
 
   constructor(private readonly res: Response) {}
 
@@ -12,7 +13,18 @@ export class SseStream {
 
   send(event: unknown): void {
     this.open()
-    if (!this.res.writableEnded) this.res.write(`data: ${JSON.stringify(event)}\n\n`)
+    if (this.res.writableEnded) return
+    // Events written in one turn of the event loop (the role and the first token, say) leave in
+    // one packet: corked now, uncorked once the turn is over.
+    if (!this.corked) {
+      this.corked = true
+      this.res.cork()
+      process.nextTick(() => {
+        this.corked = false
+        this.res.uncork()
+      })
+    }
+    this.res.write(`data: ${JSON.stringify(event)}\n\n`)
   }
 
   /** A comment line: keeps proxies and clients from timing out an idle stream. */
@@ -34,8 +46,8 @@ export class SseStream {
       Connection: 'keep-alive',
       'X-Accel-Buffering': 'no',
     })
-    this.res.flushHeaders()
-    // Small writes must leave at once: every token is an event the client is waiting for.
+    // The headers go out with the first event. Small writes must then leave at once: every token
+    // is an event the client is waiting for.
     this.res.socket?.setNoDelay(true)
   }
 }
