@@ -1,6 +1,20 @@
 /** Server-sent events on an Express response, started lazily so early errors can still be plain 4xx. */
 import type { Response } from 'express'
 
+/**
+ * Makes a response an event stream. Small writes must leave at once (no Nagle delay): every event
+ * is something a client is waiting for.
+ */
+export function setEventStreamHeaders(res: Response): void {
+  res.status(200).set({
+    'Content-Type': 'text/event-stream; charset=utf-8',
+    'Cache-Control': 'no-cache',
+    Connection: 'keep-alive',
+    'X-Accel-Buffering': 'no',
+  })
+  res.socket?.setNoDelay(true)
+}
+
 export class SseStream {
   private opened = false
   private corked = false
@@ -40,14 +54,7 @@ export class SseStream {
   private open(): void {
     if (this.opened) return
     this.opened = true
-    this.res.status(200).set({
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-cache',
-      Connection: 'keep-alive',
-      'X-Accel-Buffering': 'no',
-    })
-    // The headers go out with the first event. Small writes must then leave at once: every token
-    // is an event the client is waiting for.
-    this.res.socket?.setNoDelay(true)
+    // The headers go out with the first event.
+    setEventStreamHeaders(this.res)
   }
 }

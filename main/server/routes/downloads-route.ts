@@ -15,6 +15,7 @@ import { ApiError, invalidRequest, modelNotFound } from '../http-errors.ts'
 import { requireJsonBody } from '../json-body.ts'
 import { parseOrThrow } from '../openai/validation.ts'
 import type { ServerContext } from '../server-context.ts'
+import { setEventStreamHeaders } from '../sse.ts'
 import { managedModel } from './management-route.ts'
 
 const pullSchema = z.object({
@@ -88,14 +89,8 @@ export function downloadsRoute(ctx: ServerContext): Router {
 
   router.get('/downloads/:id/events', (req, res) => {
     const job = requireDownload(downloads, req.params.id)
-    res.status(200).set({
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-cache',
-      Connection: 'keep-alive',
-      'X-Accel-Buffering': 'no',
-    })
+    setEventStreamHeaders(res)
     res.flushHeaders()
-    res.socket?.setNoDelay(true)
     const send = (snapshot: DownloadSnapshot) => {
       if (res.writableEnded) return
       res.write(`data: ${JSON.stringify(downloadObject(snapshot))}\n\n`)

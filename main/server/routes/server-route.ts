@@ -7,6 +7,7 @@ import { Router, type Response } from 'express'
 import { generatedKeyFile, regenerateApiKey } from '../key-rotation.ts'
 import type { RequestHistory } from '../request-history.ts'
 import type { ServerContext } from '../server-context.ts'
+import { setEventStreamHeaders } from '../sse.ts'
 
 const PING_EVERY_MS = 15_000
 
@@ -87,14 +88,8 @@ function externalAddresses(): string[] {
 }
 
 function openEventStream(res: Response): void {
-  res.status(200).set({
-    'Content-Type': 'text/event-stream; charset=utf-8',
-    'Cache-Control': 'no-cache',
-    Connection: 'keep-alive',
-    'X-Accel-Buffering': 'no',
-  })
+  setEventStreamHeaders(res)
   res.flushHeaders()
-  res.socket?.setNoDelay(true)
   // A first line, so clients see the stream open before any request has ended.
   res.write(': connected\n\n')
 }
