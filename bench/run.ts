@@ -14,24 +14,12 @@ import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { runChatBench } from './chat-bench.ts'
 import { runConcurrencyBench } from './concurrency-bench.ts'
-import { compareFromFlags } from './compare.ts'
+import { COMPARE_FLAGS, compareFromFlags } from './compare.ts'
 import { runEmbeddingsBench } from './embeddings-bench.ts'
 import { runTranslationBench, translationBenchInputs } from './translation-bench.ts'
 
-const { values: flags } = parseArgs({
-  options: {
-    'base-url': { type: 'string', multiple: true },
-    'api-key': { type: 'string', multiple: true },
-    model: { type: 'string', multiple: true },
-    'embedding-model': { type: 'string', multiple: true },
-    'translation-model': { type: 'string', multiple: true },
-    audio: { type: 'string' },
-    out: { type: 'string' },
-    threads: { type: 'string' },
-    only: { type: 'string' },
-    runs: { type: 'string', default: '5' },
-  },
-})
+// The same flags as the two-server comparison, which takes over when two --base-url are given.
+const { values: flags } = parseArgs({ options: { ...COMPARE_FLAGS, runs: { type: 'string', default: '5' } } })
 
 if ((flags['base-url']?.length ?? 0) >= 2) {
   await compareFromFlags(flags)
