@@ -13,7 +13,7 @@ import OpenAI, { toFile } from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MAX_AUDIO_FILE_BYTES } from '../main/server/openai/translation-request.ts'
 import { pngFile } from './audio/synthesize-audio-files.ts'
-import { postJson, PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'
+import { postJson, PROJECT_ROOT, readResponse, startTestServer, type TestServer } from './support/server-process.ts'
 import { writeTinyBert, writeTinyLlama, writeTinyWhisper } from './support/tiny-models.ts'
 
 const FIXTURES = join(PROJECT_ROOT, 'test/fixtures/audio')
@@ -71,14 +71,7 @@ async function translate(upload: Upload) {
     body: form(upload),
     signal: upload.signal,
   })
-  const text = await res.text()
-  let json: any
-  try {
-    json = JSON.parse(text)
-  } catch {
-    json = undefined
-  }
-  return { status: res.status, headers: res.headers, text, json }
+  return readResponse(res)
 }
 
 /** Raw SSE: every `data:` payload in order; `stopAfter` disconnects once that many have arrived. */

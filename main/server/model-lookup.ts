@@ -6,8 +6,8 @@ import { modelNotFound } from './http-errors.ts'
 const LISTING_MAX_AGE_MS = 1000
 
 export async function requireModel(folder: ModelFolder, id: string): Promise<ModelRecord> {
-  const cached = await folder.cachedScan(LISTING_MAX_AGE_MS)
-  if (cached.models.some((m) => m.id === id)) return cached.models.find((m) => m.id === id)!
+  const known = (await folder.cachedScan(LISTING_MAX_AGE_MS)).models.find((m) => m.id === id)
+  if (known) return known
   const { models, broken } = await folder.cachedScan(0)
   const model = models.find((m) => m.id === id)
   if (model) return model

@@ -49,9 +49,10 @@ export class LlamaRuntime {
   static async load(spec: EngineLoadSpec): Promise<LlamaRuntime> {
     const started = performance.now()
     const context = await createContext(spec)
+    const used = context.getUsedDevices()
     const info: EngineModelInfo = {
       // The binding lists accelerators only; a model on none of them runs on the CPU.
-      devices: context.getUsedDevices().length > 0 ? context.getUsedDevices() : ['CPU'],
+      devices: used.length > 0 ? used : ['CPU'],
       loadMs: Math.round(performance.now() - started),
       vision: context.isMultimodalEnabled(),
     }

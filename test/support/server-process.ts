@@ -105,6 +105,11 @@ export async function postJson(server: TestServer, path: string, body: unknown, 
     body: typeof body === 'string' ? body : JSON.stringify(body),
     ...init,
   })
+  return readResponse(res)
+}
+
+/** Status, headers and body of a response, the body also parsed when it is JSON. */
+export async function readResponse(res: Response) {
   const text = await res.text()
   let json: any
   try {
