@@ -2,7 +2,7 @@
  * Text chat end to end: the real server process, a tiny generated llama, the official openai client
  * and raw HTTP.
  */
-import { execFileSync } from 'node:child_process'
+import { engineProcessIds as engineProcessIdsOf } from './support/process-stats.ts'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -72,14 +72,9 @@ async function streamEvents(body: object, init: { abortAfter?: number; onEvent?:
   return { status: res.status, events }
 }
 
-/** The engine processes a server started (its other children, such as tsx's esbuild, are not engines). */
+/** The engine processes of a test server. */
 function engineProcessIds(of: TestServer = server): number[] {
-  try {
-    const out = execFileSync('pgrep', ['-P', String(of.process.pid), '-f', 'engine-child\\.ts$']).toString()
-    return out.trim().split('\n').filter(Boolean).map(Number)
-  } catch {
-    return []
-  }
+  return engineProcessIdsOf(of.process.pid)
 }
 
 describe('GET /v1/models', () => {

@@ -3,7 +3,7 @@
  * WordPiece vocabulary), the official openai client and raw HTTP; then the shared random BERT with
  * the real bge vocabulary where ../shared/fixtures is present.
  */
-import { execFileSync } from 'node:child_process'
+import { engineProcessIds as engineProcessIdsOf } from './support/process-stats.ts'
 import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -47,14 +47,9 @@ afterAll(async () => {
 
 const embed = (body: object) => postJson(server, '/v1/embeddings', { model: BERT, ...body })
 
-/** Engine processes of the test server, to see that one survived (pgrep: engine-child under the server). */
+/** Engine processes of the test server, to see that one survived. */
 function engineProcessIds(): number[] {
-  try {
-    const out = execFileSync('pgrep', ['-P', String(server.process.pid), '-f', 'engine-child']).toString()
-    return out.trim().split('\n').filter(Boolean).map(Number).sort()
-  } catch {
-    return []
-  }
+  return engineProcessIdsOf(server.process.pid)
 }
 
 function norm(v: number[]): number {

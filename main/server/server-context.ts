@@ -1,6 +1,6 @@
 import type { DownloadManager } from '../../native-models/downloads/download-manager.ts'
 import type { ModelFolder } from '../../native-models/catalog/model-folder.ts'
-import type { BackendDevice, GpuBackend } from '../../native-models/engine/engine-protocol.ts'
+import type { BackendDevice, EngineBuildInfo, GpuBackend } from '../../native-models/engine/engine-protocol.ts'
 import type { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
 import type { ApiKeys } from './api-keys.ts'
 import type { ServerSettings } from './settings.ts'
@@ -16,5 +16,12 @@ export interface ServerContext {
   downloads: DownloadManager
   log: (line: string) => void
   /** The llama.cpp build in use and the devices it sees, once known. */
-  hardware: Promise<{ backend: GpuBackend; devices: BackendDevice[] }>
+  hardware: Promise<Hardware>
+}
+
+export interface Hardware {
+  backend: GpuBackend
+  devices: BackendDevice[]
+  /** llama.cpp's own build for this machine; undefined when the server fell back to the prebuilt binding. */
+  llamaBuild: EngineBuildInfo | undefined
 }

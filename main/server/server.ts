@@ -19,6 +19,11 @@ import { mkdir } from 'node:fs/promises'
 import { memoryBudget } from './memory-budget.ts'
 import { loadSpecFor, slotsFor, type EngineDefaults } from '../../native-models/engine/load-spec.ts'
 import { estimateModelMemory } from '../../native-models/scheduler/memory-plan.ts'
+import { findLlamaBuild, type LlamaBuild } from '../../native-models/llama-server/llama-build.ts'
+import { listLlamaDevices } from '../../native-models/llama-server/llama-devices.ts'
+import { LlamaServerEngine } from '../../native-models/llama-server/llama-server-engine.ts'
+import type { Hardware } from './server-context.ts'
+import { join } from 'node:path'
 
 const CPU_SLOTS = 2
 const GPU_SLOTS = 4
@@ -42,6 +47,8 @@ const REQUEST_TIMEOUT_MS = 120_000
 export interface StartOptions {
   /** How engine processes start; the desktop app passes Electron's utility processes. */
   spawnEngine?: SpawnEngine
+  /** The llama.cpp build to serve with (found in the engine cache by default); null forces the prebuilt binding. */
+  llamaBuild?: LlamaBuild | null
 }
 
 export async function startServer(
@@ -63,14 +70,22 @@ export async function startServer(
     parallel: settings.parallel ?? CPU_SLOTS,
     backend: 'default',
   }
+  // llama.cpp built for this machine serves chat and embeddings; without one (no compiler at
+  // install time) the prebuilt binding does, 6-13x slower, and the server says so.
+  const llamaBuild = options.llamaBuild === null ? undefined : (options.llamaBuild ?? findLlamaBuild())
+  if (!llamaBuild) {
+    log('warning: llama.cpp has not been built for this machine; chat and embeddings run on the slow prebuilt binding. Build it with: npm run build:engines')
+  }
   // Which llama.cpp build to load, found out once in the background; engines wait for the answer.
   const wanted = settings.backend === 'cpu' ? 'default' : settings.backend
-  const hardware = chooseBackend(wanted).then((found) => {
+  const hardware: Promise<Hardware> = (llamaBuild ? nativeHardware(llamaBuild) : chooseBackend(wanted)).then((found) => {
     engineDefaults.backend = found.backend
     const gpu = found.devices.some((d) => d.type === 'gpu') && !onCpu && settings.gpuLayers !== 0
     if (gpu && settings.parallel === undefined) engineDefaults.parallel = GPU_SLOTS
-    return found
+    return { ...found, llamaBuild: llamaBuild && buildInfo(llamaBuild) }
   })
+  const slotCacheDir = join(settings.dataDir, 'slot-cache')
+  await mkdir(slotCacheDir, { recursive: true })
   const scheduler: ModelScheduler = new ModelScheduler({
     maxQueuePerModel: settings.maxQueuePerModel,
     slotsFor: (model) => slotsFor(model, engineDefaults),
@@ -79,10 +94,10 @@ export async function startServer(
     memoryBudget: () => memoryBudget(settings, scheduler),
     startEngine: async (model) => {
       await hardware
-      return EngineProcess.start(loadSpecFor(model, engineDefaults), {
-        forwardLog: process.env.HEARTH_ENGINE_LOG === '1',
-        spawn: options.spawnEngine,
-      })
+      const spec = loadSpecFor(model, engineDefaults)
+      const forwardLog = process.env.HEARTH_ENGINE_LOG === '1'
+      if (llamaBuild && model.kind !== 'speech') return LlamaServerEngine.start(spec, llamaBuild, { forwardLog, slotCacheDir })
+      return EngineProcess.start(spec, { forwardLog, spawn: options.spawnEngine })
     },
   })
   const downloads = new DownloadManager({ folder })
@@ -131,4 +146,15 @@ async function resolveKeys(settings: ServerSettings): Promise<{ keys: ApiKeys | 
 
 function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || host === '::1' || host.startsWith('127.')
+}
+
+/** A native build's devices: what it lists, and the GPU backend it was built for when it sees one. */
+async function nativeHardware(build: LlamaBuild): Promise<Omit<Hardware, 'llamaBuild'>> {
+  const devices = await listLlamaDevices(build)
+  const gpu = devices.some((d) => d.type === 'gpu')
+  return { backend: gpu && (build.gpu === 'cuda' || build.gpu === 'vulkan') ? build.gpu : 'default', devices }
+}
+
+function buildInfo(build: LlamaBuild): Hardware['llamaBuild'] {
+  return { name: 'llama-server', commit: build.commit, cpuFeatures: build.cpuFeatures, gpu: build.gpu }
 }

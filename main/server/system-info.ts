@@ -4,12 +4,13 @@ import { memoryBudget } from './memory-budget.ts'
 import type { ServerContext } from './server-context.ts'
 
 export async function systemInfo(ctx: ServerContext) {
-  const { backend, devices } = await ctx.hardware
+  const { backend, devices, llamaBuild } = await ctx.hardware
   const loaded = await Promise.all(
     ctx.scheduler.loaded().map(async (m) => ({
       id: m.id,
       pid: m.engine.pid ?? null,
       devices: m.engine.info.devices,
+      engine: m.engine.info.engine?.name ?? 'prebuilt-binding',
       estimate_bytes: m.estimateBytes,
       rss_bytes: await m.engine.memoryBytes(),
       busy: m.busy,
@@ -18,6 +19,11 @@ export async function systemInfo(ctx: ServerContext) {
   )
   return {
     backend,
+    // What serves chat and embeddings: llama.cpp built here (commit, CPU features, GPU toolkit), or
+    // the prebuilt binding when no build could be made.
+    engine: llamaBuild
+      ? { name: 'llama-server', commit: llamaBuild.commit, cpu_features: llamaBuild.cpuFeatures, gpu_backend: llamaBuild.gpu }
+      : { name: 'prebuilt-binding', commit: null, cpu_features: [], gpu_backend: backend },
     devices: devices.map((d) => ({ name: d.name, type: d.type, backend: d.backend, memory_bytes: d.memoryBytes })),
     memory: {
       total_bytes: totalmem(),

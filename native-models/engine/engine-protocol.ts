@@ -28,6 +28,18 @@ export interface EngineModelInfo {
   devices: string[]
   loadMs: number
   vision: boolean
+  /** The program serving the model, where it is llama.cpp's own build (absent on the prebuilt binding). */
+  engine?: EngineBuildInfo
+}
+
+export interface EngineBuildInfo {
+  name: 'llama-server'
+  /** The llama.cpp commit it was built from. */
+  commit: string
+  /** Vector extensions it was compiled for (AVX2, AVX512, NEON, …). */
+  cpuFeatures: string[]
+  /** The GPU toolkit it was built with: cuda, vulkan, metal or none. */
+  gpu: string
 }
 
 /** An image's url is always a PNG data URL the server decoded, checked and shrunk (native-models/images). */
@@ -59,6 +71,8 @@ export interface ChatResult {
   finishReason: FinishReason
   promptTokens: number
   completionTokens: number
+  /** Prompt tokens reused from the engine's cache rather than computed again. */
+  cachedTokens?: number
   timings: { promptMs: number; promptPerSecond: number; predictedMs: number; predictedPerSecond: number }
 }
 

@@ -5,6 +5,8 @@ export interface ChatUsage {
   prompt_tokens: number
   completion_tokens: number
   total_tokens: number
+  /** How much of the prompt the engine's cache already held (the earlier turns of a conversation). */
+  prompt_tokens_details: { cached_tokens: number }
 }
 
 export interface ChatTimings {
@@ -26,6 +28,7 @@ export function usageOf(result: ChatResult): ChatUsage {
     prompt_tokens: result.promptTokens,
     completion_tokens: result.completionTokens,
     total_tokens: result.promptTokens + result.completionTokens,
+    prompt_tokens_details: { cached_tokens: result.cachedTokens ?? 0 },
   }
 }
 

@@ -1,0 +1,32 @@
+/** The llama-server command line for one catalog model: its context, slots, threads, layers and kind. */
+import type { EngineLoadSpec } from '../engine/engine-protocol.ts'
+
+/** Bounds the prompt cache that llama-server keeps in RAM beside the slots (MiB). */
+const PROMPT_CACHE_MIB = 1024
+
+export function llamaServerArgs(spec: EngineLoadSpec, options: { slotCacheDir?: string } = {}): string[] {
+  const slots = Math.max(1, spec.parallel)
+  const args = [
+    '--model', spec.path,
+    '--alias', spec.modelId,
+    // Every slot gets the model's whole context, as each request is promised it.
+    '--ctx-size', String(spec.contextLength * slots),
+    '--parallel', String(slots),
+    '--threads', String(spec.threads),
+    '--threads-batch', String(spec.threads),
+    '--n-gpu-layers', spec.gpuLayers < 0 ? 'auto' : String(spec.gpuLayers),
+    '--flash-attn', 'auto',
+    '--no-webui',
+    '--log-colors', 'off',
+  ]
+  if (spec.kind === 'embedding') {
+    // An encoder sees a whole input in one batch; the batch must hold the longest one allowed.
+    args.push('--embedding', '--batch-size', String(spec.contextLength), '--ubatch-size', String(spec.contextLength))
+  } else {
+    // Hearth's contract returns the model's whole answer as content (no reasoning split yet).
+    args.push('--jinja', '--reasoning-format', 'none', '--cache-ram', String(PROMPT_CACHE_MIB))
+    if (options.slotCacheDir) args.push('--slot-save-path', options.slotCacheDir)
+  }
+  if (spec.projectorPath) args.push('--mmproj', spec.projectorPath)
+  return args
+}

@@ -1,0 +1,358 @@
+/**
+ * A loaded chat or embedding model served by its own llama-server process. Hearth's jobs are
+ * translated into llama-server requests field by field (never a client's body passed through), and
+ * its answers back into Hearth's results and errors:
+ * - chat streams from llama-server even when the client does not, so the prompt's token count
+ *   (the first progress event, before any work) is checked against the context with our numbers,
+ *   and a cancelled request closes the connection, which cancels the work upstream;
+ * - sampling is stated in full (min_p 0 and the like), so llama-server's own defaults never change
+ *   what the contract promises.
+ */
+import { readFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { ModelError } from '../errors.ts'
+import type { Engine, RunOptions } from '../engine/engine-process.ts'
+import type {
+  ChatJob,
+  ChatResult,
+  EmbedJob,
+  EmbedResult,
+  EngineJob,
+  EngineLoadSpec,
+  EngineModelInfo,
+  EngineResult,
+} from '../engine/engine-protocol.ts'
+import { programPath, type LlamaBuild } from './llama-build.ts'
+import { LlamaServerProcess } from './llama-server-process.ts'
+import { readEventStream } from './event-stream.ts'
+import { llamaServerArgs } from './llama-server-args.ts'
+import { SlotCache } from './slot-cache.ts'
+
+export interface LlamaServerEngineOptions {
+  loadTimeoutMs?: number
+  forwardLog?: boolean
+  /** Where chat models' slot caches are kept between loads (in the data folder); none keeps them in memory only. */
+  slotCacheDir?: string
+}
+
+/** What the model reports of itself once loaded (`GET /v1/models` → `meta`). */
+interface ModelMeta {
+  vocabularySize: number
+  embeddingLength: number
+}
+
+export class LlamaServerEngine implements Engine {
+  private constructor(
+    private readonly server: LlamaServerProcess,
+    private readonly spec: EngineLoadSpec,
+    readonly info: EngineModelInfo,
+    private readonly meta: ModelMeta,
+    private readonly slotCache: SlotCache | undefined,
+  ) {}
+
+  static async start(spec: EngineLoadSpec, build: LlamaBuild, options: LlamaServerEngineOptions = {}): Promise<LlamaServerEngine> {
+    const started = performance.now()
+    const server = await LlamaServerProcess.start({
+      program: programPath(build.dir, 'llama-server'),
+      args: llamaServerArgs(spec, { slotCacheDir: options.slotCacheDir }),
+      modelId: spec.modelId,
+      loadTimeoutMs: options.loadTimeoutMs ?? 120_000,
+      forwardLog: options.forwardLog ?? false,
+    })
+    try {
+      const models = (await (await server.request('/v1/models')).json()) as { data?: Array<{ meta?: Record<string, number> }> }
+      const meta = models.data?.[0]?.meta ?? {}
+      const props = (await (await server.request('/props')).json()) as { modalities?: { vision?: boolean } }
+      const info: EngineModelInfo = {
+        devices: devicesInLog(server.log),
+        loadMs: Math.round(performance.now() - started),
+        vision: props.modalities?.vision === true,
+        engine: {
+          name: 'llama-server',
+          commit: build.commit,
+          cpuFeatures: build.cpuFeatures,
+          gpu: build.gpu,
+        },
+      }
+      const slotCache = spec.kind === 'chat' && options.slotCacheDir ? new SlotCache(options.slotCacheDir, spec) : undefined
+      await slotCache?.restore(server)
+      return new LlamaServerEngine(
+        server,
+        spec,
+        info,
+        { vocabularySize: Number(meta.n_vocab ?? 0), embeddingLength: Number(meta.n_embd ?? 0) },
+        slotCache,
+      )
+    } catch (e) {
+      await server.stop()
+      throw e
+    }
+  }
+
+  get pid(): number | undefined {
+    return this.server.pid
+  }
+
+  get alive(): boolean {
+    return this.server.alive
+  }
+
+  onExit(listener: () => void): void {
+    this.server.onExit(listener)
+  }
+
+  /** Saves the conversations' caches (chat models), then ends the process. */
+  async stop(): Promise<void> {
+    if (this.alive) await this.slotCache?.save(this.server)
+    await this.server.stop()
+  }
+
+  async memoryBytes(): Promise<number> {
+    return this.alive && this.pid !== undefined ? residentBytesOf(this.pid) : 0
+  }
+
+  run(job: EngineJob, options: RunOptions = {}): Promise<EngineResult> {
+    if (job.type === 'chat' && this.spec.kind === 'chat') return this.chat(job, options)
+    if (job.type === 'embed' && this.spec.kind === 'embedding') return this.embed(job, options)
+    return Promise.reject(new ModelError('model_not_compatible', `this model cannot run '${job.type}' jobs`))
+  }
+
+  private async chat(job: ChatJob, { onProgress, signal }: RunOptions): Promise<ChatResult> {
+    const hasImage = job.messages.some((m) => typeof m.content !== 'string' && m.content.some((p) => p.type === 'image_url'))
+    if (hasImage && !this.info.vision) throw new ModelError('model_not_compatible', `model "${this.spec.modelId}" has no vision projector`, 'model')
+    const limit = this.spec.contextLength
+    const greedy = job.temperature === 0
+    const upstream = new AbortController()
+    const cancel = () => upstream.abort()
+    signal?.addEventListener('abort', cancel, { once: true })
+    try {
+      if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
+      const res = await this.server.request('/v1/chat/completions', {
+        signal: upstream.signal,
+        body: {
+          messages: job.messages,
+          stream: true,
+          stream_options: { include_usage: true },
+          return_progress: true,
+          max_tokens: job.maxTokens ?? job.maxCompletionTokens,
+          temperature: job.temperature,
+          top_k: greedy ? 1 : job.topK,
+          top_p: greedy ? 1 : job.topP,
+          min_p: 0,
+          typical_p: 1,
+          repeat_penalty: 1,
+          presence_penalty: 0,
+          frequency_penalty: 0,
+          dry_multiplier: 0,
+          xtc_probability: 0,
+          seed: job.seed ?? (greedy ? 0 : Math.floor(Math.random() * 2 ** 31)),
+          stop: job.stop,
+          cache_prompt: true,
+        },
+      })
+      if (!res.ok) throw chatError(res.status, await res.text(), limit, job)
+
+      let text = ''
+      let finishReason: ChatResult['finishReason'] = 'stop'
+      let checked = false
+      let usage: { prompt_tokens: number; completion_tokens: number } | undefined
+      let timings: UpstreamTimings | undefined
+      for await (const data of readEventStream(res.body!)) {
+        if (data === '[DONE]') break
+        const event = JSON.parse(data) as UpstreamChunk
+        if (event.error) throw chatError(500, JSON.stringify(event), limit, job)
+        if (event.prompt_progress && !checked) {
+          checked = true
+          checkContext(event.prompt_progress.total, job.maxTokens, limit)
+        }
+        const choice = event.choices?.[0]
+        const piece = choice?.delta?.content
+        if (piece) {
+          text += piece
+          onProgress?.({ type: 'text', text: piece })
+        }
+        if (choice?.finish_reason) finishReason = choice.finish_reason === 'length' ? 'length' : 'stop'
+        if (event.usage) usage = event.usage
+        if (event.timings) timings = event.timings
+      }
+      if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
+      if (!usage) throw await this.server.failureOf(new Error('the engine ended the answer early'))
+      return {
+        type: 'chat',
+        text,
+        finishReason,
+        promptTokens: usage.prompt_tokens,
+        completionTokens: usage.completion_tokens,
+        cachedTokens: timings?.cache_n ?? 0,
+        timings: {
+          promptMs: timings?.prompt_ms ?? 0,
+          promptPerSecond: timings?.prompt_per_second ?? 0,
+          predictedMs: timings?.predicted_ms ?? 0,
+          predictedPerSecond: timings?.predicted_per_second ?? 0,
+        },
+      }
+    } catch (e) {
+      if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
+      if (e instanceof ModelError) throw e
+      throw await this.server.failureOf(e)
+    } finally {
+      signal?.removeEventListener('abort', cancel)
+      upstream.abort() // a request that ends early (context check, error) stops its work upstream
+    }
+  }
+
+  private async embed(job: EmbedJob, { signal }: RunOptions): Promise<EmbedResult> {
+    const name = (i: number) => (job.single ? 'input' : `input[${i}]`)
+    const native = this.meta.embeddingLength
+    const dimensions = job.dimensions ?? native
+    if (dimensions > native) {
+      throw new ModelError('invalid_value', `'dimensions' is too large: ${dimensions}. This model's embeddings have ${native} dimensions`, 'dimensions')
+    }
+    job.inputs.forEach((input, i) => {
+      if (typeof input === 'string') return
+      const vocabulary = this.meta.vocabularySize
+      const bad = input.findIndex((id) => id >= vocabulary)
+      if (bad >= 0) {
+        throw new ModelError(
+          'invalid_value',
+          `Invalid token id ${input[bad]} in '${name(i)}[${bad}]': this model's vocabulary has ${vocabulary} tokens (ids 0 to ${vocabulary - 1})`,
+          `${name(i)}[${bad}]`,
+        )
+      }
+    })
+    if (job.inputs.length === 0) return { type: 'embed', vectors: new Float32Array(0), dimensions, promptTokens: 0 }
+    // Token ids mean the text they spell, wrapped in the model's special tokens like any text
+    // ([CLS] … [SEP]); llama-server would embed them bare, so they go as text.
+    const texts = await Promise.all(job.inputs.map((input) => (typeof input === 'string' ? input : this.detokenize(input))))
+    const res = await this.server.request('/v1/embeddings', { signal, body: { input: texts, encoding_format: 'base64' } })
+    const body = await res.text().catch((e: unknown) => {
+      throw signal?.aborted ? new ModelError('cancelled', 'the request was cancelled') : e
+    })
+    if (!res.ok) throw await this.embeddingError(texts, body, name)
+    const answer = JSON.parse(body) as { data: Array<{ index: number; embedding: string | number[] }>; usage: { prompt_tokens: number } }
+    const vectors = new Float32Array(job.inputs.length * dimensions)
+    for (const item of answer.data) {
+      const vector = typeof item.embedding === 'string' ? decodeBase64Floats(item.embedding) : Float32Array.from(item.embedding)
+      if (vector.length < dimensions) throw new ModelError('internal_error', `the model returned ${vector.length} values for an embedding of ${dimensions}`)
+      normaliseInto(vectors, item.index * dimensions, vector, dimensions)
+    }
+    return { type: 'embed', vectors, dimensions, promptTokens: answer.usage.prompt_tokens }
+  }
+
+  /** Which input llama-server refused, and why, in our words: it says how long, not which one. */
+  private async embeddingError(texts: string[], body: string, name: (i: number) => string): Promise<ModelError> {
+    const max = this.spec.contextLength
+    for (const [i, text] of texts.entries()) {
+      const count = await this.countTokens(text)
+      if (count > max) {
+        return new ModelError(
+          'context_length_exceeded',
+          `This model's maximum context length is ${max} tokens, however '${name(i)}' has ${count} tokens. Shorten it or split it into several inputs.`,
+          name(i),
+        )
+      }
+      if (count === 0) return new ModelError('invalid_value', `'${name(i)}' contains no tokens`, name(i))
+    }
+    return new ModelError('internal_error', `the engine refused the embedding request: ${upstreamMessage(body)}`)
+  }
+
+  private async detokenize(tokens: number[]): Promise<string> {
+    const res = await this.server.request('/detokenize', { body: { tokens } })
+    return ((await res.json()) as { content: string }).content
+  }
+
+  private async countTokens(text: string): Promise<number> {
+    const res = await this.server.request('/tokenize', { body: { content: text, add_special: true } })
+    return ((await res.json()) as { tokens: unknown[] }).tokens.length
+  }
+}
+
+interface UpstreamTimings {
+  cache_n?: number
+  prompt_ms?: number
+  prompt_per_second?: number
+  predicted_ms?: number
+  predicted_per_second?: number
+}
+
+interface UpstreamChunk {
+  choices?: Array<{ delta?: { content?: string | null }; finish_reason?: string | null }>
+  usage?: { prompt_tokens: number; completion_tokens: number }
+  timings?: UpstreamTimings
+  prompt_progress?: { total: number; cache: number; processed: number }
+  error?: { message?: string; type?: string }
+}
+
+/** Our context rule: the prompt plus an explicit `max_tokens` must fit, and the prompt must leave room. */
+function checkContext(promptTokens: number, maxTokens: number | undefined, limit: number): void {
+  const requested = maxTokens ?? 0
+  if (promptTokens + requested > limit || promptTokens >= limit) throw contextExceeded(promptTokens, requested, limit)
+}
+
+function contextExceeded(promptTokens: number, requested: number, limit: number): ModelError {
+  return new ModelError(
+    'context_length_exceeded',
+    `This model's maximum context length is ${limit} tokens. However, you requested ` +
+      `${promptTokens + requested} tokens (${promptTokens} in the messages, ${requested} in the completion).`,
+    'messages',
+  )
+}
+
+/** An error llama-server answered to a chat request, as the contract names it. */
+function chatError(status: number, body: string, limit: number, job: ChatJob): ModelError {
+  let error: { message?: string; type?: string; n_prompt_tokens?: number } = {}
+  try {
+    error = (JSON.parse(body) as { error?: typeof error }).error ?? {}
+  } catch {
+    // not JSON: the message is the body
+  }
+  const message = error.message ?? body
+  if (error.type === 'exceed_context_size_error') return contextExceeded(error.n_prompt_tokens ?? limit, job.maxTokens ?? 0, limit)
+  if (/image|media|mtmd|bitmap/i.test(message)) return new ModelError('invalid_image', `the engine could not read the image: ${message}`, 'messages')
+  if (status === 400 && /template|role|jinja/i.test(message)) {
+    return new ModelError('invalid_value', `the model's chat template rejected the messages: ${message}`, 'messages')
+  }
+  return new ModelError('internal_error', `the engine failed the request: ${message}`)
+}
+
+function upstreamMessage(body: string): string {
+  try {
+    return (JSON.parse(body) as { error?: { message?: string } }).error?.message ?? body
+  } catch {
+    return body
+  }
+}
+
+/** Devices llama.cpp placed the model on, from its log ("using device CUDA0 …"); the CPU otherwise. */
+function devicesInLog(log: string): string[] {
+  const found = [...log.matchAll(/using device (\S+)/g)].map((m) => m[1]!)
+  return found.length > 0 ? [...new Set(found)] : ['CPU']
+}
+
+function decodeBase64Floats(base64: string): Float32Array {
+  const bytes = Buffer.from(base64, 'base64')
+  const copy = new Uint8Array(bytes) // aligned for the float view
+  return new Float32Array(copy.buffer, 0, copy.byteLength / 4)
+}
+
+/** Writes the first `dimensions` values of `vector`, scaled to unit length, at `offset`. */
+function normaliseInto(out: Float32Array, offset: number, vector: Float32Array, dimensions: number): void {
+  let sum = 0
+  for (let d = 0; d < dimensions; d++) sum += vector[d]! * vector[d]!
+  const scale = sum > 0 ? 1 / Math.sqrt(sum) : 0
+  for (let d = 0; d < dimensions; d++) out[offset + d] = vector[d]! * scale
+}
+
+function residentBytesOf(pid: number): number {
+  try {
+    const kb = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
+    if (kb) return Number(kb) * 1024
+  } catch {
+    // not Linux, or gone
+  }
+  try {
+    return Number(execFileSync('ps', ['-o', 'rss=', '-p', String(pid)], { encoding: 'utf8' }).trim()) * 1024
+  } catch {
+    return 0
+  }
+}

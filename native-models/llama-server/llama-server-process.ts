@@ -1,0 +1,197 @@
+/**
+ * One llama-server child process: started on a private loopback port with its own random key,
+ * ready when its /health says so, its log tail kept to explain a crash, and never outliving the
+ * server (the kernel kills it when its parent dies, where the platform allows).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { createServer } from 'node:net'
+import { ModelError } from '../errors.ts'
+
+const LOG_TAIL_BYTES = 8192
+const HEALTH_POLL_MS = 15
+const MAX_SEND_ATTEMPTS = 3
+
+export interface LlamaServerStart {
+  program: string
+  args: string[]
+  /** Named in errors. */
+  modelId: string
+  loadTimeoutMs: number
+  /** Copy the engine's log to this process's stderr (HEARTH_ENGINE_LOG=1). */
+  forwardLog: boolean
+}
+
+export class LlamaServerProcess {
+  private logTail = ''
+  private exited = false
+  private exitReason = 'stopped'
+  private readonly exitListeners: Array<() => void> = []
+
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly baseUrl: string,
+    private readonly key: string,
+    private readonly modelId: string,
+    forwardLog: boolean,
+  ) {
+    const keepTail = (chunk: Buffer) => {
+      this.logTail = (this.logTail + chunk.toString('utf8')).slice(-LOG_TAIL_BYTES)
+      if (forwardLog) process.stderr.write(chunk)
+    }
+    child.stdout?.on('data', keepTail)
+    child.stderr?.on('data', keepTail)
+    child.on('error', () => undefined) // 'exit' follows and reports it
+    child.on('exit', (code, signal) => {
+      this.exited = true
+      this.exitReason = signal ? `was killed by ${signal}` : `exited with code ${code}`
+      for (const listener of this.exitListeners.splice(0)) listener()
+    })
+  }
+
+  static async start(options: LlamaServerStart): Promise<LlamaServerProcess> {
+    const port = await freeLoopbackPort()
+    const key = randomBytes(24).toString('base64url')
+    const args = [...options.args, '--host', '127.0.0.1', '--port', String(port)]
+    const [command, commandArgs] = orphanSafe(options.program, args)
+    const child = spawn(command, commandArgs, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      // The key stays out of `ps`: llama-server reads it from the environment.
+      env: { ...process.env, LLAMA_API_KEY: key },
+    })
+    const engine = new LlamaServerProcess(child, `http://127.0.0.1:${port}`, key, options.modelId, options.forwardLog)
+    try {
+      await engine.waitUntilHealthy(options.loadTimeoutMs)
+    } catch (e) {
+      engine.kill()
+      throw e
+    }
+    return engine
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid
+  }
+
+  get alive(): boolean {
+    return !this.exited
+  }
+
+  /** The engine's own log so far (the last few KiB). */
+  get log(): string {
+    return this.logTail
+  }
+
+  onExit(listener: () => void): void {
+    if (this.exited) listener()
+    else this.exitListeners.push(listener)
+  }
+
+  /** A request to the engine; a dead engine or a refused connection is `engine_crashed`. */
+  async request(path: string, init: { method?: string; body?: unknown; signal?: AbortSignal } = {}): Promise<Response> {
+    const body = init.body === undefined ? undefined : JSON.stringify(init.body)
+    for (let attempt = 1; ; attempt++) {
+      if (this.exited) throw this.crashError()
+      try {
+        return await fetch(`${this.baseUrl}${path}`, {
+          method: init.method ?? (body === undefined ? 'GET' : 'POST'),
+          headers: { authorization: `Bearer ${this.key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          body,
+          signal: init.signal,
+        })
+      } catch (e) {
+        if (init.signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
+        // A kept-alive connection the engine closed just as we reused it: the request never
+        // reached it, so it is sent again on a fresh connection.
+        if (attempt < MAX_SEND_ATTEMPTS && this.alive && isClosedConnection(e)) continue
+        throw await this.failureOf(e)
+      }
+    }
+  }
+
+  /** What a failed exchange means: the engine died (wait briefly for its exit to know), or it broke. */
+  async failureOf(e: unknown): Promise<ModelError> {
+    if (e instanceof ModelError) return e
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 200)
+      this.onExit(() => (clearTimeout(timer), resolve()))
+    })
+    if (this.exited) return this.crashError()
+    const cause = (e as { cause?: { code?: string; message?: string } }).cause
+    const detail = cause ? ` (${cause.code ?? cause.message})` : ''
+    return new ModelError('internal_error', `the engine for model "${this.modelId}" failed: ${(e as Error).message}${detail}`)
+  }
+
+  crashError(): ModelError {
+    return new ModelError('engine_crashed', `the engine for model "${this.modelId}" ${this.exitReason}; the next request reloads it${this.tellingLine()}`)
+  }
+
+  async stop(): Promise<void> {
+    if (this.exited) return
+    const gone = new Promise<void>((resolve) => this.onExit(resolve))
+    this.child.kill('SIGTERM')
+    const killTimer = setTimeout(() => this.kill(), 3_000)
+    await gone
+    clearTimeout(killTimer)
+  }
+
+  kill(): void {
+    if (!this.exited) this.child.kill('SIGKILL')
+  }
+
+  private async waitUntilHealthy(timeoutMs: number): Promise<void> {
+    const deadline = performance.now() + timeoutMs
+    while (performance.now() < deadline) {
+      if (this.exited) {
+        throw new ModelError('engine_load_failed', `model "${this.modelId}" failed to load: the engine ${this.exitReason}${this.tellingLine()}`)
+      }
+      try {
+        const res = await fetch(`${this.baseUrl}/health`, { signal: AbortSignal.timeout(1_000) })
+        await res.body?.cancel()
+        if (res.status === 200) return
+      } catch {
+        // not listening yet
+      }
+      await new Promise((resolve) => setTimeout(resolve, HEALTH_POLL_MS))
+    }
+    throw new ModelError('engine_load_failed', `model "${this.modelId}" did not load within ${timeoutMs} ms${this.tellingLine()}`)
+  }
+
+  /** The log line that best explains a failure, for the error message. */
+  private tellingLine(): string {
+    const lines = this.logTail.trim().split('\n').filter(Boolean)
+    const telling = lines.findLast((l) => /error|failed|abort|exception|terminate/i.test(l)) ?? lines.at(-1)
+    return telling ? ` (engine log: ${telling.trim().slice(0, 300)})` : ''
+  }
+}
+
+function isClosedConnection(e: unknown): boolean {
+  const code = (e as { cause?: { code?: string } }).cause?.code
+  return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE'
+}
+
+/** A port nobody listens on now; llama-server binds it a moment later. */
+function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', reject)
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number }
+      probe.close(() => resolve(port))
+    })
+  })
+}
+
+const hasSetpriv = process.platform === 'linux' && spawnSync('setpriv', ['--version'], { stdio: 'ignore' }).status === 0
+
+/**
+ * Linux kills the engine when its parent dies (even by SIGKILL) through the parent-death signal,
+ * which util-linux's setpriv sets before it execs the engine (same pid, no extra process). Elsewhere
+ * a small shell watches the parent and takes the engine down with it.
+ */
+function orphanSafe(program: string, args: string[]): [string, string[]] {
+  if (hasSetpriv) return ['setpriv', ['--pdeathsig', 'KILL', '--', program, ...args]]
+  if (process.platform === 'win32') return [program, args]
+  const watch = `"$@" & child=$!; while kill -0 ${process.pid} 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 1; done; kill -9 $child 2>/dev/null; wait $child`
+  return ['/bin/sh', ['-c', watch, 'llama-server', program, ...args]]
+}
