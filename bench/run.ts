@@ -1,8 +1,9 @@
 /**
- * `npm run bench -- [--base-url URL --api-key KEY] [--model ID] [--embedding-model ID] [--translation-model ID]
- *  [--threads N] [--only chat,concurrency,embeddings,translation,…]`
- * Measures Hearth (or any OpenAI-compatible server at --base-url) against the bindings driven
- * directly, and prints each figure with its target. Not a test: numbers vary with the machine.
+ * `npm run bench -- [--runs N] [--only real-size,overhead,embeddings,translation]`
+ * Measures Hearth against the upstream programs it runs, built from the same source (see
+ * bench/upstream-bench.ts), and prints each figure with its target. Not a test: numbers vary with
+ * the machine. Translation still runs on the whisper binding, so it is measured against that
+ * binding driven directly.
  *
  * With two servers (`--base-url A --base-url B`, a key and model ids per server or one for both)
  * it runs bench/compare.ts instead: the same workload on both and the ratio per figure.
@@ -12,11 +13,9 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
-import { runChatBench } from './chat-bench.ts'
-import { runConcurrencyBench } from './concurrency-bench.ts'
 import { COMPARE_FLAGS, compareFromFlags } from './compare.ts'
-import { runEmbeddingsBench } from './embeddings-bench.ts'
 import { runTranslationBench, translationBenchInputs } from './translation-bench.ts'
+import { runUpstreamBench } from './upstream-bench.ts'
 
 // The same flags as the two-server comparison, which takes over when two --base-url are given.
 const { values: flags } = parseArgs({ options: { ...COMPARE_FLAGS, runs: { type: 'string', default: '5' } } })
@@ -51,19 +50,14 @@ async function embeddingModelPath(): Promise<string> {
   return path
 }
 
-const results: Record<string, Record<string, number>> = {}
-const common = { baseUrl: flags['base-url']?.[0], apiKey: flags['api-key']?.[0], threads, runs }
-const chatModel = flags.model?.[0]
-if (wanted('chat')) results.chat = await runChatBench({ ...common, model: chatModel, modelPath: await chatModelPath() })
-if (wanted('concurrency')) {
-  // The issue's target is for 2 threads; --threads still wins when given.
-  const concurrencyThreads = flags.threads === undefined ? 2 : threads
-  results.concurrency = await runConcurrencyBench({ ...common, threads: concurrencyThreads, model: chatModel, modelPath: await chatModelPath() })
-}
-if (wanted('embeddings')) {
-  results.embeddings = await runEmbeddingsBench({ ...common, model: flags['embedding-model']?.[0], modelPath: await embeddingModelPath() })
-}
+const results: Record<string, Record<string, number>> = await runUpstreamBench({
+  smallChatModel: await chatModelPath(),
+  embeddingModel: await embeddingModelPath(),
+  runs,
+  only: wanted,
+})
 if (wanted('translation')) {
+  const common = { baseUrl: flags['base-url']?.[0], apiKey: flags['api-key']?.[0], threads, runs }
   results.translation = await runTranslationBench({ ...common, model: flags['translation-model']?.[0], ...(await translationBenchInputs()) })
 }
 console.log(`\n${JSON.stringify(results, null, 2)}`)

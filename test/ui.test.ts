@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ensureUiBuilt } from '../main/cli/build-ui.ts'
 import { FakeHub } from './support/fake-hub.ts'
 import { PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'
+import { llamaBuild } from './support/upstream-llama-server.ts'
 import { makePng } from './support/test-images.ts'
 import { writeTinyLlama, writeTinyMmproj, writeTinyWhisper } from './support/tiny-models.ts'
 
@@ -306,6 +307,14 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
     expect(await page.getByTestId('snippet').textContent()).not.toContain(key)
     // The live log lists the requests the page and the tests made.
     await expect.poll(() => page.getByTestId('request-log').getByText('POST /v1/chat/completions').count()).toBeGreaterThan(0)
+    // What runs the models: llama.cpp built here, its commit and CPU features (or the fallback, loudly).
+    const engine = page.getByTestId('engine-card')
+    if (llamaBuild) {
+      await expect.poll(() => engine.textContent()).toContain(`llama.cpp ${llamaBuild.commit.slice(0, 7)}, built on this machine`)
+      expect(await engine.textContent()).toContain(llamaBuild.cpuFeatures[0] ?? 'baseline')
+    } else {
+      await expect.poll(() => engine.textContent()).toContain('npm run build:engines')
+    }
     await shot('server')
 
     await page.getByRole('button', { name: 'Regenerate…' }).click()

@@ -13,7 +13,7 @@
  * (the row length), as `@huggingface/gguf` and llama.cpp's logs print them. So a
  * PyTorch Linear weight of [out, in] is written here as shape [in, out].
  */
-import { writeFileSync } from 'node:fs'
+import { closeSync, openSync, writeFileSync, writeSync } from 'node:fs'
 
 export const GGUF_MAGIC = 0x46554747 // "GGUF" read as a little-endian u32
 export const GGUF_VERSION = 3
@@ -230,6 +230,54 @@ export function tensorBytes(type: GgmlTensorType, data: Float32Array): Uint8Arra
 
 /** Serialize a GGUF v3 file to bytes. */
 export function encodeGguf(file: GgufFile): Buffer {
+  const blobs = file.tensors.map((t) => {
+    const n = t.shape.reduce((a, b) => a * b, 1)
+    if (t.shape.length < 1 || t.shape.length > 4) throw new Error(`${t.name}: ggml tensors have 1..4 dims`)
+    if (n !== t.data.length) throw new Error(`${t.name}: shape ${t.shape.join('x')} needs ${n} values, got ${t.data.length}`)
+    return tensorBytes(t.type, t.data)
+  })
+  const { header, alignment } = encodeHeader(file, blobs.map((b) => b.length))
+  const w = new ByteWriter()
+  w.bytes(header)
+  for (const b of blobs) {
+    w.bytes(b)
+    w.pad(alignment)
+  }
+  return w.result()
+}
+
+/** A tensor whose values are made only when it is written (real-size models do not fit in one buffer). */
+export interface LazyGgufTensor {
+  name: string
+  shape: readonly number[]
+  type: GgmlTensorType
+  data: () => Float32Array
+}
+
+/** Writes a GGUF tensor by tensor, holding one tensor's data at a time. */
+export function writeGgufLazily(path: string, file: { metadata: readonly GgufEntry[]; tensors: readonly LazyGgufTensor[] }): void {
+  const bytesPer = { F32: 4, F16: 2 } as const
+  const sizes = file.tensors.map((t) => t.shape.reduce((a, b) => a * b, 1) * bytesPer[t.type])
+  const { header, alignment } = encodeHeader(file, sizes)
+  const fd = openSync(path, 'w')
+  try {
+    writeSync(fd, header)
+    for (const t of file.tensors) {
+      const bytes = tensorBytes(t.type, t.data())
+      writeSync(fd, bytes)
+      const pad = (alignment - (bytes.length % alignment)) % alignment
+      if (pad) writeSync(fd, new Uint8Array(pad))
+    }
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** Everything before the tensor data: header, metadata, tensor infos (offsets from `byteLengths`), padding. */
+function encodeHeader(
+  file: { metadata: readonly GgufEntry[]; tensors: readonly { name: string; shape: readonly number[]; type: GgmlTensorType }[]; alignment?: number },
+  byteLengths: number[],
+): { header: Buffer; alignment: number } {
   const metadata = [...file.metadata]
   const declaredAlignment = metadata.find((e) => e.key === 'general.alignment')
   const declared = declaredAlignment?.type === 'uint32' ? declaredAlignment.value : undefined
@@ -246,13 +294,6 @@ export function encodeGguf(file: GgufFile): Buffer {
     if (seenKeys.has(e.key)) throw new Error(`duplicate metadata key ${e.key}`)
     seenKeys.add(e.key)
   }
-
-  const blobs = file.tensors.map((t) => {
-    const n = t.shape.reduce((a, b) => a * b, 1)
-    if (t.shape.length < 1 || t.shape.length > 4) throw new Error(`${t.name}: ggml tensors have 1..4 dims`)
-    if (n !== t.data.length) throw new Error(`${t.name}: shape ${t.shape.join('x')} needs ${n} values, got ${t.data.length}`)
-    return tensorBytes(t.type, t.data)
-  })
 
   const w = new ByteWriter()
   w.u32(GGUF_MAGIC)
@@ -271,16 +312,11 @@ export function encodeGguf(file: GgufFile): Buffer {
     for (const d of t.shape) w.u64(d)
     w.u32(GGML_TYPE[t.type])
     w.u64(offset)
-    offset += blobs[i]!.length
+    offset += byteLengths[i]!
     offset += (alignment - (offset % alignment)) % alignment
   })
-
   w.pad(alignment)
-  for (const b of blobs) {
-    w.bytes(b)
-    w.pad(alignment)
-  }
-  return w.result()
+  return { header: w.result(), alignment }
 }
 
 /** Write a GGUF v3 file. */

@@ -17,6 +17,14 @@ export interface ServerInfo {
   key_file: string | null
 }
 
+/** What runs the models (`GET /api/system` → `engine`). */
+export interface EngineInfo {
+  name: 'llama-server' | 'prebuilt-binding'
+  commit: string | null
+  cpu_features: string[]
+  gpu_backend: string
+}
+
 export interface RequestRecord {
   id: string
   time: string
@@ -33,6 +41,7 @@ const RECONNECT_MS = 3000
 
 class ServerStore {
   info = $state<ServerInfo | undefined>(undefined)
+  engine = $state<EngineInfo | undefined>(undefined)
   error = $state<string | undefined>(undefined)
   requests = $state<RequestRecord[]>([])
   logState = $state<'off' | 'live' | 'reconnecting' | 'unavailable'>('off')
@@ -46,6 +55,7 @@ class ServerStore {
   async refresh(): Promise<void> {
     try {
       this.info = await api.json<ServerInfo>('/api/server')
+      this.engine = (await api.json<{ engine?: EngineInfo }>('/api/system')).engine
       this.error = undefined
     } catch (e) {
       this.error = e instanceof ApiError && e.missingEndpoint ? 'This server does not describe itself yet' : (e as Error).message

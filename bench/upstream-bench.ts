@@ -1,0 +1,323 @@
+/**
+ * Hearth against the program it runs: llama.cpp's own llama-server, built from the same pinned
+ * source with the same options, on the same model file, with the same command line (Hearth's
+ * llama-server-args), one inference thread each, both engines pinned to the same core (taskset),
+ * runs interleaved, medians. Hearth's own Node process and this client share the other core.
+ *
+ * Figures and targets (issue 11):
+ * - real-size model (TinyLlama-1.1B shape, random weights, Q4_K_M): decode ≥ 0.97×, prompt
+ *   processing of a ≈700-token prompt ≥ 0.97×, 4 concurrent streams ≥ 0.95×; second turn's first
+ *   token ≤ 1.1× llama-server's and ≥ 5× faster than the first turn's; after an unload and reload
+ *   ≤ 1.5× llama-server's warm second turn;
+ * - stories260K: first token ≤ +3 ms, CPU per token ≤ 1.10×;
+ * - embeddings (256 texts, one request) ≥ 0.95×.
+ */
+import { execFileSync, spawn } from 'node:child_process'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs'
+import { availableParallelism, tmpdir } from 'node:os'
+import { basename, join } from 'node:path'
+import type { EngineLoadSpec } from '../native-models/engine/engine-protocol.ts'
+import { engineCacheDir, findLlamaBuild, programPath, type LlamaBuild } from '../native-models/llama-server/llama-build.ts'
+import { llamaServerArgs } from '../native-models/llama-server/llama-server-args.ts'
+import { engineProcessIds } from '../test/support/process-stats.ts'
+import { writeRealSizeLlama } from '../test/support/real-size-model.ts'
+import { startTestServer, type TestServer } from '../test/support/server-process.ts'
+import { fmt, median } from './bench-server.ts'
+
+const ENGINE_CORE = String(availableParallelism() - 1)
+const CLIENT_CORES = availableParallelism() > 1 ? `0-${availableParallelism() - 2}` : '0'
+
+interface Endpoint {
+  url: string
+  headers: Record<string, string>
+  model: string
+}
+
+interface Stream {
+  ttftMs: number
+  decodePerSecond: number
+  promptTokens: number
+  cachedTokens: number
+  completionTokens: number
+}
+
+/** The model file the real-size figures use, made once and kept in the engine cache. */
+export function realSizeModel(build: LlamaBuild): string {
+  const dir = join(engineCacheDir(), 'bench-models')
+  const path = join(dir, 'random-tinyllama-1.1b-Q4_K_M.gguf')
+  if (existsSync(path)) return path
+  mkdirSync(dir, { recursive: true })
+  const f16 = join(dir, 'random-tinyllama-1.1b-F16.gguf.partial')
+  console.log('writing a random-weight TinyLlama-1.1B-shaped model (F16, 2.2 GB), then quantizing it to Q4_K_M…')
+  writeRealSizeLlama(f16)
+  execFileSync(programPath(build.dir, 'llama-quantize'), [f16, `${path}.partial`, 'Q4_K_M', String(availableParallelism())], { stdio: 'ignore' })
+  renameSync(`${path}.partial`, path)
+  rmSync(f16)
+  return path
+}
+
+/** Upstream llama-server on `file` with the command line Hearth would give it. */
+async function startUpstream(build: LlamaBuild, spec: EngineLoadSpec): Promise<{ endpoint: Endpoint; pid: number; stop: () => Promise<void> }> {
+  const port = 20_000 + Math.floor(Math.random() * 20_000)
+  const args = [...llamaServerArgs(spec), '--host', '127.0.0.1', '--port', String(port)]
+  const child = spawn('taskset', ['-c', ENGINE_CORE, programPath(build.dir, 'llama-server'), ...args], { stdio: 'ignore' })
+  const url = `http://127.0.0.1:${port}`
+  for (let i = 0; !(await fetch(`${url}/health`).then((r) => r.ok, () => false)); i++) {
+    if (i > 4000 || child.exitCode !== null) throw new Error('upstream llama-server did not start')
+    await sleep(15)
+  }
+  const exited = new Promise((r) => child.once('exit', r))
+  return {
+    endpoint: { url, headers: {}, model: spec.modelId },
+    pid: child.pid!,
+    stop: async () => {
+      child.kill('SIGTERM')
+      await exited
+    },
+  }
+}
+
+/** Hearth serving `file`, its Node process on the client cores and its engine on the engine core. */
+async function startHearth(file: string, modelId: string, extraArgs: string[]): Promise<{ endpoint: Endpoint; server: TestServer; pin: () => number }> {
+  const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-upstream-bench-'))
+  copyFileSync(file, join(modelsDir, `${modelId}.gguf`))
+  const server = await startTestServer({ modelsDir, threads: 1, args: extraArgs })
+  execFileSync('taskset', ['-a', '-p', '-c', CLIENT_CORES, String(server.process.pid)], { stdio: 'ignore' })
+  const endpoint = { url: server.url, headers: { authorization: `Bearer ${server.apiKey}` }, model: modelId }
+  return {
+    endpoint,
+    server,
+    // Called once the engine is up: it goes to the engine core, as upstream's does.
+    pin: () => {
+      const [pid] = engineProcessIds(server.process.pid)
+      if (pid === undefined) throw new Error('no engine process to pin')
+      execFileSync('taskset', ['-a', '-p', '-c', ENGINE_CORE, String(pid)], { stdio: 'ignore' })
+      return pid
+    },
+  }
+}
+
+async function stream(endpoint: Endpoint, messages: unknown[], maxTokens: number): Promise<Stream> {
+  const started = performance.now()
+  const res = await fetch(`${endpoint.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...endpoint.headers },
+    body: JSON.stringify({ model: endpoint.model, messages, max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } }),
+  })
+  if (!res.ok) throw new Error(`${endpoint.url}: ${res.status} ${await res.text()}`)
+  let first = 0
+  let last = 0
+  let usage: { prompt_tokens: number; completion_tokens: number; prompt_tokens_details?: { cached_tokens?: number } } | undefined
+  let cacheN = 0
+  let buffered = ''
+  const decoder = new TextDecoder()
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    buffered += decoder.decode(chunk, { stream: true })
+    let end
+    while ((end = buffered.indexOf('\n\n')) >= 0) {
+      const line = buffered.slice(0, end).replace(/^data: /, '')
+      buffered = buffered.slice(end + 2)
+      if (!line.startsWith('{')) continue
+      const event = JSON.parse(line)
+      if (event.choices?.[0]?.delta?.content) {
+        last = performance.now()
+        first ||= last
+      }
+      usage = event.usage ?? usage
+      cacheN = event.timings?.cache_n ?? cacheN
+    }
+  }
+  const completion = usage?.completion_tokens ?? 0
+  return {
+    ttftMs: first - started,
+    decodePerSecond: completion > 1 ? ((completion - 1) * 1000) / (last - first) : 0,
+    promptTokens: usage?.prompt_tokens ?? 0,
+    cachedTokens: usage?.prompt_tokens_details?.cached_tokens ?? cacheN,
+    completionTokens: completion,
+  }
+}
+
+/** CPU seconds a process and its children have used (Linux). */
+function cpuSeconds(pids: number[]): number {
+  const tick = 100
+  return pids.reduce((sum, pid) => {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+      return sum + (Number(fields[11]) + Number(fields[12])) / tick
+    } catch {
+      return sum
+    }
+  }, 0)
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const words = (n: number, salt: string) =>
+  `${salt} ` + Array.from({ length: n }, (_, i) => ['river', 'town', 'light', 'story', 'green', 'quiet', 'morning', 'book'][(i * 7) % 8]).join(' ')
+const say = (text: string) => [{ role: 'user', content: text }]
+
+function spec(modelId: string, path: string, parallel: number, contextLength: number): EngineLoadSpec {
+  return { modelId, kind: 'chat', path, projectorPath: undefined, contextLength, threads: 1, gpuLayers: 0, parallel, backend: 'default' }
+}
+
+function ratioLine(name: string, hearth: number, upstream: number, unit: string, target: string, digits = 1): number {
+  const ratio = hearth / upstream
+  console.log(`${name.padEnd(34)} hearth ${fmt(hearth, digits).padStart(9)}  llama-server ${fmt(upstream, digits).padStart(9)} ${unit.padEnd(6)} ratio ${fmt(ratio, 3)}  (target ${target})`)
+  return ratio
+}
+
+/** Decode, prompt processing and the conversation cache on the real-size model; one slot. */
+async function realSizeSingle(build: LlamaBuild, file: string, runs: number): Promise<Record<string, number>> {
+  const id = basename(file, '.gguf')
+  const upstream = await startUpstream(build, spec(id, file, 1, 4096))
+  const hearth = await startHearth(file, id, ['--parallel', '1'])
+  try {
+    await stream(hearth.endpoint, say('warm up'), 2)
+    hearth.pin()
+    await stream(upstream.endpoint, say('warm up'), 2)
+    const samples = { decode: [[], []], prompt: [[], []], turn1: [[], []], turn2: [[], []] } as Record<string, [number[], number[]]>
+    for (let run = 0; run < runs; run++) {
+      for (const [side, endpoint] of [[0, hearth.endpoint], [1, upstream.endpoint]] as const) {
+        const decode = await stream(endpoint, say(`run ${run} tell a story`), 64)
+        samples.decode![side].push(decode.decodePerSecond)
+        // A prompt of about 700 tokens that no cache holds (it starts with this run's own words).
+        const long = words(690, `${side}-${run}-${Math.random()}`)
+        const first = await stream(endpoint, say(long), 1)
+        samples.prompt![side].push(((first.promptTokens - first.cachedTokens) * 1000) / first.ttftMs)
+        samples.turn1![side].push(first.ttftMs)
+        const second = await stream(endpoint, [...say(long), { role: 'assistant', content: 'river' }, ...say('and then?')], 1)
+        samples.turn2![side].push(second.ttftMs)
+      }
+    }
+    const m = (k: string, side: 0 | 1) => median(samples[k]![side])
+    const figures: Record<string, number> = {}
+    figures.decode_ratio = ratioLine('decode (64 tokens)', m('decode', 0), m('decode', 1), 'tok/s', '≥ 0.97')
+    figures.prompt_ratio = ratioLine('prompt processing (~700 tokens)', m('prompt', 0), m('prompt', 1), 'tok/s', '≥ 0.97')
+    figures.second_turn_ttft_ratio = ratioLine('second turn, first token', m('turn2', 0), m('turn2', 1), 'ms', '≤ 1.1', 1)
+    figures.second_turn_speedup = m('turn1', 0) / m('turn2', 0)
+    console.log(`${'second turn vs first turn (hearth)'.padEnd(34)} ${fmt(figures.second_turn_speedup, 1)}× faster to the first token (target ≥ 5×)`)
+
+    // A conversation after its model was unloaded and loaded again: restored from the slot cache.
+    const long = words(690, `reload-${Math.random()}`)
+    await stream(hearth.endpoint, say(long), 1)
+    await fetch(`${hearth.endpoint.url}/api/models/${id}/unload`, { method: 'POST', headers: hearth.endpoint.headers })
+    await fetch(`${hearth.endpoint.url}/api/models/${id}/load`, { method: 'POST', headers: hearth.endpoint.headers })
+    hearth.pin()
+    const restored = await stream(hearth.endpoint, [...say(long), { role: 'assistant', content: 'river' }, ...say('and then?')], 1)
+    figures.reload_ttft_ratio = ratioLine('second turn after unload + reload', restored.ttftMs, m('turn2', 1), 'ms', '≤ 1.5')
+    for (const [k, v] of Object.entries(samples)) {
+      figures[`hearth_${k}`] = median(v[0])
+      figures[`upstream_${k}`] = median(v[1])
+    }
+    return figures
+  } finally {
+    await hearth.server.stop()
+    await upstream.stop()
+  }
+}
+
+/** Four streams at once on four slots: aggregate decode rate. */
+async function realSizeConcurrent(build: LlamaBuild, file: string, runs: number): Promise<Record<string, number>> {
+  const id = basename(file, '.gguf')
+  const upstream = await startUpstream(build, spec(id, file, 4, 1024))
+  const hearth = await startHearth(file, id, ['--parallel', '4'])
+  try {
+    await stream(hearth.endpoint, say('warm up'), 2)
+    hearth.pin()
+    const aggregate = async (endpoint: Endpoint, run: number) => {
+      const started = performance.now()
+      const all = await Promise.all([0, 1, 2, 3].map((k) => stream(endpoint, say(`stream ${k} run ${run}`), 48)))
+      return (all.reduce((s, r) => s + r.completionTokens, 0) * 1000) / (performance.now() - started)
+    }
+    const h: number[] = []
+    const u: number[] = []
+    for (let run = 0; run < runs; run++) {
+      h.push(await aggregate(hearth.endpoint, run))
+      u.push(await aggregate(upstream.endpoint, run))
+    }
+    return { concurrent_ratio: ratioLine('4 concurrent streams, aggregate', median(h), median(u), 'tok/s', '≥ 0.95'), hearth_concurrent: median(h), upstream_concurrent: median(u) }
+  } finally {
+    await hearth.server.stop()
+    await upstream.stop()
+  }
+}
+
+/** The small model: what Hearth adds per request (first token) and per token (CPU). */
+async function overhead(build: LlamaBuild, file: string, runs: number): Promise<Record<string, number>> {
+  const id = basename(file, '.gguf')
+  const upstream = await startUpstream(build, spec(id, file, 1, 2048))
+  const hearth = await startHearth(file, id, ['--parallel', '1'])
+  try {
+    await stream(hearth.endpoint, say('warm up'), 2)
+    const enginePid = hearth.pin()
+    await stream(upstream.endpoint, say('warm up'), 2)
+    const ttft: [number[], number[]] = [[], []]
+    const cpu: [number[], number[]] = [[], []]
+    for (let run = 0; run < runs * 2; run++) {
+      for (const side of [0, 1] as const) {
+        const endpoint = side ? upstream.endpoint : hearth.endpoint
+        const pids = side ? [upstream.pid] : [hearth.server.process.pid!, enginePid]
+        ttft[side].push((await stream(endpoint, say(`Once upon a time ${run}`), 1)).ttftMs)
+        const before = cpuSeconds(pids)
+        const long = await stream(endpoint, say(`The little dog ${run}`), 400)
+        cpu[side].push(((cpuSeconds(pids) - before) * 1e6) / long.completionTokens)
+      }
+    }
+    const added = median(ttft[0]) - median(ttft[1])
+    console.log(`${'first token, stories260K'.padEnd(34)} hearth ${fmt(median(ttft[0]), 2)} ms  llama-server ${fmt(median(ttft[1]), 2)} ms  added ${fmt(added, 2)} ms  (target ≤ +3 ms)`)
+    const cpuRatio = ratioLine('CPU per token, stories260K', median(cpu[0]), median(cpu[1]), 'µs', '≤ 1.10')
+    return { ttft_added_ms: added, cpu_per_token_ratio: cpuRatio, hearth_cpu_us_per_token: median(cpu[0]), upstream_cpu_us_per_token: median(cpu[1]) }
+  } finally {
+    await hearth.server.stop()
+    await upstream.stop()
+  }
+}
+
+/** 256 short texts in one request. */
+async function embeddings(build: LlamaBuild, file: string, runs: number): Promise<Record<string, number>> {
+  const id = basename(file, '.gguf')
+  const contextLength = 512
+  const upstream = await startUpstream(build, { ...spec(id, file, 1, contextLength), kind: 'embedding' })
+  const hearth = await startHearth(file, id, [])
+  const texts = Array.from({ length: 256 }, (_, i) => words(5 + (i % 8), `sentence ${i}`))
+  const embed = async (endpoint: Endpoint) => {
+    const started = performance.now()
+    const res = await fetch(`${endpoint.url}/v1/embeddings`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...endpoint.headers },
+      body: JSON.stringify({ model: endpoint.model, input: texts, encoding_format: 'base64' }),
+    })
+    if (!res.ok) throw new Error(`${endpoint.url}: ${res.status} ${await res.text()}`)
+    await res.text()
+    return (texts.length * 1000) / (performance.now() - started)
+  }
+  try {
+    await embed(hearth.endpoint)
+    hearth.pin()
+    await embed(upstream.endpoint)
+    const h: number[] = []
+    const u: number[] = []
+    for (let run = 0; run < runs; run++) {
+      h.push(await embed(hearth.endpoint))
+      u.push(await embed(upstream.endpoint))
+    }
+    return { embeddings_ratio: ratioLine('embeddings, 256 texts in one request', median(h), median(u), '/s', '≥ 0.95'), hearth_eps: median(h), upstream_eps: median(u) }
+  } finally {
+    await hearth.server.stop()
+    await upstream.stop()
+  }
+}
+
+export async function runUpstreamBench(options: { smallChatModel: string; embeddingModel: string; runs: number; only: (name: string) => boolean }) {
+  const build = findLlamaBuild()
+  if (!build) throw new Error('llama.cpp is not built on this machine: npm run build:engines')
+  console.log(`\n# Hearth vs llama-server (llama.cpp ${build.commit.slice(0, 7)}, CPU ${build.cpuFeatures.join(' ')}), 1 thread, engines on core ${ENGINE_CORE}`)
+  const results: Record<string, Record<string, number>> = {}
+  if (options.only('real-size')) {
+    const file = realSizeModel(build)
+    results.real_size = await realSizeSingle(build, file, options.runs)
+    results.real_size_concurrent = await realSizeConcurrent(build, file, Math.max(2, Math.ceil(options.runs / 2)))
+  }
+  if (options.only('overhead')) results.overhead = await overhead(build, options.smallChatModel, options.runs)
+  if (options.only('embeddings')) results.embeddings = await embeddings(build, options.embeddingModel, options.runs)
+  return results
+}

@@ -1,0 +1,127 @@
+/**
+ * The llama-server engine through the real server: what it reports of itself, the prompt cache
+ * within and across loads, a crash explained by its log, and what a machine without a build gets.
+ */
+import { spawnSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import OpenAI from 'openai'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { LLAMA_SOURCE } from '../native-models/llama-server/pinned-source.ts'
+import { engineProcessIds } from './support/process-stats.ts'
+import { PROJECT_ROOT, postJson, startTestServer, type TestServer } from './support/server-process.ts'
+import { writeTinyLlama } from './support/tiny-models.ts'
+import { llamaBuild } from './support/upstream-llama-server.ts'
+
+const WORDS = 'the quick brown fox jumps over the lazy dog and runs into the green wood '.repeat(12)
+
+if (!llamaBuild) console.warn('*** SKIPPED: llama.cpp is not built on this machine (npm run build:engines); the llama-server engine suite cannot run')
+
+describe.skipIf(!llamaBuild)('the llama-server engine', () => {
+  let modelsDir: string
+  let dataDir: string
+  let server: TestServer
+  let client: OpenAI
+
+  beforeAll(async () => {
+    modelsDir = mkdtempSync(join(tmpdir(), 'hearth-llama-server-'))
+    dataDir = mkdtempSync(join(tmpdir(), 'hearth-llama-server-data-'))
+    writeTinyLlama(join(modelsDir, 'chat.gguf'), { contextLength: 2048 })
+    server = await startTestServer({ modelsDir, dataDir })
+    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: server.apiKey })
+  })
+
+  afterAll(async () => {
+    await server?.stop()
+  })
+
+  const turn = (content: string) => client.chat.completions.create({ model: 'chat', messages: [{ role: 'user', content }], max_tokens: 4 })
+
+  it('says what it runs: the pinned commit, the CPU features it was built for, its GPU backend', async () => {
+    await postJson(server, '/api/models/chat/load', {})
+    const system = await (await fetch(`${server.url}/api/system`, { headers: { authorization: `Bearer ${server.apiKey}` } })).json()
+    expect(system.engine).toEqual({
+      name: 'llama-server',
+      commit: LLAMA_SOURCE.commit,
+      cpu_features: llamaBuild!.cpuFeatures,
+      gpu_backend: llamaBuild!.gpu,
+    })
+    expect(system.loaded).toEqual([expect.objectContaining({ id: 'chat', engine: 'llama-server', rss_bytes: expect.any(Number) })])
+    expect(system.loaded[0].rss_bytes).toBeGreaterThan(1_000_000)
+    expect(engineProcessIds(server.process.pid)).toHaveLength(1)
+  })
+
+  it('reuses the first turn of a conversation for the second, and says how much in usage', async () => {
+    const first = await turn(`${WORDS} first`)
+    expect(first.usage!.prompt_tokens).toBeGreaterThan(150)
+    const second = await turn(`${WORDS} second`)
+    const cached = second.usage!.prompt_tokens_details!.cached_tokens!
+    // All of the shared beginning comes from the cache; only the differing end is computed.
+    expect(cached).toBeGreaterThan(first.usage!.prompt_tokens - 10)
+    expect(cached).toBeLessThan(second.usage!.prompt_tokens)
+  })
+
+  it('keeps a conversation cached across an unload and a load, in the data folder', async () => {
+    await turn(`${WORDS} before the unload`)
+    const unloaded = await postJson(server, '/api/models/chat/unload', {})
+    expect(unloaded.json.was_loaded).toBe(true)
+    expect(readdirSync(join(dataDir, 'slot-cache')).filter((f) => f.endsWith('.bin')).length).toBeGreaterThan(0)
+    const after = await turn(`${WORDS} after the reload`)
+    expect(after.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThan(150)
+  })
+
+  it('explains a crash with the engine log, and loads the model again on the next request', async () => {
+    await turn('hello')
+    const [pid] = engineProcessIds(server.process.pid)
+    process.kill(pid!, 'SIGSEGV')
+    await new Promise((r) => setTimeout(r, 200))
+    const again = await turn('hello again')
+    expect(again.usage!.completion_tokens).toBe(4)
+    expect(engineProcessIds(server.process.pid)).not.toContain(pid)
+  })
+})
+
+describe('without a llama.cpp build', () => {
+  it('serves chat on the prebuilt binding and says so loudly at start', async () => {
+    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-fallback-'))
+    writeTinyLlama(join(modelsDir, 'chat.gguf'))
+    const server = await startTestServer({ modelsDir, env: { HEARTH_LLAMA_BUILD_DIR: join(modelsDir, 'no-build-here') } })
+    try {
+      expect(server.output()).toMatch(/warning: llama\.cpp has not been built for this machine.*npm run build:engines/)
+      const res = await postJson(server, '/v1/chat/completions', { model: 'chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 })
+      expect(res.status).toBe(200)
+      expect(res.json.usage.completion_tokens).toBe(3)
+      const system = await (await fetch(`${server.url}/api/system`, { headers: { authorization: `Bearer ${server.apiKey}` } })).json()
+      expect(system.engine).toMatchObject({ name: 'prebuilt-binding', commit: null })
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it('the engine build names the exact command that installs what is missing', () => {
+    // A PATH with node, npm and git but no CMake and no compiler.
+    const bin = mkdtempSync(join(tmpdir(), 'hearth-no-tools-'))
+    for (const tool of ['node', 'npm', 'git', 'tar']) {
+      const found = spawnSync('which', [tool], { encoding: 'utf8' }).stdout.trim()
+      if (found) symlinkSync(found, join(bin, tool))
+    }
+    const cache = join(bin, 'cache')
+    mkdirSync(cache)
+    writeFileSync(join(cache, 'README'), 'empty engine cache')
+    const run = (args: string[]) =>
+      spawnSync(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'main/cli/build-engines.ts'), ...args], {
+        cwd: PROJECT_ROOT,
+        env: { PATH: bin, HOME: bin, HEARTH_ENGINE_CACHE: cache },
+        encoding: 'utf8',
+      })
+    const strict = run([])
+    expect(strict.status).toBe(1)
+    expect(strict.stderr).toContain('CMake was not found')
+    expect(strict.stderr).toContain('sudo apt-get install -y cmake g++ git')
+    // From npm install: the install goes on, and says what it means.
+    const soft = run(['--soft'])
+    expect(soft.status).toBe(0)
+    expect(soft.stderr).toContain('npm run build:engines')
+  })
+})

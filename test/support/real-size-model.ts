@@ -1,0 +1,92 @@
+/**
+ * A random-weight chat model of a real model's size and shape, for benchmarks: speed depends on the
+ * shapes, not on what the weights say. The default is TinyLlama-1.1B: 22 layers, 2048 wide, 32
+ * query and 4 key/value heads, FFN 5632, a 32,000-token vocabulary, ChatML. Written as F16 tensor by
+ * tensor (2.2 GB never sits in memory at once); llama-quantize makes the quantized file from it.
+ */
+import { writeGgufLazily, type LazyGgufTensor } from './gguf-writer.ts'
+import { buildSpmVocab, CHATML_TEMPLATE, createRng, llamaMetadata, TOKEN_TYPE } from './tiny-models.ts'
+
+export interface LlamaShape {
+  layers: number
+  embd: number
+  heads: number
+  kvHeads: number
+  ff: number
+  vocabularySize: number
+  contextLength: number
+}
+
+export const TINYLLAMA_1_1B: LlamaShape = {
+  layers: 22,
+  embd: 2048,
+  heads: 32,
+  kvHeads: 4,
+  ff: 5632,
+  vocabularySize: 32_000,
+  contextLength: 2048,
+}
+
+export function writeRealSizeLlama(path: string, shape: LlamaShape = TINYLLAMA_1_1B, seed = 7): void {
+  const vocab = buildSpmVocab()
+  // Filler pieces bring the vocabulary to its real size: the output layer is a real model's.
+  for (let i = 0; vocab.tokens.length < shape.vocabularySize; i++) {
+    vocab.tokens.push(`\u2581w${i}`)
+    vocab.types.push(TOKEN_TYPE.NORMAL)
+    vocab.scores.push(-vocab.tokens.length)
+  }
+  const { embd, ff, layers } = shape
+  const kvWidth = (embd / shape.heads) * shape.kvHeads
+  const nVocab = vocab.tokens.length
+  const metadata = llamaMetadata(vocab, {
+    name: 'random-tinyllama-1.1b-shape',
+    fileType: 1, // MOSTLY_F16
+    contextLength: shape.contextLength,
+    embd,
+    layers,
+    ff,
+    heads: shape.heads,
+    kvHeads: shape.kvHeads,
+    addSpacePrefix: false,
+    chatTemplate: CHATML_TEMPLATE,
+  })
+  const rng = createRng(seed)
+  const random = (name: string, dims: number[], scale = 1 / Math.sqrt(dims[0]!)): LazyGgufTensor => ({
+    name,
+    shape: dims,
+    type: 'F16',
+    data: () => {
+      const out = new Float32Array(dims[0]! * dims[1]!)
+      for (let i = 0; i < out.length; i++) out[i] = (rng() * 2 - 1) * scale
+      return out
+    },
+  })
+  const ones = (name: string): LazyGgufTensor => ({ name, shape: [embd], type: 'F32', data: () => new Float32Array(embd).fill(1) })
+
+  const tensors: LazyGgufTensor[] = [random('token_embd.weight', [embd, nVocab], 1)]
+  for (let l = 0; l < layers; l++) {
+    const p = `blk.${l}.`
+    tensors.push(
+      ones(p + 'attn_norm.weight'),
+      random(p + 'attn_q.weight', [embd, embd]),
+      random(p + 'attn_k.weight', [embd, kvWidth]),
+      random(p + 'attn_v.weight', [embd, kvWidth]),
+      random(p + 'attn_output.weight', [embd, embd]),
+      ones(p + 'ffn_norm.weight'),
+      random(p + 'ffn_gate.weight', [embd, ff]),
+      random(p + 'ffn_up.weight', [embd, ff]),
+      random(p + 'ffn_down.weight', [ff, embd]),
+    )
+  }
+  const output = random('output.weight', [embd, nVocab], 1)
+  tensors.push(ones('output_norm.weight'), {
+    ...output,
+    // Special and byte tokens never win: generation runs to its token limit, as a benchmark needs.
+    data: () => {
+      const data = output.data()
+      for (let id = 0; id < nVocab; id++) if (vocab.types[id] !== TOKEN_TYPE.NORMAL) data.fill(0, id * embd, (id + 1) * embd)
+      return data
+    },
+  })
+  writeGgufLazily(path, { metadata, tensors })
+}
