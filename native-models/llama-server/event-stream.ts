@@ -2,13 +2,13 @@
  * The `data:` payloads of a server-sent event stream, in order. llama-server sends one `data:` line
  * per event and nothing else of SSE, so this reads just that, without a parser's overhead per token.
  */
-export async function* readEventStream(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+export async function* readEventStream(body: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
   const decoder = new TextDecoder()
   let buffered = ''
-  const reader = body.getReader()
+  const iterator = body[Symbol.asyncIterator]()
   try {
     for (;;) {
-      const { value, done } = await reader.read()
+      const { value, done } = await iterator.next()
       if (done) break
       buffered += decoder.decode(value, { stream: true })
       let end: number
@@ -23,7 +23,7 @@ export async function* readEventStream(body: ReadableStream<Uint8Array>): AsyncG
     if (last !== undefined) yield last
   } finally {
     // A reader that stops early lets go of the connection.
-    void reader.cancel().catch(() => undefined)
+    await iterator.return?.()
   }
 }
 

@@ -24,6 +24,8 @@ import type {
 } from '../engine/engine-protocol.ts'
 import { programPath, type LlamaBuild } from './llama-build.ts'
 import { LlamaServerProcess } from './llama-server-process.ts'
+import type { IncomingMessage } from 'node:http'
+import { ProgressCoalescer } from '../engine/progress-coalescer.ts'
 import { readEventStream } from './event-stream.ts'
 import { llamaServerArgs } from './llama-server-args.ts'
 import { SlotCache } from './slot-cache.ts'
@@ -124,12 +126,15 @@ export class LlamaServerEngine implements Engine {
     const greedy = job.temperature === 0
     const upstream = new AbortController()
     const cancel = () => upstream.abort()
+    // Tokens that come faster than the client could want them leave together (never the first).
+    const progress = onProgress && new ProgressCoalescer(onProgress)
+    let finished = false
     signal?.addEventListener('abort', cancel, { once: true })
     try {
       if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-      const res = await this.server.request('/v1/chat/completions', {
-        signal: upstream.signal,
-        body: {
+      const res = await this.server.streamRequest(
+        '/v1/chat/completions',
+        {
           messages: job.messages,
           stream: true,
           stream_options: { include_usage: true },
@@ -149,16 +154,20 @@ export class LlamaServerEngine implements Engine {
           stop: job.stop,
           cache_prompt: true,
         },
-      })
-      if (!res.ok) throw chatError(res.status, await res.text(), limit, job)
+        upstream.signal,
+      )
+      if (res.statusCode !== 200) throw chatError(res.statusCode ?? 500, await textOf(res), limit, job)
 
       let text = ''
       let finishReason: ChatResult['finishReason'] = 'stop'
       let checked = false
       let usage: { prompt_tokens: number; completion_tokens: number } | undefined
       let timings: UpstreamTimings | undefined
-      for await (const data of readEventStream(res.body!)) {
-        if (data === '[DONE]') break
+      for await (const data of readEventStream(res)) {
+        if (data === '[DONE]') {
+          finished = true
+          break
+        }
         const event = JSON.parse(data) as UpstreamChunk
         if (event.error) throw chatError(500, JSON.stringify(event), limit, job)
         if (event.prompt_progress && !checked) {
@@ -169,7 +178,7 @@ export class LlamaServerEngine implements Engine {
         const piece = choice?.delta?.content
         if (piece) {
           text += piece
-          onProgress?.({ type: 'text', text: piece })
+          progress?.emit({ type: 'text', text: piece })
         }
         if (choice?.finish_reason) finishReason = choice.finish_reason === 'length' ? 'length' : 'stop'
         if (event.usage) usage = event.usage
@@ -177,6 +186,7 @@ export class LlamaServerEngine implements Engine {
       }
       if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
       if (!usage) throw await this.server.failureOf(new Error('the engine ended the answer early'))
+      progress?.flush()
       return {
         type: 'chat',
         text,
@@ -196,8 +206,11 @@ export class LlamaServerEngine implements Engine {
       if (e instanceof ModelError) throw e
       throw await this.server.failureOf(e)
     } finally {
+      progress?.flush() // nothing generated is left behind a timer
       signal?.removeEventListener('abort', cancel)
-      upstream.abort() // a request that ends early (context check, error) stops its work upstream
+      // A request that ends early (context check, error) stops its work upstream; one that ran to
+      // its end leaves the connection open for the next.
+      if (!finished) upstream.abort()
     }
   }
 
@@ -265,6 +278,12 @@ export class LlamaServerEngine implements Engine {
     const res = await this.server.request('/tokenize', { body: { content: text, add_special: true } })
     return ((await res.json()) as { tokens: unknown[] }).tokens.length
   }
+}
+
+async function textOf(res: IncomingMessage): Promise<string> {
+  let text = ''
+  for await (const chunk of res) text += chunk
+  return text
 }
 
 interface UpstreamTimings {
