@@ -1,21 +1,26 @@
 /**
  * Audio translation speed as a real-time factor (seconds of audio per second of wall time): one
- * file through the HTTP API (upload, decode, engine, answer) against the same samples through
- * @fugood/whisper.node in this process, same model, threads and greedy options. Target: the API
- * keeps ≥ 95 % of the direct rate. Also printed: how long decoding each test fixture takes on the
+ * file through Hearth's API (upload, decode, engine, answer) against the same file posted to
+ * whisper.cpp's own whisper-server, built from the same source with the same options, same model,
+ * one thread, greedy; both engines pinned to the same core, runs interleaved. Target: Hearth keeps
+ * ≥ 95 % of whisper-server's rate. Also printed: how long decoding each test fixture takes on the
  * server's decode workers, per format.
  *
  * Alone: `npx tsx bench/translation-bench.ts [--base-url URL --api-key KEY --model ID] [--threads N] [--runs N]`
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { closeAudioDecodeWorkers, decodeAudio, decodeAudioInWorker } from '../native-models/audio/decode-audio.ts'
-import { toPcm16 } from '../native-models/engine/audio-chunks.ts'
-import { whisperNode, type WhisperContext } from '../native-models/engine/whisper-binding.ts'
-import { benchTarget, fmt, median } from './bench-server.ts'
+import { spawn, execFileSync } from 'node:child_process'
+import { availableParallelism } from 'node:os'
+import { programPath } from '../native-models/native-build/cmake-build.ts'
+import { findWhisperBuild } from '../native-models/native-build/whisper-build.ts'
+import { engineProcessIds } from '../test/support/process-stats.ts'
+import { startTestServer } from '../test/support/server-process.ts'
+import { fmt, median } from './bench-server.ts'
 
 export interface TranslationBenchOptions {
   baseUrl?: string
@@ -33,28 +38,43 @@ const AUDIO_FIXTURES = resolve(import.meta.dirname, '../test/fixtures/audio')
 export async function runTranslationBench(options: TranslationBenchOptions): Promise<Record<string, number>> {
   const runs = options.runs ?? 5
   const bytes = readFileSync(options.audioPath)
-  const { samples, durationSeconds } = await decodeAudio(new Uint8Array(bytes))
+  const { durationSeconds } = await decodeAudio(new Uint8Array(bytes))
   console.log(`\n# translation: ${basename(options.audioPath)} (${fmt(durationSeconds)} s), ${runs} runs, ${options.threads} thread(s), ${basename(options.modelPath)}`)
 
-  // Runs alternate between the two paths, so a machine that gets busier or quieter part way
-  // through weighs on both alike.
-  const whisper = await whisperNode.initWhisper({ filePath: options.modelPath, useGpu: true }) // as the engine loads it
-  const keepAlive = setInterval(() => undefined, 1000) // the binding's work does not hold the event loop
-  const target = await benchTarget({ ...options, modelFiles: [options.modelPath] })
+  const build = findWhisperBuild()
+  if (!build) throw new Error('whisper.cpp is not built on this machine: npm run build:engines')
+  const engineCore = String(availableParallelism() - 1)
+  const clientCores = availableParallelism() > 1 ? `0-${availableParallelism() - 2}` : '0'
+  const port = 20_000 + Math.floor(Math.random() * 20_000)
+  const upstream = spawn(
+    'taskset',
+    ['-c', engineCore, programPath(build.dir, 'whisper-server'), '--model', options.modelPath, '--threads', String(options.threads), '--host', '127.0.0.1', '--port', String(port)],
+    { stdio: 'ignore' },
+  )
+  const upstreamUrl = `http://127.0.0.1:${port}`
+  const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-translation-bench-'))
+  copyFileSync(options.modelPath, join(modelsDir, basename(options.modelPath)))
+  const server = await startTestServer({ modelsDir, threads: options.threads })
+  execFileSync('taskset', ['-a', '-p', '-c', clientCores, String(server.process.pid)], { stdio: 'ignore' })
   const model = options.model ?? basename(options.modelPath).replace(/\.bin$/, '')
   const direct: number[] = []
   const api: number[] = []
   try {
-    await directSeconds(whisper, samples, options.threads) // warms up
-    await apiSeconds(target.baseUrl, target.apiKey, model, bytes) // loads the model and warms the decoder
+    for (let i = 0; !(await fetch(`${upstreamUrl}/health`).then((r) => r.ok, () => false)); i++) {
+      if (i > 2000) throw new Error('whisper-server did not start')
+      await new Promise((r) => setTimeout(r, 15))
+    }
+    await apiSeconds(server.url, server.apiKey, model, bytes) // loads the model and warms the decoder
+    for (const pid of engineProcessIds(server.process.pid)) execFileSync('taskset', ['-a', '-p', '-c', engineCore, String(pid)], { stdio: 'ignore' })
+    await upstreamSeconds(upstreamUrl, bytes)
+    // Runs alternate, so a machine that gets busier or quieter part way through weighs on both alike.
     for (let i = 0; i < runs; i++) {
-      direct.push(await directSeconds(whisper, samples, options.threads))
-      api.push(await apiSeconds(target.baseUrl, target.apiKey, model, bytes))
+      direct.push(await upstreamSeconds(upstreamUrl, bytes))
+      api.push(await apiSeconds(server.url, server.apiKey, model, bytes))
     }
   } finally {
-    clearInterval(keepAlive)
-    await target.close()
-    await whisper.release()
+    upstream.kill('SIGTERM')
+    await server.stop()
   }
 
   const figures: Record<string, number> = {
@@ -65,25 +85,28 @@ export async function runTranslationBench(options: TranslationBenchOptions): Pro
   // The fastest runs are the ones least disturbed by anything else on the machine.
   figures.best_rtf_ratio = Math.min(...direct) / Math.min(...api)
   console.log(
-    `real-time factor  direct ${fmt(figures.direct_rtf!, 2)}   api ${fmt(figures.api_rtf!, 2)}   ratio ${fmt(figures.rtf_ratio * 100)} % (target ≥ 95 %)` +
-      `   (median ${fmt(median(direct) * 1000, 0)} ms direct, ${fmt(median(api) * 1000, 0)} ms api; fastest runs: ratio ${fmt(figures.best_rtf_ratio * 100)} %)`,
+    `real-time factor  whisper-server ${fmt(figures.direct_rtf!, 2)}   hearth ${fmt(figures.api_rtf!, 2)}   ratio ${fmt(figures.rtf_ratio, 3)} (target ≥ 0.95)` +
+      `   (median ${fmt(median(direct) * 1000, 0)} ms whisper-server, ${fmt(median(api) * 1000, 0)} ms hearth; fastest runs: ratio ${fmt(figures.best_rtf_ratio, 3)})`,
   )
   Object.assign(figures, await decodeTimes(runs))
   return figures
 }
 
-/** Wall seconds of transcribeData on already decoded samples, called as the engine calls it. */
-async function directSeconds(context: WhisperContext, samples: Float32Array, threads: number): Promise<number> {
+/** Wall seconds of one request to whisper-server, the same file and the greedy options Hearth uses. */
+async function upstreamSeconds(url: string, bytes: Buffer): Promise<number> {
+  const body = new FormData()
+  body.append('file', new Blob([new Uint8Array(bytes)]), 'audio.wav')
+  body.append('translate', 'true')
+  body.append('response_format', 'json')
+  body.append('language', 'auto')
+  body.append('temperature', '0')
+  body.append('temperature_inc', '0')
+  body.append('best_of', '1')
+  body.append('beam_size', '-1')
   const started = performance.now()
-  await context.transcribeData(toPcm16(samples).buffer as ArrayBuffer, {
-    language: 'auto',
-    translate: true,
-    maxThreads: threads,
-    temperature: 0,
-    temperatureInc: 0,
-    beamSize: 1,
-    bestOf: 1,
-  }).promise
+  const res = await fetch(`${url}/inference`, { method: 'POST', body })
+  const text = await res.text()
+  if (!res.ok) throw new Error(`whisper-server failed: ${res.status} ${text}`)
   return (performance.now() - started) / 1000
 }
 

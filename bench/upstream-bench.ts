@@ -17,7 +17,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameS
 import { availableParallelism, tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import type { EngineLoadSpec } from '../native-models/engine/engine-protocol.ts'
-import { engineCacheDir, findLlamaBuild, programPath, type LlamaBuild } from '../native-models/llama-server/llama-build.ts'
+import { engineCacheDir, findLlamaBuild, programPath, type LlamaBuild } from '../native-models/native-build/llama-build.ts'
 import { llamaServerArgs } from '../native-models/llama-server/llama-server-args.ts'
 import { engineProcessIds } from '../test/support/process-stats.ts'
 import { writeRealSizeLlama } from '../test/support/real-size-model.ts'

@@ -8,11 +8,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { LLAMA_SOURCE } from '../native-models/llama-server/pinned-source.ts'
+import { LLAMA_SOURCE } from '../native-models/native-build/pinned-source.ts'
 import { engineProcessIds } from './support/process-stats.ts'
 import { PROJECT_ROOT, postJson, startTestServer, type TestServer } from './support/server-process.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
-import { llamaBuild } from './support/upstream-llama-server.ts'
+import { llamaBuild } from './support/upstream-servers.ts'
 
 const WORDS = 'the quick brown fox jumps over the lazy dog and runs into the green wood '.repeat(12)
 
@@ -123,5 +123,55 @@ describe('without a llama.cpp build', () => {
     const soft = run(['--soft'])
     expect(soft.status).toBe(0)
     expect(soft.stderr).toContain('npm run build:engines')
+  })
+})
+
+describe.skipIf(!llamaBuild)('speculative decoding', () => {
+  let server: TestServer
+
+  beforeAll(async () => {
+    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-speculative-'))
+    writeTinyLlama(join(modelsDir, 'target.gguf'), { contextLength: 1024, seed: 11 })
+    // Same vocabulary (the writer's), other weights: a draft that is sometimes right.
+    writeTinyLlama(join(modelsDir, 'draft.gguf'), { contextLength: 1024, seed: 12, layers: 1 })
+    writeFileSync(
+      join(modelsDir, 'models.json'),
+      JSON.stringify({
+        models: [
+          { id: 'plain', file: 'target.gguf' },
+          { id: 'drafted', file: 'target.gguf', draft: 'draft.gguf' },
+          { id: 'ngram', file: 'target.gguf', speculative: 'ngram' },
+          { id: 'bad-draft', file: 'target.gguf', draft: 'missing.gguf' },
+        ],
+      }),
+    )
+    server = await startTestServer({ modelsDir })
+  })
+
+  afterAll(async () => {
+    await server?.stop()
+  })
+
+  const complete = (model: string) =>
+    postJson(server, '/v1/chat/completions', { model, messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 48 })
+
+  it('never changes a greedy answer, and reports what the draft proposed and what was kept', async () => {
+    const plain = await complete('plain')
+    const drafted = await complete('drafted')
+    const ngram = await complete('ngram')
+    expect(drafted.status).toBe(200)
+    expect(drafted.json.choices[0].message.content).toBe(plain.json.choices[0].message.content)
+    expect(ngram.json.choices[0].message.content).toBe(plain.json.choices[0].message.content)
+    expect(plain.json.timings.draft_n).toBeUndefined()
+    const t = drafted.json.timings
+    expect(t.draft_n).toBeGreaterThan(0)
+    expect(t.draft_n_accepted).toBeLessThanOrEqual(t.draft_n)
+    expect(t.draft_acceptance_rate).toBeCloseTo(t.draft_n_accepted / t.draft_n, 3)
+  })
+
+  it('reports a draft file that is not there as a catalog problem', async () => {
+    const models = await (await fetch(`${server.url}/api/models`, { headers: { authorization: `Bearer ${server.apiKey}` } })).json()
+    expect(models.problems).toContainEqual(expect.objectContaining({ id: 'bad-draft', problem: expect.stringContaining('draft "missing.gguf"') }))
+    expect((await complete('bad-draft')).status).toBe(404)
   })
 })

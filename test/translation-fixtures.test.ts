@@ -10,11 +10,10 @@ import { join } from 'node:path'
 import { createParser } from 'eventsource-parser'
 import OpenAI, { toFile } from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { decodeAudio } from '../native-models/audio/decode-audio.ts'
-import { toPcm16 } from '../native-models/engine/audio-chunks.ts'
-import { whisperNode } from '../native-models/engine/whisper-binding.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
+import { decodeAudio } from '../native-models/audio/decode-audio.ts'
 import { startTestServer, type TestServer } from './support/server-process.ts'
+import { startUpstreamWhisperServer, whisperBuild } from './support/upstream-servers.ts'
 
 const modelFile = sharedFixture('models/ggml-tiny-random-multilingual.bin')
 const jfkWav = sharedFixture('audio/jfk.wav')
@@ -80,28 +79,23 @@ describe.skipIf(!modelFile || !jfkWav || !jfkMp3 || !french)('ggml-tiny-random-m
     expect(told.language).toBe('french')
   })
 
-  it('gives exactly what whisper.node gives when driven directly (same samples, options, threads)', async () => {
+  it.skipIf(!whisperBuild)('gives exactly what whisper-server gives when driven directly (same file, options, threads)', async () => {
     const api = await verbose(jfkWav!)
-    const { samples } = await decodeAudio(new Uint8Array(readFileSync(jfkWav!)))
-    const context = await whisperNode.initWhisper({ filePath: modelFile!, useGpu: false })
-    const keepAlive = setInterval(() => undefined, 1000) // the binding's work does not hold the event loop
+    const upstream = await startUpstreamWhisperServer(['--model', modelFile!, '--threads', '1', '--no-language-probabilities'])
     try {
-      const direct = await context.transcribeData(toPcm16(samples).buffer as ArrayBuffer, {
-        language: 'auto',
-        translate: true,
-        maxThreads: 1,
-        temperature: 0,
-        temperatureInc: 0,
-        beamSize: 1,
-        bestOf: 1,
-      }).promise
-      expect(api.segments.map((s: any) => s.text)).toEqual(direct.segments.map((s) => s.text))
-      expect(api.segments.map((s: any) => s.start)).toEqual(direct.segments.map((s) => s.t0 / 1000))
+      const body = new FormData()
+      body.append('file', new Blob([readFileSync(jfkWav!)]), 'jfk.wav')
+      for (const [k, v] of Object.entries({ translate: 'true', response_format: 'verbose_json', language: 'auto', temperature: '0', temperature_inc: '0', best_of: '1', beam_size: '-1' })) {
+        body.append(k, v)
+      }
+      const direct = await (await fetch(`${upstream.url}/inference`, { method: 'POST', body })).json()
+      expect(api.segments.map((s: any) => s.text)).toEqual(direct.segments.map((s: any) => s.text))
+      expect(api.segments.map((s: any) => s.start)).toEqual(direct.segments.map((s: any) => s.start))
       // The API clips the last end to the audio; whisper may place it past the end.
-      expect(api.segments.map((s: any) => s.end)).toEqual(direct.segments.map((s) => Math.min(s.t1, 11_000) / 1000))
+      expect(api.segments.map((s: any) => s.end)).toEqual(direct.segments.map((s: any) => Math.min(s.end, 11)))
+      expect(api.language).toBe(direct.language)
     } finally {
-      clearInterval(keepAlive)
-      await context.release()
+      await upstream.stop()
     }
   })
 

@@ -3,7 +3,6 @@
  * our own writer (greedy decoding of any short clip gives " hello world." from 0 to 2 s), the
  * official openai client and raw HTTP, with the audio fixtures in every accepted format.
  */
-import { execFileSync } from 'node:child_process'
 import { createReadStream, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import { tmpdir } from 'node:os'
@@ -13,6 +12,7 @@ import OpenAI, { toFile } from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MAX_AUDIO_FILE_BYTES } from '../main/server/openai/translation-request.ts'
 import { pngFile } from './audio/synthesize-audio-files.ts'
+import { engineProcessIds as engineProcessIdsOf } from './support/process-stats.ts'
 import { postJson, PROJECT_ROOT, readResponse, startTestServer, type TestServer } from './support/server-process.ts'
 import { writeTinyBert, writeTinyLlama, writeTinyWhisper } from './support/tiny-models.ts'
 
@@ -101,12 +101,7 @@ async function streamTranslate(upload: Upload, stopAfter?: number): Promise<{ st
 }
 
 function engineProcessIds(): number[] {
-  try {
-    const out = execFileSync('pgrep', ['-P', String(server.process.pid), '-f', 'engine-child']).toString()
-    return out.trim().split('\n').filter(Boolean).map(Number)
-  } catch {
-    return []
-  }
+  return engineProcessIdsOf(server.process.pid)
 }
 
 async function loadedModels(): Promise<string[]> {

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ensureUiBuilt } from '../main/cli/build-ui.ts'
 import { FakeHub } from './support/fake-hub.ts'
 import { PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'
-import { llamaBuild } from './support/upstream-llama-server.ts'
+import { llamaBuild } from './support/upstream-servers.ts'
 import { makePng } from './support/test-images.ts'
 import { writeTinyLlama, writeTinyMmproj, writeTinyWhisper } from './support/tiny-models.ts'
 

@@ -15,7 +15,7 @@ import { normalizeImageDataUrl } from '../native-models/images/normalize-image.t
 import { readProjectorInput } from '../native-models/images/projector-input.ts'
 import { postJson, startTestServer, type TestServer } from './support/server-process.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
-import { llamaBuild, startUpstreamLlamaServer } from './support/upstream-llama-server.ts'
+import { llamaBuild, startUpstreamLlamaServer } from './support/upstream-servers.ts'
 import {
   dataUrl,
   makeAnimatedGif,

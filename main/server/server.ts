@@ -19,9 +19,12 @@ import { mkdir } from 'node:fs/promises'
 import { memoryBudget } from './memory-budget.ts'
 import { loadSpecFor, slotsFor, type EngineDefaults } from '../../native-models/engine/load-spec.ts'
 import { estimateModelMemory } from '../../native-models/scheduler/memory-plan.ts'
-import { findLlamaBuild, type LlamaBuild } from '../../native-models/llama-server/llama-build.ts'
+import { findLlamaBuild, type LlamaBuild } from '../../native-models/native-build/llama-build.ts'
 import { listLlamaDevices } from '../../native-models/llama-server/llama-devices.ts'
 import { LlamaServerEngine } from '../../native-models/llama-server/llama-server-engine.ts'
+import { findWhisperBuild } from '../../native-models/native-build/whisper-build.ts'
+import { WhisperServerEngine } from '../../native-models/whisper-server/whisper-server-engine.ts'
+import type { NativeBuild } from '../../native-models/native-build/cmake-build.ts'
 import type { Hardware } from './server-context.ts'
 import { join } from 'node:path'
 
@@ -49,6 +52,8 @@ export interface StartOptions {
   spawnEngine?: SpawnEngine
   /** The llama.cpp build to serve with (found in the engine cache by default); null forces the prebuilt binding. */
   llamaBuild?: LlamaBuild | null
+  /** Likewise for whisper.cpp. */
+  whisperBuild?: NativeBuild | null
 }
 
 export async function startServer(
@@ -76,6 +81,10 @@ export async function startServer(
   if (!llamaBuild) {
     log('warning: llama.cpp has not been built for this machine; chat and embeddings run on the slow prebuilt binding. Build it with: npm run build:engines')
   }
+  const whisperBuild = options.whisperBuild === null ? undefined : (options.whisperBuild ?? findWhisperBuild())
+  if (!whisperBuild) {
+    log('warning: whisper.cpp has not been built for this machine; speech runs on the slow prebuilt binding. Build it with: npm run build:engines')
+  }
   // Which llama.cpp build to load, found out once in the background; engines wait for the answer.
   const wanted = settings.backend === 'cpu' ? 'default' : settings.backend
   const hardware: Promise<Hardware> = (llamaBuild ? nativeHardware(llamaBuild) : chooseBackend(wanted)).then((found) => {
@@ -96,7 +105,11 @@ export async function startServer(
       await hardware
       const spec = loadSpecFor(model, engineDefaults)
       const forwardLog = process.env.HEARTH_ENGINE_LOG === '1'
-      if (llamaBuild && model.kind !== 'speech') return LlamaServerEngine.start(spec, llamaBuild, { forwardLog, slotCacheDir })
+      if (model.kind === 'speech') {
+        if (whisperBuild) return WhisperServerEngine.start(spec, whisperBuild, { forwardLog })
+      } else if (llamaBuild) {
+        return LlamaServerEngine.start(spec, llamaBuild, { forwardLog, slotCacheDir })
+      }
       return EngineProcess.start(spec, { forwardLog, spawn: options.spawnEngine })
     },
   })

@@ -35,3 +35,10 @@ export function whisperLanguageCode(hint: string): string | undefined {
 export function whisperLanguageName(code: string): string {
   return Object.hasOwn(WHISPER_LANGUAGES, code) ? WHISPER_LANGUAGES[code]! : code
 }
+
+/** `french` (as whisper-server reports a language) → `fr`; undefined for a name it does not know. */
+export function whisperCodeOfName(name: string | undefined): string | undefined {
+  if (!name) return undefined
+  const wanted = name.trim().toLowerCase()
+  return Object.keys(WHISPER_LANGUAGES).find((code) => WHISPER_LANGUAGES[code] === wanted) ?? whisperLanguageCode(wanted)
+}

@@ -17,6 +17,12 @@ export const catalogEntrySchema = z.looseObject({
   threads: z.int().min(1).max(256).optional(),
   /** Requests a chat model decodes at once. */
   parallel: z.int().min(1).max(64).optional(),
+  /**
+   * Speculative decoding (chat models, off unless set): `draft` names a small model file with the
+   * same vocabulary that proposes tokens; `"speculative": "ngram"` proposes them from the text so far.
+   */
+  draft: z.string().min(1).optional(),
+  speculative: z.enum(['ngram']).optional(),
   pricing: z
     .object({
       prompt: z.string().regex(pricePattern, 'a decimal string with 8 fractional digits, e.g. "0.00000000"'),

@@ -11,6 +11,8 @@ export interface ModelRecord {
   capabilities: Capability[]
   path: string
   projectorPath: string | undefined
+  /** The draft model for speculative decoding (catalog `draft`), when there is one. */
+  draftPath?: string
   ownedBy: string
   /** Unix seconds: when the file was last written. */
   created: number
@@ -126,9 +128,18 @@ export class ModelFolder {
         broken.push({ id, file: entry.file, problem: `mmproj "${entry.mmproj}" is outside the models folder` })
         continue
       }
+      const draftPath = entry.draft ? this.resolveInside(entry.draft) : undefined
+      if (entry.draft) {
+        const problem = !draftPath ? 'is outside the models folder' : await this.draftProblem(draftPath)
+        if (problem) {
+          broken.push({ id, file: entry.file, problem: `draft "${entry.draft}" ${problem}` })
+          continue
+        }
+        claimedFiles.add(draftPath!)
+      }
       const result = await this.describe(id, path, entry, projectorPath)
       if ('problem' in result) broken.push(result)
-      else models.push(result)
+      else models.push(draftPath ? { ...result, draftPath } : result)
     }
 
     const unlisted = files.filter((f) => !claimedFiles.has(f))
@@ -255,6 +266,13 @@ export class ModelFolder {
       projectorSizeBytes,
       catalogEntry: entry,
     }
+  }
+
+  /** Why a draft model file cannot serve (missing, not a GGUF chat model), or undefined. */
+  private async draftProblem(path: string): Promise<string | undefined> {
+    const header = await this.header(path)
+    if (header instanceof Error) return `is not usable: ${header.message}`
+    return header.format === 'gguf' ? undefined : 'is not a GGUF model'
   }
 
   private async header(path: string): Promise<ModelFileHeader | Error> {

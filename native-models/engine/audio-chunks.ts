@@ -10,6 +10,12 @@ export const WHISPER_SAMPLE_RATE = 16_000
  * a cancelled job runs on, since whisper.cpp cannot be stopped inside a call.
  */
 export const CHUNK_SECONDS = 300
+/**
+ * The first piece is short (whisper's own window), so a streamed answer starts within seconds even
+ * where the engine only answers a piece once it is done (whisper-server); later pieces are long,
+ * since each piece's last window is padded to whisper's 30 s.
+ */
+export const FIRST_CHUNK_SECONDS = 30
 /** A cut is placed in the quietest moment of the piece's last this-many seconds, so words are not cut. */
 export const CUT_SEARCH_SECONDS = 20
 /** The length of the quiet moment looked for. */

@@ -19,6 +19,8 @@ export interface EngineLoadSpec {
   parallel: number
   /** Which build of llama.cpp to load: the platform's default (CPU, or Metal on macOS), CUDA or Vulkan. */
   backend: GpuBackend
+  /** Speculative decoding: a draft model's file, or n-gram drafting from the text; none by default. */
+  speculative?: { draftPath: string } | { ngram: true }
 }
 
 export type GpuBackend = 'default' | 'cuda' | 'vulkan'
@@ -33,7 +35,7 @@ export interface EngineModelInfo {
 }
 
 export interface EngineBuildInfo {
-  name: 'llama-server'
+  name: 'llama-server' | 'whisper-server'
   /** The llama.cpp commit it was built from. */
   commit: string
   /** Vector extensions it was compiled for (AVX2, AVX512, NEON, …). */
@@ -73,7 +75,15 @@ export interface ChatResult {
   completionTokens: number
   /** Prompt tokens reused from the engine's cache rather than computed again. */
   cachedTokens?: number
-  timings: { promptMs: number; promptPerSecond: number; predictedMs: number; predictedPerSecond: number }
+  timings: {
+    promptMs: number
+    promptPerSecond: number
+    predictedMs: number
+    predictedPerSecond: number
+    /** With speculative decoding: tokens drafted, and how many of them the model accepted. */
+    draftTokens?: number
+    draftAccepted?: number
+  }
 }
 
 /** Text, or token ids in the model's own vocabulary. */

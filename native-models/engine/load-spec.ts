@@ -29,6 +29,13 @@ export function loadSpecFor(model: ModelRecord, defaults: EngineDefaults): Engin
     gpuLayers: gpu === 'all' ? ALL_LAYERS : gpu === 'auto' ? AUTO_LAYERS : (gpu ?? defaults.gpuLayers),
     parallel: slotsFor(model, defaults),
     backend: defaults.backend,
+    ...(model.kind !== 'chat'
+      ? {}
+      : model.draftPath
+        ? { speculative: { draftPath: model.draftPath } }
+        : entry?.speculative === 'ngram'
+          ? { speculative: { ngram: true as const } }
+          : {}),
   }
 }
 

@@ -13,19 +13,12 @@
  * - its asynchronous work does not keep the event loop alive (here the IPC channel does);
  * - an empty language means English to whisper.cpp: detection has to be asked for with 'auto'.
  */
-import { open, type FileHandle } from 'node:fs/promises'
 import { ModelError } from '../errors.ts'
-import { CHUNK_SECONDS, WHISPER_SAMPLE_RATE, carriedPrompt, chunkEnd, toPcm16 } from './audio-chunks.ts'
-import type { EngineLoadSpec, EngineModelInfo, JobProgress, TranslateJob, TranslateResult, TranslateSegment } from './engine-protocol.ts'
+import { toPcm16 } from './audio-chunks.ts'
+import type { EngineLoadSpec, EngineModelInfo, JobProgress, TranslateJob, TranslateResult } from './engine-protocol.ts'
+import { cancelled, inAudioTime, translateInPieces, type PieceOptions, type PieceResult } from './translate-in-pieces.ts'
 import { whisperNode, type TranscribeOptions, type WhisperContext } from './whisper-binding.ts'
 
-const BYTES_PER_SAMPLE = Float32Array.BYTES_PER_ELEMENT
-/**
- * whisper.cpp skips input shorter than 100 ms anyway, but on a few samples its language detection
- * fails and the binding's promise never settles (the engine had to be killed): such pieces (a WAV
- * whose header claims a huge sample rate, the last sliver of a long recording) are not sent at all.
- */
-const MIN_PIECE_SAMPLES = WHISPER_SAMPLE_RATE / 10
 /** whisper.cpp's own fallback step, used when the client chose a temperature. */
 const TEMPERATURE_STEP = 0.2
 
@@ -47,33 +40,8 @@ export class WhisperRuntime {
     return new WhisperRuntime(spec, context, info)
   }
 
-  async translate(job: TranslateJob, emit: (p: JobProgress) => void, signal: AbortSignal): Promise<TranslateResult> {
-    const file = await open(job.audioPath, 'r')
-    try {
-      const total = Math.floor((await file.stat()).size / BYTES_PER_SAMPLE)
-      const chunkSamples = CHUNK_SECONDS * WHISPER_SAMPLE_RATE
-      const segments: TranslateSegment[] = []
-      let language = job.language
-      let prompt = job.prompt
-      let processMs = 0
-      for (let start = 0; start < total; ) {
-        if (signal.aborted) throw cancelled()
-        const isLast = start + chunkSamples >= total
-        const window = await readSamples(file, start, Math.min(total, start + chunkSamples))
-        const end = start + chunkEnd(window, isLast)
-        const began = performance.now()
-        const piece = await this.transcribe(window.subarray(0, end - start), start, { language, prompt, temperature: job.temperature }, emit, signal)
-        processMs += performance.now() - began
-        segments.push(...piece.segments)
-        language ??= piece.language
-        const said = carriedPrompt(piece.segments.map((s) => s.text).join(''))
-        if (said) prompt = said
-        start = end
-      }
-      return { type: 'translate', segments, language: language ?? 'en', durationSeconds: total / WHISPER_SAMPLE_RATE, processMs }
-    } finally {
-      await file.close()
-    }
+  translate(job: TranslateJob, emit: (p: JobProgress) => void, signal: AbortSignal): Promise<TranslateResult> {
+    return translateInPieces(job, (samples, offset, options) => this.transcribe(samples, offset, options, emit, signal), signal)
   }
 
   async release(): Promise<void> {
@@ -86,18 +54,11 @@ export class WhisperRuntime {
   private async transcribe(
     samples: Float32Array,
     offset: number,
-    options: { language: string | undefined; prompt: string | undefined; temperature: number | undefined },
+    options: PieceOptions,
     emit: (p: JobProgress) => void,
     signal: AbortSignal,
-  ): Promise<{ segments: TranslateSegment[]; language: string | undefined }> {
-    if (samples.length < MIN_PIECE_SAMPLES) return { segments: [], language: undefined }
-    const offsetMs = (offset / WHISPER_SAMPLE_RATE) * 1000
-    const lengthMs = (samples.length / WHISPER_SAMPLE_RATE) * 1000
-    const inAudioTime = (s: { text: string; t0: number; t1: number }): TranslateSegment => {
-      // whisper.cpp may put the last timestamp past the end of a short piece.
-      const endMs = Math.min(s.t1, lengthMs)
-      return { startMs: offsetMs + Math.min(s.t0, endMs), endMs: offsetMs + endMs, text: s.text }
-    }
+  ): Promise<PieceResult> {
+    const timed = (s: { text: string; t0: number; t1: number }) => inAudioTime({ text: s.text, startMs: s.t0, endMs: s.t1 }, offset, samples.length)
     const transcribeOptions: TranscribeOptions = {
       language: options.language ?? 'auto',
       translate: true,
@@ -105,7 +66,7 @@ export class WhisperRuntime {
       prompt: options.prompt || undefined,
       onNewSegments: ({ segments }) => {
         if (signal.aborted) return
-        for (const s of segments) emit({ type: 'segment', segment: inAudioTime(s) })
+        for (const s of segments) emit({ type: 'segment', segment: timed(s) })
       },
       ...(options.temperature === undefined
         ? { temperature: 0, temperatureInc: 0, beamSize: 1, bestOf: 1 } // greedy, no fallback: deterministic
@@ -117,7 +78,7 @@ export class WhisperRuntime {
     try {
       const result = await transcription.promise
       if (signal.aborted || result.isAborted) throw cancelled()
-      return { segments: result.segments.map(inAudioTime), language: result.language || undefined }
+      return { segments: result.segments.map(timed), language: result.language || undefined }
     } catch (e) {
       if (signal.aborted) throw cancelled()
       if (e instanceof ModelError) throw e
@@ -126,20 +87,4 @@ export class WhisperRuntime {
       signal.removeEventListener('abort', stop)
     }
   }
-}
-
-function cancelled(): ModelError {
-  return new ModelError('cancelled', 'the request was cancelled')
-}
-
-/** Samples [from, to) of a file of float32 samples. */
-async function readSamples(file: FileHandle, from: number, to: number): Promise<Float32Array> {
-  const samples = new Float32Array(to - from)
-  const bytes = new Uint8Array(samples.buffer)
-  for (let done = 0; done < bytes.length; ) {
-    const { bytesRead } = await file.read(bytes, done, bytes.length - done, from * BYTES_PER_SAMPLE + done)
-    if (bytesRead === 0) throw new ModelError('internal_error', 'the audio file ended early')
-    done += bytesRead
-  }
-  return samples
 }

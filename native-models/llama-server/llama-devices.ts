@@ -2,7 +2,7 @@
 import { execFile } from 'node:child_process'
 import { cpus, totalmem } from 'node:os'
 import type { BackendDevice } from '../engine/engine-protocol.ts'
-import { programPath, type LlamaBuild } from './llama-build.ts'
+import { programPath, type LlamaBuild } from '../native-build/llama-build.ts'
 
 /** GPUs first (as llama.cpp lists them), then the CPU, which it never lists but always has. */
 export function listLlamaDevices(build: LlamaBuild, timeoutMs = 30_000): Promise<BackendDevice[]> {

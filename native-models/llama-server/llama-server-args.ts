@@ -28,5 +28,11 @@ export function llamaServerArgs(spec: EngineLoadSpec, options: { slotCacheDir?: 
     if (options.slotCacheDir) args.push('--slot-save-path', options.slotCacheDir)
   }
   if (spec.projectorPath) args.push('--mmproj', spec.projectorPath)
+  const speculative = spec.speculative
+  if (speculative && 'draftPath' in speculative) {
+    args.push('--spec-type', 'draft-simple', '--model-draft', speculative.draftPath, '--gpu-layers-draft', spec.gpuLayers < 0 ? 'auto' : String(spec.gpuLayers))
+  } else if (speculative) {
+    args.push('--spec-type', 'ngram-simple')
+  }
   return args
 }

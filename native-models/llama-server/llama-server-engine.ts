@@ -8,8 +8,6 @@
  * - sampling is stated in full (min_p 0 and the like), so llama-server's own defaults never change
  *   what the contract promises.
  */
-import { readFileSync } from 'node:fs'
-import { execFileSync } from 'node:child_process'
 import { ModelError } from '../errors.ts'
 import type { Engine, RunOptions } from '../engine/engine-process.ts'
 import type {
@@ -22,8 +20,8 @@ import type {
   EngineModelInfo,
   EngineResult,
 } from '../engine/engine-protocol.ts'
-import { programPath, type LlamaBuild } from './llama-build.ts'
-import { LlamaServerProcess } from './llama-server-process.ts'
+import { programPath, type LlamaBuild } from '../native-build/llama-build.ts'
+import { EngineServerProcess } from '../engine/engine-server-process.ts'
 import type { IncomingMessage } from 'node:http'
 import { ProgressCoalescer } from '../engine/progress-coalescer.ts'
 import { readEventStream } from './event-stream.ts'
@@ -45,7 +43,7 @@ interface ModelMeta {
 
 export class LlamaServerEngine implements Engine {
   private constructor(
-    private readonly server: LlamaServerProcess,
+    private readonly server: EngineServerProcess,
     private readonly spec: EngineLoadSpec,
     readonly info: EngineModelInfo,
     private readonly meta: ModelMeta,
@@ -54,9 +52,10 @@ export class LlamaServerEngine implements Engine {
 
   static async start(spec: EngineLoadSpec, build: LlamaBuild, options: LlamaServerEngineOptions = {}): Promise<LlamaServerEngine> {
     const started = performance.now()
-    const server = await LlamaServerProcess.start({
+    const server = await EngineServerProcess.start({
       program: programPath(build.dir, 'llama-server'),
       args: llamaServerArgs(spec, { slotCacheDir: options.slotCacheDir }),
+      apiKeyVariable: 'LLAMA_API_KEY',
       modelId: spec.modelId,
       loadTimeoutMs: options.loadTimeoutMs ?? 120_000,
       forwardLog: options.forwardLog ?? false,
@@ -110,7 +109,7 @@ export class LlamaServerEngine implements Engine {
   }
 
   async memoryBytes(): Promise<number> {
-    return this.alive && this.pid !== undefined ? residentBytesOf(this.pid) : 0
+    return this.server.residentBytes()
   }
 
   run(job: EngineJob, options: RunOptions = {}): Promise<EngineResult> {
@@ -199,6 +198,7 @@ export class LlamaServerEngine implements Engine {
           promptPerSecond: timings?.prompt_per_second ?? 0,
           predictedMs: timings?.predicted_ms ?? 0,
           predictedPerSecond: timings?.predicted_per_second ?? 0,
+          ...(timings?.draft_n !== undefined ? { draftTokens: timings.draft_n, draftAccepted: timings.draft_n_accepted ?? 0 } : {}),
         },
       }
     } catch (e) {
@@ -288,6 +288,8 @@ async function textOf(res: IncomingMessage): Promise<string> {
 
 interface UpstreamTimings {
   cache_n?: number
+  draft_n?: number
+  draft_n_accepted?: number
   prompt_ms?: number
   prompt_per_second?: number
   predicted_ms?: number
@@ -360,18 +362,4 @@ function normaliseInto(out: Float32Array, offset: number, vector: Float32Array, 
   for (let d = 0; d < dimensions; d++) sum += vector[d]! * vector[d]!
   const scale = sum > 0 ? 1 / Math.sqrt(sum) : 0
   for (let d = 0; d < dimensions; d++) out[offset + d] = vector[d]! * scale
-}
-
-function residentBytesOf(pid: number): number {
-  try {
-    const kb = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
-    if (kb) return Number(kb) * 1024
-  } catch {
-    // not Linux, or gone
-  }
-  try {
-    return Number(execFileSync('ps', ['-o', 'rss=', '-p', String(pid)], { encoding: 'utf8' }).trim()) * 1024
-  } catch {
-    return 0
-  }
 }

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto'
 import { readdirSync, rmSync, statSync, utimesSync } from 'node:fs'
 import { join } from 'node:path'
 import type { EngineLoadSpec } from '../engine/engine-protocol.ts'
-import type { LlamaServerProcess } from './llama-server-process.ts'
+import type { EngineServerProcess } from '../engine/engine-server-process.ts'
 
 /** All models' saved slots together. */
 export const SLOT_CACHE_BUDGET_BYTES = 2 * 1024 ** 3
@@ -23,7 +23,7 @@ export class SlotCache {
   ) {}
 
   /** Saves every slot that holds a prompt; failures only cost the next load its head start. */
-  async save(server: LlamaServerProcess): Promise<void> {
+  async save(server: EngineServerProcess): Promise<void> {
     const deadline = AbortSignal.timeout(SAVE_TIMEOUT_MS)
     for (let slot = 0; slot < this.slots; slot++) {
       try {
@@ -38,7 +38,7 @@ export class SlotCache {
   }
 
   /** Restores the slots saved by an earlier engine for this same model and shape; returns how many. */
-  async restore(server: LlamaServerProcess): Promise<number> {
+  async restore(server: EngineServerProcess): Promise<number> {
     let restored = 0
     for (let slot = 0; slot < this.slots; slot++) {
       const path = this.path(slot)

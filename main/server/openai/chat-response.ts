@@ -14,6 +14,10 @@ export interface ChatTimings {
   prompt_per_second: number
   predicted_ms: number
   predicted_per_second: number
+  /** With speculative decoding (a catalog `draft` or `"speculative": "ngram"`). */
+  draft_n?: number
+  draft_n_accepted?: number
+  draft_acceptance_rate?: number
 }
 
 /** Identifies one completion across its response or all its stream chunks. */
@@ -39,6 +43,9 @@ export function timingsOf(result: ChatResult): ChatTimings {
     prompt_per_second: round(t.promptPerSecond),
     predicted_ms: round(t.predictedMs),
     predicted_per_second: round(t.predictedPerSecond),
+    ...(t.draftTokens !== undefined
+      ? { draft_n: t.draftTokens, draft_n_accepted: t.draftAccepted ?? 0, draft_acceptance_rate: round(t.draftTokens ? (t.draftAccepted ?? 0) / t.draftTokens : 0) }
+      : {}),
   }
 }
 

@@ -1,23 +1,21 @@
 /**
- * llama.cpp's own programs (llama-server, llama-bench, llama-quantize), built from the pinned source
- * for this machine: the CPU's vector units (GGML_NATIVE), CUDA where nvcc exists, Vulkan where its
- * headers and shader compiler exist, Metal on macOS. A build is cached outside the clone under a
- * key of source, options, compiler and CPU, so each machine compiles once.
+ * Building native engine programs for this machine with CMake, once: the CPU's own vector units
+ * (GGML_NATIVE), the GPU toolkit it has, and a cache outside the clone keyed by source, options,
+ * compiler and CPU, so a machine compiles each engine once and finds it at once afterwards.
  */
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism, homedir } from 'node:os'
 import { join } from 'node:path'
-import { EngineBuildError, installHint, LLAMA_SOURCE, pinnedLlamaSource, requireTool } from './pinned-source.ts'
-
-export const LLAMA_PROGRAMS = ['llama-server', 'llama-bench', 'llama-quantize'] as const
-export type LlamaProgram = (typeof LLAMA_PROGRAMS)[number]
+import { EngineBuildError, installHint, requireTool } from './pinned-source.ts'
 
 export type GpuToolkit = 'cuda' | 'vulkan' | 'metal' | 'none'
 
-export interface LlamaBuild {
+/** What a cached build says of itself (`build.json` beside its programs). */
+export interface NativeBuild {
   dir: string
+  /** The source it was built from: the llama.cpp commit (and for whisper, whisper.cpp's version too). */
   commit: string
   sourceVersion: string
   gpu: GpuToolkit
@@ -28,7 +26,20 @@ export interface LlamaBuild {
   builtAt: string
 }
 
-/** Where engine builds and the source they come from are kept: outside any clone, per user. */
+export interface BuildRecipe {
+  /** Names the cache folder: `<name>-<key>`. */
+  name: string
+  /** Identifies the source exactly (commits, versions). */
+  sourceId: string
+  commit: string
+  sourceVersion: string
+  programs: readonly string[]
+  flags: string[]
+  /** Makes the source tree (fetching and checking it) and returns its path; called only when building. */
+  source: (cacheDir: string, log: (line: string) => void) => string
+}
+
+/** Where engine builds and the sources they come from are kept: outside any clone, per user. */
 export function engineCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env.HEARTH_ENGINE_CACHE) return env.HEARTH_ENGINE_CACHE
   if (process.platform === 'darwin') return join(homedir(), 'Library/Caches/Hearth/engines')
@@ -48,18 +59,12 @@ export function gpuToolkit(env: NodeJS.ProcessEnv = process.env): GpuToolkit {
   return 'none'
 }
 
-export function cmakeFlags(gpu: GpuToolkit): string[] {
+/** The ggml options every engine shares. */
+export function ggmlFlags(gpu: GpuToolkit): string[] {
   return [
     '-DCMAKE_BUILD_TYPE=Release',
     '-DGGML_NATIVE=ON',
     '-DBUILD_SHARED_LIBS=OFF',
-    '-DLLAMA_BUILD_TESTS=OFF',
-    '-DLLAMA_BUILD_EXAMPLES=OFF',
-    // The embedded web UI is either built with npm or downloaded at build time; Hearth has its own.
-    '-DLLAMA_BUILD_UI=OFF',
-    '-DLLAMA_USE_PREBUILT_UI=OFF',
-    // Engines talk to Hearth on loopback only; nothing here fetches over HTTPS.
-    '-DLLAMA_OPENSSL=OFF',
     `-DGGML_CUDA=${gpu === 'cuda' ? 'ON' : 'OFF'}`,
     `-DGGML_VULKAN=${gpu === 'vulkan' ? 'ON' : 'OFF'}`,
     `-DGGML_METAL=${gpu === 'metal' ? 'ON' : 'OFF'}`,
@@ -67,76 +72,71 @@ export function cmakeFlags(gpu: GpuToolkit): string[] {
 }
 
 /** The cache key: what makes two builds interchangeable. */
-export function buildKey(gpu: GpuToolkit): string {
+export function buildKey(recipe: Pick<BuildRecipe, 'sourceId' | 'flags'>): string {
   const hash = createHash('sha256')
-  hash.update(LLAMA_SOURCE.commit)
-  hash.update(cmakeFlags(gpu).join(' '))
+  hash.update(recipe.sourceId)
+  hash.update(recipe.flags.join(' '))
   hash.update(compilerId())
   hash.update(`${process.platform}-${process.arch}`)
   hash.update(cpuIdentity()) // GGML_NATIVE code may not run on another CPU
   return hash.digest('hex').slice(0, 16)
 }
 
-/** The cached build for this machine, or undefined when none has been made. */
-export function findLlamaBuild(env: NodeJS.ProcessEnv = process.env): LlamaBuild | undefined {
-  const explicit = env.HEARTH_LLAMA_BUILD_DIR
-  const dir = explicit ?? join(engineCacheDir(env), `llama-${buildKey(gpuToolkit(env))}`)
-  const manifest = join(dir, 'build.json')
-  if (!existsSync(manifest)) return undefined
-  const build = JSON.parse(readFileSync(manifest, 'utf8')) as LlamaBuild
-  if (!LLAMA_PROGRAMS.every((p) => existsSync(programPath(dir, p)))) return undefined
-  return { ...build, dir }
-}
-
-export function programPath(dir: string, program: LlamaProgram): string {
+export function programPath(dir: string, program: string): string {
   return join(dir, process.platform === 'win32' ? `${program}.exe` : program)
 }
 
-/** Builds (or finds) the engines for this machine; progress goes to `log`. */
-export function buildLlama(log: (line: string) => void = console.log, env: NodeJS.ProcessEnv = process.env): LlamaBuild {
-  const existing = findLlamaBuild(env)
+/** The cached build of `recipe` for this machine (or the one in `explicitDir`), or undefined. */
+export function findBuild(recipe: BuildRecipe, explicitDir?: string, env: NodeJS.ProcessEnv = process.env): NativeBuild | undefined {
+  const dir = explicitDir ?? join(engineCacheDir(env), `${recipe.name}-${buildKey(recipe)}`)
+  const manifest = join(dir, 'build.json')
+  if (!existsSync(manifest)) return undefined
+  if (!recipe.programs.every((p) => existsSync(programPath(dir, p)))) return undefined
+  return { ...(JSON.parse(readFileSync(manifest, 'utf8')) as Omit<NativeBuild, 'dir'>), dir }
+}
+
+/** Builds `recipe` (or finds it cached); progress goes to `log`. */
+export function cmakeBuild(recipe: BuildRecipe, gpu: GpuToolkit, log: (line: string) => void, env: NodeJS.ProcessEnv = process.env): NativeBuild {
+  const existing = findBuild(recipe, undefined, env)
   if (existing) return existing
   requireTool('cmake', ['--version'], 'CMake')
   const compiler = compilerId()
   if (!compiler) throw new EngineBuildError(`no C++ compiler was found. ${installHint()}`)
   const cache = engineCacheDir(env)
-  const gpu = gpuToolkit(env)
-  const key = buildKey(gpu)
-  const source = pinnedLlamaSource(cache, log)
-  const buildDir = join(cache, `build-${key}`)
-  const flags = cmakeFlags(gpu)
+  const key = buildKey(recipe)
+  const source = recipe.source(cache, log)
+  const buildDir = join(cache, `build-${recipe.name}-${key}`)
   const ninja = answers('ninja', ['--version'])
-  log(`building llama.cpp ${LLAMA_SOURCE.commit.slice(0, 7)} for this machine (GPU: ${gpu}); this takes about 10 minutes once`)
-  run('cmake', ['-S', source, '-B', buildDir, ...(ninja ? ['-G', 'Ninja'] : []), ...flags])
+  log(`building ${recipe.name} (${recipe.sourceVersion}) for this machine (GPU: ${gpu}); this takes several minutes, once`)
+  run('cmake', ['-S', source, '-B', buildDir, ...(ninja ? ['-G', 'Ninja'] : []), ...recipe.flags])
   const jobs = String(Math.max(1, availableParallelism()))
-  run('cmake', ['--build', buildDir, '--config', 'Release', '-j', jobs, '--target', ...LLAMA_PROGRAMS])
+  run('cmake', ['--build', buildDir, '--config', 'Release', '-j', jobs, '--target', ...recipe.programs])
 
-  const staging = join(cache, `llama-${key}.partial`)
+  const staging = join(cache, `${recipe.name}-${key}.partial`)
   rmSync(staging, { recursive: true, force: true })
   mkdirSync(staging, { recursive: true })
-  for (const program of LLAMA_PROGRAMS) {
-    const built = [join(buildDir, 'bin', program), join(buildDir, 'bin', 'Release', program)].map((p) =>
-      process.platform === 'win32' ? `${p}.exe` : p,
-    )
-    const found = built.find((p) => existsSync(p))
+  for (const program of recipe.programs) {
+    const found = [join(buildDir, 'bin', program), join(buildDir, 'bin', 'Release', program)]
+      .map((p) => (process.platform === 'win32' ? `${p}.exe` : p))
+      .find((p) => existsSync(p))
     if (!found) throw new EngineBuildError(`the build finished without ${program}`)
     copyFileSync(found, programPath(staging, program))
   }
-  const manifest: Omit<LlamaBuild, 'dir'> = {
-    commit: LLAMA_SOURCE.commit,
-    sourceVersion: `${LLAMA_SOURCE.npmPackage}@${LLAMA_SOURCE.version}`,
+  const manifest: Omit<NativeBuild, 'dir'> = {
+    commit: recipe.commit,
+    sourceVersion: recipe.sourceVersion,
     gpu,
     cpuFeatures: nativeCpuFeatures(),
     compiler,
-    cmakeFlags: flags,
+    cmakeFlags: recipe.flags,
     builtAt: new Date().toISOString(),
   }
   writeFileSync(join(staging, 'build.json'), JSON.stringify(manifest, null, 2))
-  const final = join(cache, `llama-${key}`)
+  const final = join(cache, `${recipe.name}-${key}`)
   rmSync(final, { recursive: true, force: true })
   renameSync(staging, final)
   rmSync(buildDir, { recursive: true, force: true })
-  log(`llama.cpp engines ready in ${final}`)
+  log(`${recipe.name} ready in ${final}`)
   return { ...manifest, dir: final }
 }
 
@@ -197,5 +197,3 @@ function run(tool: string, args: string[]): void {
   const result = spawnSync(tool, args, { stdio: ['ignore', 'inherit', 'inherit'] })
   if (result.status !== 0) throw new EngineBuildError(`${tool} ${args.slice(0, 2).join(' ')} … failed (exit ${result.status ?? result.signal})`)
 }
-
-export { EngineBuildError }

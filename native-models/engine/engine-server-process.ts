@@ -1,9 +1,11 @@
 /**
- * One llama-server child process: started on a private loopback port with its own random key,
- * ready when its /health says so, its log tail kept to explain a crash, and never outliving the
- * server (the kernel kills it when its parent dies, where the platform allows).
+ * One engine program (llama-server, whisper-server) as a child process: started on a private
+ * loopback port (with its own random key where the program takes one), ready when its /health
+ * says so, its log tail kept to explain a crash, and never outliving the server (the kernel kills
+ * it when its parent dies, where the platform allows).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http'
 import { createServer } from 'node:net'
@@ -13,9 +15,11 @@ const LOG_TAIL_BYTES = 8192
 const HEALTH_POLL_MS = 15
 const MAX_SEND_ATTEMPTS = 3
 
-export interface LlamaServerStart {
+export interface EngineServerStart {
   program: string
   args: string[]
+  /** The environment variable the program reads its API key from; none: it takes no key (whisper-server). */
+  apiKeyVariable?: string
   /** Named in errors. */
   modelId: string
   loadTimeoutMs: number
@@ -23,7 +27,7 @@ export interface LlamaServerStart {
   forwardLog: boolean
 }
 
-export class LlamaServerProcess {
+export class EngineServerProcess {
   private logTail = ''
   private exited = false
   private exitReason = 'stopped'
@@ -53,17 +57,17 @@ export class LlamaServerProcess {
     })
   }
 
-  static async start(options: LlamaServerStart): Promise<LlamaServerProcess> {
+  static async start(options: EngineServerStart): Promise<EngineServerProcess> {
     const port = await freeLoopbackPort()
-    const key = randomBytes(24).toString('base64url')
+    const key = options.apiKeyVariable ? randomBytes(24).toString('base64url') : ''
     const args = [...options.args, '--host', '127.0.0.1', '--port', String(port)]
     const [command, commandArgs] = orphanSafe(options.program, args)
     const child = spawn(command, commandArgs, {
       stdio: ['ignore', 'pipe', 'pipe'],
       // The key stays out of `ps`: llama-server reads it from the environment.
-      env: { ...process.env, LLAMA_API_KEY: key },
+      env: options.apiKeyVariable ? { ...process.env, [options.apiKeyVariable]: key } : process.env,
     })
-    const engine = new LlamaServerProcess(child, `http://127.0.0.1:${port}`, key, options.modelId, options.forwardLog)
+    const engine = new EngineServerProcess(child, `http://127.0.0.1:${port}`, key, options.modelId, options.forwardLog)
     try {
       await engine.waitUntilHealthy(options.loadTimeoutMs)
     } catch (e) {
@@ -93,13 +97,14 @@ export class LlamaServerProcess {
 
   /** A request to the engine; a dead engine or a refused connection is `engine_crashed`. */
   async request(path: string, init: { method?: string; body?: unknown; signal?: AbortSignal } = {}): Promise<Response> {
-    const body = init.body === undefined ? undefined : JSON.stringify(init.body)
+    // JSON, or a form (whisper-server's uploads) as it is.
+    const body = init.body === undefined ? undefined : init.body instanceof FormData ? init.body : JSON.stringify(init.body)
     for (let attempt = 1; ; attempt++) {
       if (this.exited) throw this.crashError()
       try {
         return await fetch(`${this.baseUrl}${path}`, {
           method: init.method ?? (body === undefined ? 'GET' : 'POST'),
-          headers: { authorization: `Bearer ${this.key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          headers: { authorization: `Bearer ${this.key}`, ...(typeof body === 'string' ? { 'content-type': 'application/json' } : {}) },
           body,
           signal: init.signal,
         })
@@ -180,6 +185,23 @@ export class LlamaServerProcess {
 
   kill(): void {
     if (!this.exited) this.child.kill('SIGKILL')
+  }
+
+  /** The process's resident memory, 0 once it is gone. */
+  residentBytes(): number {
+    const pid = this.child.pid
+    if (this.exited || pid === undefined) return 0
+    try {
+      const kb = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
+      if (kb) return Number(kb) * 1024
+    } catch {
+      // not Linux
+    }
+    try {
+      return Number(execFileSync('ps', ['-o', 'rss=', '-p', String(pid)], { encoding: 'utf8' }).trim()) * 1024
+    } catch {
+      return 0
+    }
   }
 
   private closeConnections(): void {

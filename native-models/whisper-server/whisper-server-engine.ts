@@ -1,0 +1,161 @@
+/**
+ * A loaded whisper model served by whisper.cpp's own whisper-server, built for this machine. The
+ * audio goes in pieces (translate-in-pieces.ts), each a 16 kHz 16-bit WAV posted to /inference
+ * with explicit options; the segments of each piece stream out as it finishes. whisper-server
+ * cannot stop a piece it has started: a cancelled job ends with its piece, or the process is killed
+ * after a grace period and the next request loads the model again.
+ */
+import { ModelError } from '../errors.ts'
+import { toPcm16, WHISPER_SAMPLE_RATE } from '../engine/audio-chunks.ts'
+import type { Engine, RunOptions } from '../engine/engine-process.ts'
+import type { EngineJob, EngineLoadSpec, EngineModelInfo, EngineResult, JobProgress, TranslateJob, TranslateResult } from '../engine/engine-protocol.ts'
+import { EngineServerProcess } from '../engine/engine-server-process.ts'
+import { cancelled, inAudioTime, translateInPieces, type PieceOptions, type PieceResult } from '../engine/translate-in-pieces.ts'
+import { whisperCodeOfName } from '../audio/whisper-languages.ts'
+import { programPath, type NativeBuild } from '../native-build/cmake-build.ts'
+
+/** whisper.cpp's own fallback step, used when the client chose a temperature. */
+const TEMPERATURE_STEP = 0.2
+/** How long a cancelled piece may run on before its engine is stopped the hard way. */
+const CANCEL_GRACE_MS = 5_000
+
+interface VerboseJson {
+  /** The language whisper decoded in, by name ("english"). */
+  language?: string
+  segments?: Array<{ text: string; start: number; end: number }>
+}
+
+export class WhisperServerEngine implements Engine {
+  private constructor(
+    private readonly server: EngineServerProcess,
+    private readonly spec: EngineLoadSpec,
+    readonly info: EngineModelInfo,
+  ) {}
+
+  static async start(spec: EngineLoadSpec, build: NativeBuild, options: { forwardLog?: boolean; loadTimeoutMs?: number } = {}): Promise<WhisperServerEngine> {
+    const started = performance.now()
+    const args = [
+      '--model', spec.path,
+      '--threads', String(spec.threads),
+      // verbose_json would otherwise run language detection a second time for its probabilities.
+      '--no-language-probabilities',
+      ...(spec.gpuLayers === 0 ? ['--no-gpu'] : []),
+    ]
+    const server = await EngineServerProcess.start({
+      program: programPath(build.dir, 'whisper-server'),
+      args,
+      modelId: spec.modelId,
+      loadTimeoutMs: options.loadTimeoutMs ?? 120_000,
+      forwardLog: options.forwardLog ?? false,
+    })
+    const info: EngineModelInfo = {
+      devices: build.gpu === 'none' || spec.gpuLayers === 0 ? ['CPU'] : [build.gpu.toUpperCase()],
+      loadMs: Math.round(performance.now() - started),
+      vision: false,
+      engine: { name: 'whisper-server', commit: build.commit, cpuFeatures: build.cpuFeatures, gpu: build.gpu },
+    }
+    return new WhisperServerEngine(server, spec, info)
+  }
+
+  get pid(): number | undefined {
+    return this.server.pid
+  }
+
+  get alive(): boolean {
+    return this.server.alive
+  }
+
+  onExit(listener: () => void): void {
+    this.server.onExit(listener)
+  }
+
+  stop(): Promise<void> {
+    return this.server.stop()
+  }
+
+  async memoryBytes(): Promise<number> {
+    return this.server.residentBytes()
+  }
+
+  run(job: EngineJob, options: RunOptions = {}): Promise<EngineResult> {
+    if (job.type !== 'translate') return Promise.reject(new ModelError('model_not_compatible', `this model cannot run '${job.type}' jobs`))
+    return this.translate(job, options)
+  }
+
+  private async translate(job: TranslateJob, { onProgress, signal }: RunOptions): Promise<TranslateResult> {
+    const abort = signal ?? new AbortController().signal
+    return translateInPieces(job, (samples, offset, options) => this.transcribe(samples, offset, options, onProgress, abort), abort)
+  }
+
+  private async transcribe(
+    samples: Float32Array,
+    offset: number,
+    options: PieceOptions,
+    emit: ((p: JobProgress) => void) | undefined,
+    signal: AbortSignal,
+  ): Promise<PieceResult> {
+    const form = new FormData()
+    form.append('file', new Blob([new Uint8Array(wavOf(samples))], { type: 'audio/wav' }), 'piece.wav')
+    form.append('translate', 'true')
+    form.append('response_format', 'verbose_json')
+    form.append('language', options.language ?? 'auto')
+    if (options.prompt) form.append('prompt', options.prompt)
+    if (options.temperature === undefined) {
+      // Greedy without fallback: deterministic, as the contract's default promises.
+      form.append('temperature', '0')
+      form.append('temperature_inc', '0')
+      form.append('best_of', '1')
+      form.append('beam_size', '-1')
+    } else {
+      form.append('temperature', String(options.temperature))
+      form.append('temperature_inc', String(TEMPERATURE_STEP))
+    }
+    // A cancelled piece: whisper-server works on until its end, so after a grace period the engine goes.
+    let graceTimer: NodeJS.Timeout | undefined
+    const onAbort = () => {
+      graceTimer = setTimeout(() => this.server.kill(), CANCEL_GRACE_MS)
+      graceTimer.unref()
+    }
+    if (signal.aborted) throw cancelled()
+    signal.addEventListener('abort', onAbort, { once: true })
+    try {
+      const res = await this.server.request('/inference', { body: form })
+      const text = await res.text()
+      if (signal.aborted) throw cancelled()
+      if (!res.ok) throw new ModelError('internal_error', `whisper.cpp failed: ${text.slice(0, 300)}`)
+      const answer = JSON.parse(text) as VerboseJson & { error?: string }
+      if (answer.error) throw new ModelError('internal_error', `whisper.cpp failed: ${answer.error}`)
+      const segments = (answer.segments ?? []).map((s) =>
+        inAudioTime({ text: s.text, startMs: s.start * 1000, endMs: s.end * 1000 }, offset, samples.length),
+      )
+      for (const segment of segments) emit?.({ type: 'segment', segment })
+      return { segments, language: whisperCodeOfName(answer.language) }
+    } catch (e) {
+      if (signal.aborted) throw cancelled()
+      throw e
+    } finally {
+      clearTimeout(graceTimer)
+      signal.removeEventListener('abort', onAbort)
+    }
+  }
+}
+
+/** 16 kHz mono 16-bit PCM in a WAV container, what whisper-server reads without converting. */
+function wavOf(samples: Float32Array): Buffer {
+  const pcm = toPcm16(samples)
+  const header = Buffer.alloc(44)
+  header.write('RIFF', 0)
+  header.writeUInt32LE(36 + pcm.byteLength, 4)
+  header.write('WAVE', 8)
+  header.write('fmt ', 12)
+  header.writeUInt32LE(16, 16)
+  header.writeUInt16LE(1, 20) // PCM
+  header.writeUInt16LE(1, 22) // mono
+  header.writeUInt32LE(WHISPER_SAMPLE_RATE, 24)
+  header.writeUInt32LE(WHISPER_SAMPLE_RATE * 2, 28)
+  header.writeUInt16LE(2, 32)
+  header.writeUInt16LE(16, 34)
+  header.write('data', 36)
+  header.writeUInt32LE(pcm.byteLength, 40)
+  return Buffer.concat([header, Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength)])
+}

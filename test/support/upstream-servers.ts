@@ -1,0 +1,57 @@
+/**
+ * llama.cpp's own llama-server and whisper.cpp's whisper-server, started directly from the engine
+ * builds (no Hearth in between), to compare Hearth's answers with the programs it runs.
+ */
+import { spawn } from 'node:child_process'
+import { createServer } from 'node:net'
+import { findLlamaBuild, programPath, type LlamaBuild } from '../../native-models/native-build/llama-build.ts'
+import { findWhisperBuild } from '../../native-models/native-build/whisper-build.ts'
+
+export interface UpstreamServer {
+  url: string
+  stop(): Promise<void>
+}
+
+/** Undefined when llama.cpp has not been built on this machine (the server then runs the fallback binding). */
+export const llamaBuild = findLlamaBuild()
+export const whisperBuild = findWhisperBuild()
+
+export function startUpstreamLlamaServer(args: string[]): Promise<UpstreamServer> {
+  if (!llamaBuild) throw new Error('llama.cpp is not built here: npm run build:engines')
+  return startUpstream(llamaBuild, 'llama-server', [...args, '--no-webui'])
+}
+
+export function startUpstreamWhisperServer(args: string[]): Promise<UpstreamServer> {
+  if (!whisperBuild) throw new Error('whisper.cpp is not built here: npm run build:engines')
+  return startUpstream(whisperBuild, 'whisper-server', args)
+}
+
+async function startUpstream(build: LlamaBuild, program: string, args: string[]): Promise<UpstreamServer> {
+  const port = await new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number }
+      probe.close(() => resolve(port))
+    })
+  })
+  const child = spawn(programPath(build.dir, program), [...args, '--host', '127.0.0.1', '--port', String(port)], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
+  let log = ''
+  child.stderr!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)))
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  const url = `http://127.0.0.1:${port}`
+  for (let i = 0; ; i++) {
+    if (child.exitCode !== null) throw new Error(`${program} exited: ${log}`)
+    const ok = await fetch(`${url}/health`).then((r) => r.status === 200, () => false)
+    if (ok) break
+    if (i > 2000) throw new Error(`${program} did not start: ${log}`)
+    await new Promise((r) => setTimeout(r, 15))
+  }
+  return {
+    url,
+    async stop() {
+      child.kill('SIGTERM')
+      await exited
+    },
+  }
+}
