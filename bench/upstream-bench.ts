@@ -16,6 +16,7 @@ import { execFileSync, spawn } from 'node:child_process'
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs'
 import { availableParallelism, tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
+import { readModelFileHeader } from '../native-models/catalog/model-file-header.ts'
 import type { EngineLoadSpec } from '../native-models/engine/engine-protocol.ts'
 import { engineCacheDir, findLlamaBuild, programPath, type LlamaBuild } from '../native-models/native-build/llama-build.ts'
 import { llamaServerArgs } from '../native-models/llama-server/llama-server-args.ts'
@@ -155,6 +156,12 @@ const words = (n: number, salt: string) =>
   `${salt} ` + Array.from({ length: n }, (_, i) => ['river', 'town', 'light', 'story', 'green', 'quiet', 'morning', 'book'][(i * 7) % 8]).join(' ')
 const say = (text: string) => [{ role: 'user', content: text }]
 
+/** The context Hearth gives a model without a catalog entry: what it was trained with. */
+async function trainedContext(file: string): Promise<number> {
+  const header = await readModelFileHeader(file)
+  return (header.format === 'gguf' ? header.trainedContext : undefined) ?? 2048
+}
+
 function spec(modelId: string, path: string, parallel: number, contextLength: number): EngineLoadSpec {
   return { modelId, kind: 'chat', path, projectorPath: undefined, contextLength, threads: 1, gpuLayers: 0, parallel, backend: 'default' }
 }
@@ -168,7 +175,7 @@ function ratioLine(name: string, hearth: number, upstream: number, unit: string,
 /** Decode, prompt processing and the conversation cache on the real-size model; one slot. */
 async function realSizeSingle(build: LlamaBuild, file: string, runs: number): Promise<Record<string, number>> {
   const id = basename(file, '.gguf')
-  const upstream = await startUpstream(build, spec(id, file, 1, 4096))
+  const upstream = await startUpstream(build, spec(id, file, 1, await trainedContext(file)))
   const hearth = await startHearth(file, id, ['--parallel', '1'])
   try {
     await stream(hearth.endpoint, say('warm up'), 2)
@@ -218,7 +225,7 @@ async function realSizeSingle(build: LlamaBuild, file: string, runs: number): Pr
 /** Four streams at once on four slots: aggregate decode rate. */
 async function realSizeConcurrent(build: LlamaBuild, file: string, runs: number): Promise<Record<string, number>> {
   const id = basename(file, '.gguf')
-  const upstream = await startUpstream(build, spec(id, file, 4, 1024))
+  const upstream = await startUpstream(build, spec(id, file, 4, await trainedContext(file)))
   const hearth = await startHearth(file, id, ['--parallel', '4'])
   try {
     await stream(hearth.endpoint, say('warm up'), 2)
@@ -244,7 +251,7 @@ async function realSizeConcurrent(build: LlamaBuild, file: string, runs: number)
 /** The small model: what Hearth adds per request (first token) and per token (CPU). */
 async function overhead(build: LlamaBuild, file: string, runs: number): Promise<Record<string, number>> {
   const id = basename(file, '.gguf')
-  const upstream = await startUpstream(build, spec(id, file, 1, 2048))
+  const upstream = await startUpstream(build, spec(id, file, 1, await trainedContext(file)))
   const hearth = await startHearth(file, id, ['--parallel', '1'])
   try {
     await stream(hearth.endpoint, say('warm up'), 2)
@@ -275,8 +282,7 @@ async function overhead(build: LlamaBuild, file: string, runs: number): Promise<
 /** 256 short texts in one request. */
 async function embeddings(build: LlamaBuild, file: string, runs: number): Promise<Record<string, number>> {
   const id = basename(file, '.gguf')
-  const contextLength = 512
-  const upstream = await startUpstream(build, { ...spec(id, file, 1, contextLength), kind: 'embedding' })
+  const upstream = await startUpstream(build, { ...spec(id, file, 1, await trainedContext(file)), kind: 'embedding' })
   const hearth = await startHearth(file, id, [])
   const texts = Array.from({ length: 256 }, (_, i) => words(5 + (i % 8), `sentence ${i}`))
   const embed = async (endpoint: Endpoint) => {

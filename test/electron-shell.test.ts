@@ -626,3 +626,19 @@ describe('npm start without Electron', () => {
     expect(performance.now() - started).toBeLessThan(20_000)
   })
 })
+
+describe('engines shipped in the installer', () => {
+  it('points the server at the packaged builds, unless the environment names its own', async () => {
+    const { usePackagedEngines } = await import('../main/electron/packaged-engines.ts')
+    const resources = mkdtempSync(join(tmpdir(), 'hearth-resources-'))
+    const env: NodeJS.ProcessEnv = {}
+    expect(usePackagedEngines(resources, env)).toEqual([]) // a dev run: nothing packaged
+    for (const name of ['llama', 'whisper']) {
+      mkdirSync(join(resources, 'engines', name), { recursive: true })
+      writeFileSync(join(resources, 'engines', name, 'build.json'), '{}')
+    }
+    const own: NodeJS.ProcessEnv = { HEARTH_WHISPER_BUILD_DIR: '/opt/my-whisper' }
+    expect(usePackagedEngines(resources, own)).toEqual(['HEARTH_LLAMA_BUILD_DIR'])
+    expect(own).toEqual({ HEARTH_LLAMA_BUILD_DIR: join(resources, 'engines', 'llama'), HEARTH_WHISPER_BUILD_DIR: '/opt/my-whisper' })
+  })
+})

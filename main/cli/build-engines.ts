@@ -1,24 +1,37 @@
 /**
  * `npm run build:engines` (and `npm install`'s postinstall with --soft): builds llama.cpp's
  * llama-server and whisper.cpp's whisper-server for this machine from the pinned sources, once;
- * later runs find the cached builds.
- * With --soft a machine that cannot build gets the message and the install goes on: the server then
- * falls back, loudly, to the slow prebuilt binding.
+ * later runs find the cached builds. With --soft a machine that cannot build gets the message and
+ * the install goes on: the server then falls back, loudly, to the slow prebuilt bindings.
+ *
+ * `--portable --into DIR` (what `npm run dist` runs) builds engines for every CPU level instead and
+ * copies them to DIR/llama and DIR/whisper, for the installer to ship.
  */
+import { cpSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
 import { buildLlama, EngineBuildError } from '../../native-models/native-build/llama-build.ts'
 import { buildWhisper } from '../../native-models/native-build/whisper-build.ts'
 
-const soft = process.argv.includes('--soft')
+const { values: flags } = parseArgs({ options: { soft: { type: 'boolean' }, portable: { type: 'boolean' }, into: { type: 'string' } } })
 const log = (line: string) => console.log(`hearth engines: ${line}`)
 
 try {
-  const llama = buildLlama(log)
+  const portable = flags.portable ?? false
+  const llama = buildLlama(log, process.env, portable)
   log(`llama.cpp ${llama.commit.slice(0, 7)}, GPU ${llama.gpu}, CPU ${llama.cpuFeatures.join(' ') || 'baseline'}: ${llama.dir}`)
-  const whisper = buildWhisper(log)
+  const whisper = buildWhisper(log, process.env, portable)
   log(`${whisper.sourceVersion}: ${whisper.dir}`)
+  if (flags.into) {
+    for (const [name, build] of [['llama', llama], ['whisper', whisper]] as const) {
+      rmSync(join(flags.into, name), { recursive: true, force: true })
+      cpSync(build.dir, join(flags.into, name), { recursive: true })
+    }
+    log(`copied to ${flags.into}`)
+  }
 } catch (e) {
   if (!(e instanceof EngineBuildError)) throw e
   console.error(`hearth engines: cannot build an engine here: ${e.message}`)
-  if (!soft) process.exit(1)
+  if (!flags.soft) process.exit(1)
   console.error('hearth engines: what is not built runs on the prebuilt bindings instead, 6-13x slower. Fix the above, then: npm run build:engines')
 }

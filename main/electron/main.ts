@@ -7,9 +7,12 @@ import { app, dialog, utilityProcess } from 'electron'
 import { startServer } from '../server/server.ts'
 import { SettingsError } from '../server/settings.ts'
 import { startDesktopApp } from './desktop-app.ts'
+import { usePackagedEngines } from './packaged-engines.ts'
 import { forkUtilityEngine } from './utility-engine.ts'
 
 const here = import.meta.dirname
+// The installer's engines (built for every CPU level by `npm run dist`); a dev run uses the cache.
+usePackagedEngines(process.resourcesPath)
 
 startDesktopApp({
   preloadPath: join(here, 'preload.cjs'),

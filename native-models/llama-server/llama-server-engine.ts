@@ -54,7 +54,7 @@ export class LlamaServerEngine implements Engine {
     const started = performance.now()
     const server = await EngineServerProcess.start({
       program: programPath(build.dir, 'llama-server'),
-      args: llamaServerArgs(spec, { slotCacheDir: options.slotCacheDir }),
+      args: llamaServerArgs(spec, { slotCacheDir: options.slotCacheDir, verbose: options.forwardLog }),
       apiKeyVariable: 'LLAMA_API_KEY',
       modelId: spec.modelId,
       loadTimeoutMs: options.loadTimeoutMs ?? 120_000,
@@ -65,7 +65,7 @@ export class LlamaServerEngine implements Engine {
       const meta = models.data?.[0]?.meta ?? {}
       const props = (await (await server.request('/props')).json()) as { modalities?: { vision?: boolean } }
       const info: EngineModelInfo = {
-        devices: devicesInLog(server.log),
+        devices: devicesOf(build, spec),
         loadMs: Math.round(performance.now() - started),
         vision: props.modalities?.vision === true,
         engine: {
@@ -164,8 +164,10 @@ export class LlamaServerEngine implements Engine {
       let timings: UpstreamTimings | undefined
       for await (const data of readEventStream(res)) {
         if (data === '[DONE]') {
+          // Read on to the response's end (it follows at once) rather than break: a stream left
+          // early is destroyed, and its kept-alive connection with it.
           finished = true
-          break
+          continue
         }
         const event = JSON.parse(data) as UpstreamChunk
         if (event.error) throw chatError(500, JSON.stringify(event), limit, job)
@@ -344,10 +346,9 @@ function upstreamMessage(body: string): string {
   }
 }
 
-/** Devices llama.cpp placed the model on, from its log ("using device CUDA0 …"); the CPU otherwise. */
-function devicesInLog(log: string): string[] {
-  const found = [...log.matchAll(/using device (\S+)/g)].map((m) => m[1]!)
-  return found.length > 0 ? [...new Set(found)] : ['CPU']
+/** Where the model's layers go: the build's GPU when layers are offloaded to one, else the CPU. */
+function devicesOf(build: LlamaBuild, spec: EngineLoadSpec): string[] {
+  return build.gpu === 'none' || spec.gpuLayers === 0 ? ['CPU'] : [build.gpu.toUpperCase(), 'CPU']
 }
 
 function decodeBase64Floats(base64: string): Float32Array {

@@ -5,7 +5,7 @@
  */
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism, homedir } from 'node:os'
 import { join } from 'node:path'
 import { EngineBuildError, installHint, requireTool } from './pinned-source.ts'
@@ -37,6 +37,12 @@ export interface BuildRecipe {
   flags: string[]
   /** Makes the source tree (fetching and checking it) and returns its path; called only when building. */
   source: (cacheDir: string, log: (line: string) => void) => string
+  /**
+   * For an installer: not for this CPU but for every x86-64 level (or ARM profile), ggml choosing
+   * the best at run time (GGML_CPU_ALL_VARIANTS with GGML_BACKEND_DL); the programs come with their
+   * shared libraries, found beside them.
+   */
+  portable?: boolean
 }
 
 /** Where engine builds and the sources they come from are kept: outside any clone, per user. */
@@ -59,26 +65,38 @@ export function gpuToolkit(env: NodeJS.ProcessEnv = process.env): GpuToolkit {
   return 'none'
 }
 
-/** The ggml options every engine shares. */
-export function ggmlFlags(gpu: GpuToolkit): string[] {
+/** The ggml options every engine shares: for this CPU, or portable (every CPU level, chosen at run time). */
+export function ggmlFlags(gpu: GpuToolkit, portable = false): string[] {
   return [
     '-DCMAKE_BUILD_TYPE=Release',
-    '-DGGML_NATIVE=ON',
-    '-DBUILD_SHARED_LIBS=OFF',
+    ...(portable ? portableFlags() : ['-DGGML_NATIVE=ON', '-DBUILD_SHARED_LIBS=OFF']),
     `-DGGML_CUDA=${gpu === 'cuda' ? 'ON' : 'OFF'}`,
     `-DGGML_VULKAN=${gpu === 'vulkan' ? 'ON' : 'OFF'}`,
     `-DGGML_METAL=${gpu === 'metal' ? 'ON' : 'OFF'}`,
   ]
 }
 
+/** One build for every CPU: each CPU backend variant is a library loaded at run time; programs find their libraries beside them. */
+export function portableFlags(): string[] {
+  const origin = process.platform === 'darwin' ? '@loader_path' : '$ORIGIN'
+  return [
+    '-DGGML_NATIVE=OFF',
+    '-DGGML_BACKEND_DL=ON',
+    '-DGGML_CPU_ALL_VARIANTS=ON',
+    '-DBUILD_SHARED_LIBS=ON',
+    `-DCMAKE_INSTALL_RPATH=${origin}`,
+    '-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON',
+  ]
+}
+
 /** The cache key: what makes two builds interchangeable. */
-export function buildKey(recipe: Pick<BuildRecipe, 'sourceId' | 'flags'>): string {
+export function buildKey(recipe: Pick<BuildRecipe, 'sourceId' | 'flags' | 'portable'>): string {
   const hash = createHash('sha256')
   hash.update(recipe.sourceId)
   hash.update(recipe.flags.join(' '))
   hash.update(compilerId())
   hash.update(`${process.platform}-${process.arch}`)
-  hash.update(cpuIdentity()) // GGML_NATIVE code may not run on another CPU
+  if (!recipe.portable) hash.update(cpuIdentity()) // GGML_NATIVE code may not run on another CPU
   return hash.digest('hex').slice(0, 16)
 }
 
@@ -122,11 +140,16 @@ export function cmakeBuild(recipe: BuildRecipe, gpu: GpuToolkit, log: (line: str
     if (!found) throw new EngineBuildError(`the build finished without ${program}`)
     copyFileSync(found, programPath(staging, program))
   }
+  if (recipe.portable) {
+    // The ggml backends (one per CPU level, and the GPU's) and the libraries the programs link.
+    const libraries = join(buildDir, 'bin')
+    for (const file of readdirSync(libraries).filter((f) => /\.(so(\.\d+)*|dylib|dll)$/.test(f))) copyFileSync(join(libraries, file), join(staging, file))
+  }
   const manifest: Omit<NativeBuild, 'dir'> = {
     commit: recipe.commit,
     sourceVersion: recipe.sourceVersion,
     gpu,
-    cpuFeatures: nativeCpuFeatures(),
+    cpuFeatures: recipe.portable ? ['every CPU level, chosen at run time'] : nativeCpuFeatures(),
     compiler,
     cmakeFlags: recipe.flags,
     builtAt: new Date().toISOString(),

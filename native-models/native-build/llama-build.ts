@@ -2,7 +2,7 @@
  * llama.cpp's own programs (llama-server, llama-bench, llama-quantize), built from the pinned source
  * for this machine (see cmake-build.ts for the how and the cache).
  */
-import { cmakeBuild, findBuild, gpuToolkit, type BuildRecipe, type GpuToolkit, type NativeBuild } from './cmake-build.ts'
+import { cmakeBuild, findBuild, ggmlFlags, gpuToolkit, type BuildRecipe, type GpuToolkit, type NativeBuild } from './cmake-build.ts'
 import { LLAMA_SOURCE, pinnedLlamaSource } from './pinned-source.ts'
 
 export { engineCacheDir, programPath, type GpuToolkit, type NativeBuild as LlamaBuild } from './cmake-build.ts'
@@ -10,7 +10,11 @@ export { EngineBuildError } from './pinned-source.ts'
 
 export const LLAMA_PROGRAMS = ['llama-server', 'llama-bench', 'llama-quantize'] as const
 
-export function llamaRecipe(gpu: GpuToolkit): BuildRecipe {
+export function llamaRecipe(gpu: GpuToolkit, portable = false): BuildRecipe {
+  if (portable) {
+    const native = llamaRecipe(gpu)
+    return { ...native, name: 'llama-portable', portable, flags: [...ggmlFlags(gpu, true), ...native.flags.filter((f) => f.startsWith('-DLLAMA_'))] }
+  }
   return {
     name: 'llama',
     sourceId: LLAMA_SOURCE.commit,
@@ -41,7 +45,7 @@ export function findLlamaBuild(env: NodeJS.ProcessEnv = process.env): NativeBuil
   return findBuild(llamaRecipe(gpuToolkit(env)), env.HEARTH_LLAMA_BUILD_DIR, env)
 }
 
-export function buildLlama(log: (line: string) => void = console.log, env: NodeJS.ProcessEnv = process.env): NativeBuild {
+export function buildLlama(log: (line: string) => void = console.log, env: NodeJS.ProcessEnv = process.env, portable = false): NativeBuild {
   const gpu = gpuToolkit(env)
-  return cmakeBuild(llamaRecipe(gpu), gpu, log, env)
+  return cmakeBuild(llamaRecipe(gpu, portable), gpu, log, env)
 }

@@ -7,17 +7,18 @@ import { LLAMA_SOURCE, pinnedWhisperSource, WHISPER_SOURCE } from './pinned-sour
 
 export const WHISPER_PROGRAMS = ['whisper-server', 'whisper-cli'] as const
 /** Bump when native-build/whisper/CMakeLists.txt changes, so cached builds are made anew. */
-const WHISPER_CMAKE_VERSION = 1
+const WHISPER_CMAKE_VERSION = 2
 
-export function whisperRecipe(gpu: GpuToolkit): BuildRecipe {
+export function whisperRecipe(gpu: GpuToolkit, portable = false): BuildRecipe {
   return {
-    name: 'whisper',
+    name: portable ? 'whisper-portable' : 'whisper',
+    portable,
     sourceId: `${WHISPER_SOURCE.npmPackage}@${WHISPER_SOURCE.version}+ggml@${LLAMA_SOURCE.commit}`,
     commit: LLAMA_SOURCE.commit,
     sourceVersion: `whisper.cpp ${WHISPER_SOURCE.whisperVersion} (${WHISPER_SOURCE.npmPackage}@${WHISPER_SOURCE.version}), ggml of llama.cpp ${LLAMA_SOURCE.commit.slice(0, 7)}`,
     programs: WHISPER_PROGRAMS,
     flags: [
-      ...ggmlFlags(gpu),
+      ...ggmlFlags(gpu, portable),
       // Our CMakeLists.txt (native-build/whisper/) builds the server and the CLI, nothing else.
       `-DHEARTH_WHISPER_CMAKE=${WHISPER_CMAKE_VERSION}`,
     ],
@@ -30,7 +31,7 @@ export function findWhisperBuild(env: NodeJS.ProcessEnv = process.env): NativeBu
   return findBuild(whisperRecipe(gpuToolkit(env)), env.HEARTH_WHISPER_BUILD_DIR, env)
 }
 
-export function buildWhisper(log: (line: string) => void = console.log, env: NodeJS.ProcessEnv = process.env): NativeBuild {
+export function buildWhisper(log: (line: string) => void = console.log, env: NodeJS.ProcessEnv = process.env, portable = false): NativeBuild {
   const gpu = gpuToolkit(env)
-  return cmakeBuild(whisperRecipe(gpu), gpu, log, env)
+  return cmakeBuild(whisperRecipe(gpu, portable), gpu, log, env)
 }
