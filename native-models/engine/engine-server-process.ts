@@ -7,7 +7,8 @@
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
-import { Agent, request as httpRequest, type IncomingMessage } from 'node:http'
+// Streams go over plain node:http: per token it costs a fraction of fetch's web streams.
+import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { createServer } from 'node:net'
 import { ModelError } from '../errors.ts'
 
@@ -32,8 +33,6 @@ export class EngineServerProcess {
   private exited = false
   private exitReason = 'stopped'
   private readonly exitListeners: Array<() => void> = []
-  /** Streams go over plain node:http: per token it costs a fraction of fetch's web streams. */
-  private readonly agent = new Agent({ keepAlive: true })
 
   private constructor(
     private readonly child: ChildProcess,
@@ -51,7 +50,6 @@ export class EngineServerProcess {
     child.on('error', () => undefined) // 'exit' follows and reports it
     child.on('exit', (code, signal) => {
       this.exited = true
-      this.closeConnections()
       this.exitReason = signal ? `was killed by ${signal}` : `exited with code ${code}`
       for (const listener of this.exitListeners.splice(0)) listener()
     })
@@ -121,39 +119,37 @@ export class EngineServerProcess {
   /**
    * POSTs `body` and hands back the response as node:http gives it (status, headers, a byte
    * stream), for answers read as they arrive. Closing the response (or `signal`) ends the work
-   * upstream: llama-server cancels a request whose connection is gone.
+   * upstream: llama-server cancels a request whose connection is gone. Each stream has a connection
+   * of its own: llama-server closes a connection after a streamed answer, whatever its Keep-Alive
+   * header says, so a kept one would fail on its next use.
    */
   async streamRequest(path: string, body: unknown, signal?: AbortSignal): Promise<IncomingMessage> {
+    if (this.exited) throw this.crashError()
+    if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
     const payload = JSON.stringify(body)
-    for (let attempt = 1; ; attempt++) {
-      if (this.exited) throw this.crashError()
-      if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-      try {
-        return await new Promise<IncomingMessage>((resolve, reject) => {
-          const req = httpRequest(
-            `${this.baseUrl}${path}`,
-            {
-              method: 'POST',
-              agent: this.agent,
-              signal,
-              headers: {
-                authorization: `Bearer ${this.key}`,
-                'content-type': 'application/json',
-                'content-length': Buffer.byteLength(payload),
-              },
+    try {
+      return await new Promise<IncomingMessage>((resolve, reject) => {
+        const req = httpRequest(
+          `${this.baseUrl}${path}`,
+          {
+            method: 'POST',
+            agent: false,
+            signal,
+            headers: {
+              authorization: `Bearer ${this.key}`,
+              'content-type': 'application/json',
+              'content-length': Buffer.byteLength(payload),
             },
-            resolve,
-          )
-          req.setNoDelay(true)
-          req.once('error', reject)
-          req.end(payload)
-        })
-      } catch (e) {
-        if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-        const code = (e as NodeJS.ErrnoException).code
-        if (attempt < MAX_SEND_ATTEMPTS && this.alive && (code === 'ECONNRESET' || code === 'EPIPE')) continue
-        throw await this.failureOf(e)
-      }
+          },
+          resolve,
+        )
+        req.setNoDelay(true)
+        req.once('error', reject)
+        req.end(payload)
+      })
+    } catch (e) {
+      if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
+      throw await this.failureOf(e)
     }
   }
 
@@ -204,9 +200,7 @@ export class EngineServerProcess {
     }
   }
 
-  private closeConnections(): void {
-    this.agent.destroy()
-  }
+
 
   private async waitUntilHealthy(timeoutMs: number): Promise<void> {
     const deadline = performance.now() + timeoutMs

@@ -164,10 +164,8 @@ export class LlamaServerEngine implements Engine {
       let timings: UpstreamTimings | undefined
       for await (const data of readEventStream(res)) {
         if (data === '[DONE]') {
-          // Read on to the response's end (it follows at once) rather than break: a stream left
-          // early is destroyed, and its kept-alive connection with it.
           finished = true
-          continue
+          break
         }
         const event = JSON.parse(data) as UpstreamChunk
         if (event.error) throw chatError(500, JSON.stringify(event), limit, job)
@@ -210,8 +208,7 @@ export class LlamaServerEngine implements Engine {
     } finally {
       progress?.flush() // nothing generated is left behind a timer
       signal?.removeEventListener('abort', cancel)
-      // A request that ends early (context check, error) stops its work upstream; one that ran to
-      // its end leaves the connection open for the next.
+      // A request that ends early (context check, error) stops its work upstream.
       if (!finished) upstream.abort()
     }
   }
