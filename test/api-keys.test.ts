@@ -229,3 +229,20 @@ describe('no network access without a key', () => {
     await expect(startServer({ ...settings, host: '0.0.0.0', port: 0 }, () => undefined)).rejects.toThrow(/without an API key/)
   })
 })
+
+describe('a key in the environment', () => {
+  it('warns at start when HEARTH_API_KEY hides the stored key, which then gets 401', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'hearth-env-key-'))
+    const first = await startTestServer({ modelsDir: mkdtempSync(join(tmpdir(), 'hearth-env-models-')), dataDir, noKeyFlag: true })
+    await first.stop()
+    const stored = readFileSync(join(dataDir, 'api-key'), 'utf8').trim()
+    const server = await startTestServer({ modelsDir: mkdtempSync(join(tmpdir(), 'hearth-env-models-')), dataDir, noKeyFlag: true, env: { HEARTH_API_KEY: 'exported-by-a-client-0123' } })
+    try {
+      // stderr, which may arrive a moment after stdout's "listening on".
+      await expect.poll(() => server.output()).toContain(`HEARTH_API_KEY in the environment sets the server's keys, so the key stored in ${join(dataDir, 'api-key')} is not accepted`)
+      expect((await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${stored}` } })).status).toBe(401)
+    } finally {
+      await server.stop()
+    }
+  })
+})

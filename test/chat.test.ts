@@ -293,14 +293,17 @@ describe('bad requests get a 4xx OpenAI error body', () => {
     }
     const health = await fetch(`${server.url}/health`)
     expect(health.status).toBe(200)
-    expect(await health.json()).toMatchObject({ status: 'ok', loaded_models: expect.any(Array) })
+    expect(await health.json()).toMatchObject({ status: 'ok', loaded_models: expect.any(Array), auth_required: true })
   })
 
   it('answers unknown routes and methods with a JSON 404', async () => {
     for (const [method, path] of [['GET', '/v2/models'], ['GET', '/v1/nothing'], ['DELETE', '/v1/chat/completions']] as const) {
       const res = await fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${server.apiKey}` } })
       expect(res.status).toBe(404)
-      expect((await res.json()).error.code).toBe('unknown_url')
+      const { error } = await res.json()
+      expect(error.code).toBe('unknown_url')
+      // The message names the path as the client sent it, /v1 and all.
+      expect(error.message).toBe(`Unknown request URL: ${method} ${path}`)
     }
   })
 

@@ -107,9 +107,15 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
   })
 
   it('asks for the key once, then remembers it', async () => {
+    // The first load asks before it requests anything that needs the key: no 401 in the console.
+    const failed: string[] = []
+    const onResponse = (r: { status(): number; url(): string }) => void (r.status() === 401 && failed.push(r.url()))
+    page.on('response', onResponse)
     await page.goto(`${server.url}/`)
     const field = page.getByRole('textbox', { name: 'API key' })
     await expect.poll(() => field.isVisible()).toBe(true)
+    page.off('response', onResponse)
+    expect(failed).toEqual([])
     await shot('key-prompt')
     await field.fill('not-the-key')
     await page.getByRole('button', { name: 'Use this key' }).click()

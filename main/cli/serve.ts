@@ -1,5 +1,7 @@
 /** `npm run serve`: the API server without Electron. */
+import { existsSync, readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
+import { join } from 'node:path'
 import { startServer } from '../server/server.ts'
 import { resolveSettings, SettingsError, USAGE } from '../server/settings.ts'
 
@@ -24,6 +26,7 @@ async function main(): Promise<void> {
   console.log(`models folder: ${settings.modelsDir} (${models.length} model${models.length === 1 ? '' : 's'})`)
   if (catalogProblem) console.warn(`warning: ${catalogProblem}`)
   for (const b of broken) console.warn(`warning: model "${b.id}" cannot be served: ${b.problem}`)
+  warnIfEnvironmentHidesStoredKey(settings.dataDir, settings.apiKeys)
   if (!settings.auth) console.warn('warning: authentication is OFF (--no-auth): any program that can reach this address can use it')
   else if (server.keyFile) console.log(`API key: stored in ${server.keyFile}`)
   console.log(`listening on ${server.url}`)
@@ -43,6 +46,22 @@ async function main(): Promise<void> {
   }
   process.on('SIGINT', stop)
   process.on('SIGTERM', stop)
+}
+
+/**
+ * HEARTH_API_KEY sets the server's keys, so a client's key exported under that name silently
+ * replaces the stored one, and every program using the stored key gets 401: say so.
+ */
+function warnIfEnvironmentHidesStoredKey(dataDir: string, keys: string[]): void {
+  const fromEnvironment = process.env.HEARTH_API_KEY?.split(',').map((k) => k.trim()).filter(Boolean) ?? []
+  const stored = join(dataDir, 'api-key')
+  if (fromEnvironment.length === 0 || !existsSync(stored)) return
+  const storedKey = readFileSync(stored, 'utf8').trim()
+  if (keys.includes(storedKey)) return
+  console.warn(
+    `warning: HEARTH_API_KEY in the environment sets the server's keys, so the key stored in ${stored} is not accepted. ` +
+      'Unset it to use the stored key (clients take theirs from OPENAI_API_KEY or their own setting).',
+  )
 }
 
 main().catch((e: unknown) => {

@@ -110,5 +110,5 @@ export const errorHandler: ErrorRequestHandler = (err, _req, res, _next) => {
 }
 
 export const unknownRoute: RequestHandler = (req, res) => {
-  sendError(res, new ApiError(404, 'invalid_request_error', 'unknown_url', `Unknown request URL: ${req.method} ${req.path}`))
+  sendError(res, new ApiError(404, 'invalid_request_error', 'unknown_url', `Unknown request URL: ${req.method} ${req.originalUrl.split('?')[0]}`))
 }

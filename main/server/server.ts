@@ -26,6 +26,7 @@ import { findWhisperBuild } from '../../native-models/native-build/whisper-build
 import { WhisperServerEngine } from '../../native-models/whisper-server/whisper-server-engine.ts'
 import type { NativeBuild } from '../../native-models/native-build/cmake-build.ts'
 import type { Hardware } from './server-context.ts'
+import { chooseChatEngine } from './engine-choice.ts'
 import { join } from 'node:path'
 
 const CPU_SLOTS = 2
@@ -75,24 +76,32 @@ export async function startServer(
     parallel: settings.parallel ?? CPU_SLOTS,
     backend: 'default',
   }
-  // llama.cpp built for this machine serves chat and embeddings; without one (no compiler at
-  // install time) the prebuilt binding does, 6-13x slower, and the server says so.
   const llamaBuild = options.llamaBuild === null ? undefined : (options.llamaBuild ?? findLlamaBuild())
-  if (!llamaBuild) {
-    log('warning: llama.cpp has not been built for this machine; chat and embeddings run on the slow prebuilt binding. Build it with: npm run build:engines')
-  }
   const whisperBuild = options.whisperBuild === null ? undefined : (options.whisperBuild ?? findWhisperBuild())
   if (!whisperBuild) {
     log('warning: whisper.cpp has not been built for this machine; speech runs on the slow prebuilt binding. Build it with: npm run build:engines')
   }
-  // Which llama.cpp build to load, found out once in the background; engines wait for the answer.
-  const wanted = settings.backend === 'cpu' ? 'default' : settings.backend
-  const hardware: Promise<Hardware> = (llamaBuild ? nativeHardware(llamaBuild) : chooseBackend(wanted)).then((found) => {
-    engineDefaults.backend = found.backend
-    const gpu = found.devices.some((d) => d.type === 'gpu') && !onCpu && settings.gpuLayers !== 0
+  // Which engine and devices serve chat and embeddings, found out once in the background; engines
+  // wait for the answer. Without a build the server says so at once.
+  if (!llamaBuild) log('warning: llama.cpp has not been built for this machine; chat and embeddings run on the slow prebuilt binding. Build it with: npm run build:engines')
+  const choice = chooseChatEngine({
+    llamaBuild,
+    wanted: settings.backend,
+    gpuLayers: settings.gpuLayers,
+    nativeDevices: listLlamaDevices,
+    prebuiltBackend: chooseBackend,
+  }).then((chosen) => {
+    if (chosen.warning) log(`warning: ${chosen.warning}`)
+    engineDefaults.backend = chosen.backend
+    const gpu = chosen.devices.some((d) => d.type === 'gpu') && !onCpu && settings.gpuLayers !== 0
     if (gpu && settings.parallel === undefined) engineDefaults.parallel = GPU_SLOTS
-    return { ...found, llamaBuild: llamaBuild && buildInfo(llamaBuild) }
+    return chosen
   })
+  const hardware: Promise<Hardware> = choice.then(({ backend, devices, native }) => ({
+    backend,
+    devices,
+    llamaBuild: native && llamaBuild ? buildInfo(llamaBuild) : undefined,
+  }))
   const slotCacheDir = join(settings.dataDir, 'slot-cache')
   await mkdir(slotCacheDir, { recursive: true })
   const scheduler: ModelScheduler = new ModelScheduler({
@@ -102,12 +111,12 @@ export async function startServer(
     idleTtlMs: (model) => (model.catalogEntry?.ttl !== undefined ? model.catalogEntry.ttl * 1000 : settings.idleTtlMs),
     memoryBudget: () => memoryBudget(settings, scheduler),
     startEngine: async (model) => {
-      await hardware
+      const { native } = await choice
       const spec = loadSpecFor(model, engineDefaults)
       const forwardLog = process.env.HEARTH_ENGINE_LOG === '1'
       if (model.kind === 'speech') {
         if (whisperBuild) return WhisperServerEngine.start(spec, whisperBuild, { forwardLog })
-      } else if (llamaBuild) {
+      } else if (native && llamaBuild) {
         return LlamaServerEngine.start(spec, llamaBuild, { forwardLog, slotCacheDir })
       }
       return EngineProcess.start(spec, { forwardLog, spawn: options.spawnEngine })
@@ -159,13 +168,6 @@ async function resolveKeys(settings: ServerSettings): Promise<{ keys: ApiKeys | 
 
 function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || host === '::1' || host.startsWith('127.')
-}
-
-/** A native build's devices: what it lists, and the GPU backend it was built for when it sees one. */
-async function nativeHardware(build: LlamaBuild): Promise<Omit<Hardware, 'llamaBuild'>> {
-  const devices = await listLlamaDevices(build)
-  const gpu = devices.some((d) => d.type === 'gpu')
-  return { backend: gpu && (build.gpu === 'cuda' || build.gpu === 'vulkan') ? build.gpu : 'default', devices }
 }
 
 function buildInfo(build: LlamaBuild): Hardware['llamaBuild'] {

@@ -9,7 +9,8 @@
  *   what the contract promises.
  */
 import { ModelError } from '../errors.ts'
-import type { Engine, RunOptions } from '../engine/engine-process.ts'
+import type { RunOptions } from '../engine/engine-process.ts'
+import { ServerEngine } from '../engine/server-engine.ts'
 import type {
   ChatJob,
   ChatResult,
@@ -41,14 +42,16 @@ interface ModelMeta {
   embeddingLength: number
 }
 
-export class LlamaServerEngine implements Engine {
+export class LlamaServerEngine extends ServerEngine {
   private constructor(
-    private readonly server: EngineServerProcess,
+    server: EngineServerProcess,
     private readonly spec: EngineLoadSpec,
-    readonly info: EngineModelInfo,
+    info: EngineModelInfo,
     private readonly meta: ModelMeta,
     private readonly slotCache: SlotCache | undefined,
-  ) {}
+  ) {
+    super(server, info)
+  }
 
   static async start(spec: EngineLoadSpec, build: LlamaBuild, options: LlamaServerEngineOptions = {}): Promise<LlamaServerEngine> {
     const started = performance.now()
@@ -90,26 +93,10 @@ export class LlamaServerEngine implements Engine {
     }
   }
 
-  get pid(): number | undefined {
-    return this.server.pid
-  }
-
-  get alive(): boolean {
-    return this.server.alive
-  }
-
-  onExit(listener: () => void): void {
-    this.server.onExit(listener)
-  }
-
   /** Saves the conversations' caches (chat models), then ends the process. */
-  async stop(): Promise<void> {
+  override async stop(): Promise<void> {
     if (this.alive) await this.slotCache?.save(this.server)
     await this.server.stop()
-  }
-
-  async memoryBytes(): Promise<number> {
-    return this.server.residentBytes()
   }
 
   run(job: EngineJob, options: RunOptions = {}): Promise<EngineResult> {

@@ -5,7 +5,7 @@
  */
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { availableParallelism, homedir } from 'node:os'
 import { join } from 'node:path'
 import { EngineBuildError, installHint, requireTool } from './pinned-source.ts'
@@ -143,7 +143,12 @@ export function cmakeBuild(recipe: BuildRecipe, gpu: GpuToolkit, log: (line: str
   if (recipe.portable) {
     // The ggml backends (one per CPU level, and the GPU's) and the libraries the programs link.
     const libraries = join(buildDir, 'bin')
-    for (const file of readdirSync(libraries).filter((f) => /\.(so(\.\d+)*|dylib|dll)$/.test(f))) copyFileSync(join(libraries, file), join(staging, file))
+    for (const file of readdirSync(libraries).filter((f) => /\.(so(\.\d+)*|dylib|dll)$/.test(f))) {
+      const from = join(libraries, file)
+      // Versioned names stay links to the one library, not copies of it.
+      if (lstatSync(from).isSymbolicLink()) symlinkSync(readlinkSync(from), join(staging, file))
+      else copyFileSync(from, join(staging, file))
+    }
   }
   const manifest: Omit<NativeBuild, 'dir'> = {
     commit: recipe.commit,

@@ -7,7 +7,8 @@
  */
 import { ModelError } from '../errors.ts'
 import { toPcm16, WHISPER_SAMPLE_RATE } from '../engine/audio-chunks.ts'
-import type { Engine, RunOptions } from '../engine/engine-process.ts'
+import type { RunOptions } from '../engine/engine-process.ts'
+import { ServerEngine } from '../engine/server-engine.ts'
 import type { EngineJob, EngineLoadSpec, EngineModelInfo, EngineResult, JobProgress, TranslateJob, TranslateResult } from '../engine/engine-protocol.ts'
 import { EngineServerProcess } from '../engine/engine-server-process.ts'
 import { cancelled, inAudioTime, translateInPieces, type PieceOptions, type PieceResult } from '../engine/translate-in-pieces.ts'
@@ -25,12 +26,10 @@ interface VerboseJson {
   segments?: Array<{ text: string; start: number; end: number }>
 }
 
-export class WhisperServerEngine implements Engine {
-  private constructor(
-    private readonly server: EngineServerProcess,
-    private readonly spec: EngineLoadSpec,
-    readonly info: EngineModelInfo,
-  ) {}
+export class WhisperServerEngine extends ServerEngine {
+  private constructor(server: EngineServerProcess, info: EngineModelInfo) {
+    super(server, info)
+  }
 
   static async start(spec: EngineLoadSpec, build: NativeBuild, options: { forwardLog?: boolean; loadTimeoutMs?: number } = {}): Promise<WhisperServerEngine> {
     const started = performance.now()
@@ -54,27 +53,7 @@ export class WhisperServerEngine implements Engine {
       vision: false,
       engine: { name: 'whisper-server', commit: build.commit, cpuFeatures: build.cpuFeatures, gpu: build.gpu },
     }
-    return new WhisperServerEngine(server, spec, info)
-  }
-
-  get pid(): number | undefined {
-    return this.server.pid
-  }
-
-  get alive(): boolean {
-    return this.server.alive
-  }
-
-  onExit(listener: () => void): void {
-    this.server.onExit(listener)
-  }
-
-  stop(): Promise<void> {
-    return this.server.stop()
-  }
-
-  async memoryBytes(): Promise<number> {
-    return this.server.residentBytes()
+    return new WhisperServerEngine(server, info)
   }
 
   run(job: EngineJob, options: RunOptions = {}): Promise<EngineResult> {

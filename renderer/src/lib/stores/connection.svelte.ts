@@ -32,11 +32,17 @@ class ConnectionStore {
       return
     }
     this.apiKey = localStorage.getItem(KEY_STORAGE) ?? undefined
-    try {
-      // Also tells whether this server wants a key at all (--no-auth).
-      await api.request('/v1/models')
-    } catch {
-      // A 401 has asked for the key (unauthorized below); other failures show on the pages.
+    // /health says, without a key, whether this server wants one (not with --no-auth): with none
+    // saved, the page asks for it first rather than making a request that fails with 401.
+    const health = await fetch(`${this.baseUrl}/health`).then((r) => (r.ok ? (r.json() as Promise<{ auth_required?: boolean }>) : undefined), () => undefined)
+    if (health?.auth_required && !this.apiKey) {
+      this.needsKey = true
+    } else if (this.apiKey) {
+      try {
+        await api.request('/v1/models')
+      } catch {
+        // A 401 has asked for the key anew (unauthorized below); other failures show on the pages.
+      }
     }
     this.ready = true
   }
