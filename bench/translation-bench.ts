@@ -14,13 +14,11 @@ import { basename, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { closeAudioDecodeWorkers, decodeAudio, decodeAudioInWorker } from '../native-models/audio/decode-audio.ts'
-import { spawn, execFileSync } from 'node:child_process'
-import { availableParallelism } from 'node:os'
-import { programPath } from '../native-models/native-build/cmake-build.ts'
 import { findWhisperBuild } from '../native-models/native-build/whisper-build.ts'
-import { engineProcessIds } from '../test/support/process-stats.ts'
 import { startTestServer } from '../test/support/server-process.ts'
+import { startUpstreamProgram } from '../test/support/upstream-servers.ts'
 import { fmt, median } from './bench-server.ts'
+import { CLIENT_CORES, ENGINE_CORE, pinEngines, pinProcess } from './cores.ts'
 
 export interface TranslationBenchOptions {
   baseUrl?: string
@@ -43,37 +41,27 @@ export async function runTranslationBench(options: TranslationBenchOptions): Pro
 
   const build = findWhisperBuild()
   if (!build) throw new Error('whisper.cpp is not built on this machine: npm run build:engines')
-  const engineCore = String(availableParallelism() - 1)
-  const clientCores = availableParallelism() > 1 ? `0-${availableParallelism() - 2}` : '0'
-  const port = 20_000 + Math.floor(Math.random() * 20_000)
-  const upstream = spawn(
-    'taskset',
-    ['-c', engineCore, programPath(build.dir, 'whisper-server'), '--model', options.modelPath, '--threads', String(options.threads), '--host', '127.0.0.1', '--port', String(port)],
-    { stdio: 'ignore' },
-  )
-  const upstreamUrl = `http://127.0.0.1:${port}`
+  const upstream = await startUpstreamProgram(build, 'whisper-server', ['--model', options.modelPath, '--threads', String(options.threads)], {
+    cpus: ENGINE_CORE,
+  })
   const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-translation-bench-'))
   copyFileSync(options.modelPath, join(modelsDir, basename(options.modelPath)))
   const server = await startTestServer({ modelsDir, threads: options.threads })
-  execFileSync('taskset', ['-a', '-p', '-c', clientCores, String(server.process.pid)], { stdio: 'ignore' })
+  pinProcess(server.process.pid!, CLIENT_CORES)
   const model = options.model ?? basename(options.modelPath).replace(/\.bin$/, '')
   const direct: number[] = []
   const api: number[] = []
   try {
-    for (let i = 0; !(await fetch(`${upstreamUrl}/health`).then((r) => r.ok, () => false)); i++) {
-      if (i > 2000) throw new Error('whisper-server did not start')
-      await new Promise((r) => setTimeout(r, 15))
-    }
     await apiSeconds(server.url, server.apiKey, model, bytes) // loads the model and warms the decoder
-    for (const pid of engineProcessIds(server.process.pid)) execFileSync('taskset', ['-a', '-p', '-c', engineCore, String(pid)], { stdio: 'ignore' })
-    await upstreamSeconds(upstreamUrl, bytes)
+    pinEngines(server.process.pid!)
+    await upstreamSeconds(upstream.url, bytes)
     // Runs alternate, so a machine that gets busier or quieter part way through weighs on both alike.
     for (let i = 0; i < runs; i++) {
-      direct.push(await upstreamSeconds(upstreamUrl, bytes))
+      direct.push(await upstreamSeconds(upstream.url, bytes))
       api.push(await apiSeconds(server.url, server.apiKey, model, bytes))
     }
   } finally {
-    upstream.kill('SIGTERM')
+    await upstream.stop()
     await server.stop()
   }
 

@@ -12,7 +12,7 @@
  * - stories260K: first token ≤ +3 ms, CPU per token ≤ 1.10×;
  * - embeddings (256 texts, one request) ≥ 0.95×.
  */
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs'
 import { availableParallelism, tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
@@ -20,13 +20,12 @@ import { readModelFileHeader } from '../native-models/catalog/model-file-header.
 import type { EngineLoadSpec } from '../native-models/engine/engine-protocol.ts'
 import { engineCacheDir, findLlamaBuild, programPath, type LlamaBuild } from '../native-models/native-build/llama-build.ts'
 import { llamaServerArgs } from '../native-models/llama-server/llama-server-args.ts'
-import { engineProcessIds } from '../test/support/process-stats.ts'
 import { writeRealSizeLlama } from '../test/support/real-size-model.ts'
 import { startTestServer, type TestServer } from '../test/support/server-process.ts'
+import { startUpstreamProgram } from '../test/support/upstream-servers.ts'
 import { fmt, median } from './bench-server.ts'
+import { CLIENT_CORES, ENGINE_CORE, pinEngines, pinProcess } from './cores.ts'
 
-const ENGINE_CORE = String(availableParallelism() - 1)
-const CLIENT_CORES = availableParallelism() > 1 ? `0-${availableParallelism() - 2}` : '0'
 
 interface Endpoint {
   url: string
@@ -57,44 +56,54 @@ export function realSizeModel(build: LlamaBuild): string {
   return path
 }
 
-/** Upstream llama-server on `file` with the command line Hearth would give it. */
+/** Upstream llama-server on `file` with the command line Hearth would give it, on the engine core. */
 async function startUpstream(build: LlamaBuild, spec: EngineLoadSpec): Promise<{ endpoint: Endpoint; pid: number; stop: () => Promise<void> }> {
-  const port = 20_000 + Math.floor(Math.random() * 20_000)
-  const args = [...llamaServerArgs(spec), '--host', '127.0.0.1', '--port', String(port)]
-  const child = spawn('taskset', ['-c', ENGINE_CORE, programPath(build.dir, 'llama-server'), ...args], { stdio: 'ignore' })
-  const url = `http://127.0.0.1:${port}`
-  for (let i = 0; !(await fetch(`${url}/health`).then((r) => r.ok, () => false)); i++) {
-    if (i > 4000 || child.exitCode !== null) throw new Error('upstream llama-server did not start')
-    await sleep(15)
-  }
-  const exited = new Promise((r) => child.once('exit', r))
-  return {
-    endpoint: { url, headers: {}, model: spec.modelId },
-    pid: child.pid!,
-    stop: async () => {
-      child.kill('SIGTERM')
-      await exited
-    },
+  const upstream = await startUpstreamProgram(build, 'llama-server', llamaServerArgs(spec), { cpus: ENGINE_CORE })
+  return { endpoint: { url: upstream.url, headers: {}, model: spec.modelId }, pid: upstream.pid, stop: upstream.stop }
+}
+
+type Upstream = Awaited<ReturnType<typeof startUpstream>>
+type Hearth = Awaited<ReturnType<typeof startHearth>>
+
+/**
+ * Both sides on `file`: upstream with `spec`, Hearth with `hearthArgs`. Hearth's engine is loaded by
+ * `warmUp`, then pinned to the engine core; `measure` gets both (and the engine's pid); both stop after.
+ */
+async function withBothSides<T>(
+  build: LlamaBuild,
+  file: string,
+  spec: EngineLoadSpec,
+  hearthArgs: string[],
+  warmUp: (endpoint: Endpoint) => Promise<unknown>,
+  measure: (hearth: Hearth, upstream: Upstream, enginePid: number) => Promise<T>,
+): Promise<T> {
+  const upstream = await startUpstream(build, spec)
+  const hearth = await startHearth(file, spec.modelId, hearthArgs)
+  try {
+    await warmUp(hearth.endpoint)
+    const enginePid = hearth.pin()
+    await warmUp(upstream.endpoint)
+    return await measure(hearth, upstream, enginePid)
+  } finally {
+    await hearth.server.stop()
+    await upstream.stop()
   }
 }
+
+const warmChat = (endpoint: Endpoint) => stream(endpoint, say('warm up'), 2)
 
 /** Hearth serving `file`, its Node process on the client cores and its engine on the engine core. */
 async function startHearth(file: string, modelId: string, extraArgs: string[]): Promise<{ endpoint: Endpoint; server: TestServer; pin: () => number }> {
   const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-upstream-bench-'))
   copyFileSync(file, join(modelsDir, `${modelId}.gguf`))
   const server = await startTestServer({ modelsDir, threads: 1, args: extraArgs })
-  execFileSync('taskset', ['-a', '-p', '-c', CLIENT_CORES, String(server.process.pid)], { stdio: 'ignore' })
+  pinProcess(server.process.pid!, CLIENT_CORES)
   const endpoint = { url: server.url, headers: { authorization: `Bearer ${server.apiKey}` }, model: modelId }
   return {
     endpoint,
     server,
     // Called once the engine is up: it goes to the engine core, as upstream's does.
-    pin: () => {
-      const [pid] = engineProcessIds(server.process.pid)
-      if (pid === undefined) throw new Error('no engine process to pin')
-      execFileSync('taskset', ['-a', '-p', '-c', ENGINE_CORE, String(pid)], { stdio: 'ignore' })
-      return pid
-    },
+    pin: () => pinEngines(server.process.pid!)[0]!,
   }
 }
 
@@ -151,7 +160,6 @@ function cpuSeconds(pids: number[]): number {
   }, 0)
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const words = (n: number, salt: string) =>
   `${salt} ` + Array.from({ length: n }, (_, i) => ['river', 'town', 'light', 'story', 'green', 'quiet', 'morning', 'book'][(i * 7) % 8]).join(' ')
 const say = (text: string) => [{ role: 'user', content: text }]
@@ -175,12 +183,7 @@ function ratioLine(name: string, hearth: number, upstream: number, unit: string,
 /** Decode, prompt processing and the conversation cache on the real-size model; one slot. */
 async function realSizeSingle(build: LlamaBuild, file: string, runs: number): Promise<Record<string, number>> {
   const id = basename(file, '.gguf')
-  const upstream = await startUpstream(build, spec(id, file, 1, await trainedContext(file)))
-  const hearth = await startHearth(file, id, ['--parallel', '1'])
-  try {
-    await stream(hearth.endpoint, say('warm up'), 2)
-    hearth.pin()
-    await stream(upstream.endpoint, say('warm up'), 2)
+  return withBothSides(build, file, spec(id, file, 1, await trainedContext(file)), ['--parallel', '1'], warmChat, async (hearth, upstream) => {
     const samples = { decode: [[], []], prompt: [[], []], turn1: [[], []], turn2: [[], []] } as Record<string, [number[], number[]]>
     for (let run = 0; run < runs; run++) {
       for (const [side, endpoint] of [[0, hearth.endpoint], [1, upstream.endpoint]] as const) {
@@ -216,20 +219,13 @@ async function realSizeSingle(build: LlamaBuild, file: string, runs: number): Pr
       figures[`upstream_${k}`] = median(v[1])
     }
     return figures
-  } finally {
-    await hearth.server.stop()
-    await upstream.stop()
-  }
+  })
 }
 
 /** Four streams at once on four slots: aggregate decode rate. */
 async function realSizeConcurrent(build: LlamaBuild, file: string, runs: number): Promise<Record<string, number>> {
   const id = basename(file, '.gguf')
-  const upstream = await startUpstream(build, spec(id, file, 4, await trainedContext(file)))
-  const hearth = await startHearth(file, id, ['--parallel', '4'])
-  try {
-    await stream(hearth.endpoint, say('warm up'), 2)
-    hearth.pin()
+  return withBothSides(build, file, spec(id, file, 4, await trainedContext(file)), ['--parallel', '4'], warmChat, async (hearth, upstream) => {
     const aggregate = async (endpoint: Endpoint, run: number) => {
       const started = performance.now()
       const all = await Promise.all([0, 1, 2, 3].map((k) => stream(endpoint, say(`stream ${k} run ${run}`), 48)))
@@ -242,21 +238,13 @@ async function realSizeConcurrent(build: LlamaBuild, file: string, runs: number)
       u.push(await aggregate(upstream.endpoint, run))
     }
     return { concurrent_ratio: ratioLine('4 concurrent streams, aggregate', median(h), median(u), 'tok/s', '≥ 0.95'), hearth_concurrent: median(h), upstream_concurrent: median(u) }
-  } finally {
-    await hearth.server.stop()
-    await upstream.stop()
-  }
+  })
 }
 
 /** The small model: what Hearth adds per request (first token) and per token (CPU). */
 async function overhead(build: LlamaBuild, file: string, runs: number): Promise<Record<string, number>> {
   const id = basename(file, '.gguf')
-  const upstream = await startUpstream(build, spec(id, file, 1, await trainedContext(file)))
-  const hearth = await startHearth(file, id, ['--parallel', '1'])
-  try {
-    await stream(hearth.endpoint, say('warm up'), 2)
-    const enginePid = hearth.pin()
-    await stream(upstream.endpoint, say('warm up'), 2)
+  return withBothSides(build, file, spec(id, file, 1, await trainedContext(file)), ['--parallel', '1'], warmChat, async (hearth, upstream, enginePid) => {
     const ttft: [number[], number[]] = [[], []]
     const cpu: [number[], number[]] = [[], []]
     for (let run = 0; run < runs * 2; run++) {
@@ -273,17 +261,12 @@ async function overhead(build: LlamaBuild, file: string, runs: number): Promise<
     console.log(`${'first token, stories260K'.padEnd(34)} hearth ${fmt(median(ttft[0]), 2)} ms  llama-server ${fmt(median(ttft[1]), 2)} ms  added ${fmt(added, 2)} ms  (target ≤ +3 ms)`)
     const cpuRatio = ratioLine('CPU per token, stories260K', median(cpu[0]), median(cpu[1]), 'µs', '≤ 1.10')
     return { ttft_added_ms: added, cpu_per_token_ratio: cpuRatio, hearth_cpu_us_per_token: median(cpu[0]), upstream_cpu_us_per_token: median(cpu[1]) }
-  } finally {
-    await hearth.server.stop()
-    await upstream.stop()
-  }
+  })
 }
 
 /** 256 short texts in one request. */
 async function embeddings(build: LlamaBuild, file: string, runs: number): Promise<Record<string, number>> {
   const id = basename(file, '.gguf')
-  const upstream = await startUpstream(build, { ...spec(id, file, 1, await trainedContext(file)), kind: 'embedding' })
-  const hearth = await startHearth(file, id, [])
   const texts = Array.from({ length: 256 }, (_, i) => words(5 + (i % 8), `sentence ${i}`))
   const embed = async (endpoint: Endpoint) => {
     const started = performance.now()
@@ -296,10 +279,8 @@ async function embeddings(build: LlamaBuild, file: string, runs: number): Promis
     await res.text()
     return (texts.length * 1000) / (performance.now() - started)
   }
-  try {
-    await embed(hearth.endpoint)
-    hearth.pin()
-    await embed(upstream.endpoint)
+  const embeddingSpec: EngineLoadSpec = { ...spec(id, file, 1, await trainedContext(file)), kind: 'embedding' }
+  return withBothSides(build, file, embeddingSpec, [], embed, async (hearth, upstream) => {
     const h: number[] = []
     const u: number[] = []
     for (let run = 0; run < runs; run++) {
@@ -307,10 +288,7 @@ async function embeddings(build: LlamaBuild, file: string, runs: number): Promis
       u.push(await embed(upstream.endpoint))
     }
     return { embeddings_ratio: ratioLine('embeddings, 256 texts in one request', median(h), median(u), '/s', '≥ 0.95'), hearth_eps: median(h), upstream_eps: median(u) }
-  } finally {
-    await hearth.server.stop()
-    await upstream.stop()
-  }
+  })
 }
 
 export async function runUpstreamBench(options: { smallChatModel: string; embeddingModel: string; runs: number; only: (name: string) => boolean }) {

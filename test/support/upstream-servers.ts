@@ -9,6 +9,7 @@ import { findWhisperBuild } from '../../native-models/native-build/whisper-build
 
 export interface UpstreamServer {
   url: string
+  pid: number
   stop(): Promise<void>
 }
 
@@ -18,24 +19,25 @@ export const whisperBuild = findWhisperBuild()
 
 export function startUpstreamLlamaServer(args: string[]): Promise<UpstreamServer> {
   if (!llamaBuild) throw new Error('llama.cpp is not built here: npm run build:engines')
-  return startUpstream(llamaBuild, 'llama-server', [...args, '--no-webui'])
+  return startUpstreamProgram(llamaBuild, 'llama-server', [...args, '--no-webui'])
 }
 
 export function startUpstreamWhisperServer(args: string[]): Promise<UpstreamServer> {
   if (!whisperBuild) throw new Error('whisper.cpp is not built here: npm run build:engines')
-  return startUpstream(whisperBuild, 'whisper-server', args)
+  return startUpstreamProgram(whisperBuild, 'whisper-server', args)
 }
 
-async function startUpstream(build: LlamaBuild, program: string, args: string[]): Promise<UpstreamServer> {
+/** `program` of `build` on a free loopback port, ready when its /health answers; `cpus` pins it (taskset) for benchmarks. */
+export async function startUpstreamProgram(build: LlamaBuild, program: string, args: string[], options: { cpus?: string } = {}): Promise<UpstreamServer> {
   const port = await new Promise<number>((resolve) => {
     const probe = createServer().listen(0, '127.0.0.1', () => {
       const { port } = probe.address() as { port: number }
       probe.close(() => resolve(port))
     })
   })
-  const child = spawn(programPath(build.dir, program), [...args, '--host', '127.0.0.1', '--port', String(port)], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  })
+  const command = [programPath(build.dir, program), ...args, '--host', '127.0.0.1', '--port', String(port)]
+  const pinned = options.cpus ? ['taskset', '-c', options.cpus, ...command] : command
+  const child = spawn(pinned[0]!, pinned.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] })
   let log = ''
   child.stderr!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)))
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
@@ -49,6 +51,7 @@ async function startUpstream(build: LlamaBuild, program: string, args: string[])
   }
   return {
     url,
+    pid: child.pid!,
     async stop() {
       child.kill('SIGTERM')
       await exited
