@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- [--runs N] [--only real-size,overhead,embeddings,translation]`
+ * `npm run bench -- [--runs N] [--only real-size,grammar,overhead,embeddings,translation]`
  * Measures Hearth against the upstream programs it runs, built from the same source (see
  * bench/upstream-bench.ts), and prints each figure with its target. Not a test: numbers vary with
  * the machine. Translation still runs on the whisper binding, so it is measured against that

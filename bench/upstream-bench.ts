@@ -107,12 +107,12 @@ async function startHearth(file: string, modelId: string, extraArgs: string[]): 
   }
 }
 
-async function stream(endpoint: Endpoint, messages: unknown[], maxTokens: number): Promise<Stream> {
+async function stream(endpoint: Endpoint, messages: unknown[], maxTokens: number, extra: Record<string, unknown> = {}): Promise<Stream> {
   const started = performance.now()
   const res = await fetch(`${endpoint.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...endpoint.headers },
-    body: JSON.stringify({ model: endpoint.model, messages, max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } }),
+    body: JSON.stringify({ model: endpoint.model, messages, max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true }, ...extra }),
   })
   if (!res.ok) throw new Error(`${endpoint.url}: ${res.status} ${await res.text()}`)
   let first = 0
@@ -222,6 +222,36 @@ async function realSizeSingle(build: LlamaBuild, file: string, runs: number): Pr
   })
 }
 
+/**
+ * What a JSON Schema grammar adds to the first token (building the grammar from the schema, then
+ * constraining each sampled token), on the real-size model: Hearth with and without a schema, and
+ * llama-server the same, so the cost is seen to be the engine's.
+ */
+async function grammarCost(build: LlamaBuild, file: string, runs: number): Promise<Record<string, number>> {
+  const id = basename(file, '.gguf')
+  const schema = {
+    type: 'object',
+    properties: { city: { type: 'string', maxLength: 20 }, days: { type: 'integer', minimum: 1, maximum: 7 }, units: { enum: ['metric', 'imperial'] } },
+    required: ['city', 'days', 'units'],
+  }
+  const structured = { response_format: { type: 'json_schema', json_schema: { name: 'forecast', schema } } }
+  return withBothSides(build, file, spec(id, file, 1, await trainedContext(file)), ['--parallel', '1'], warmChat, async (hearth, upstream) => {
+    const ttft: Record<string, [number[], number[]]> = { plain: [[], []], schema: [[], []] }
+    for (let run = 0; run < runs; run++) {
+      for (const [side, endpoint] of [[0, hearth.endpoint], [1, upstream.endpoint]] as const) {
+        // The same short prompt each time, so the prompt cache leaves only the grammar's work and the first token.
+        ttft.plain![side].push((await stream(endpoint, say('The forecast, please.'), 1)).ttftMs)
+        ttft.schema![side].push((await stream(endpoint, say('The forecast, please.'), 1, structured)).ttftMs)
+      }
+    }
+    const added = [median(ttft.schema![0]) - median(ttft.plain![0]), median(ttft.schema![1]) - median(ttft.plain![1])]
+    console.log(
+      `${'json_schema grammar, first token'.padEnd(34)} hearth +${fmt(added[0]!, 1)} ms (${fmt(median(ttft.plain![0]), 1)} → ${fmt(median(ttft.schema![0]), 1)})  llama-server +${fmt(added[1]!, 1)} ms`,
+    )
+    return { hearth_grammar_added_ms: added[0]!, upstream_grammar_added_ms: added[1]!, hearth_plain_ttft_ms: median(ttft.plain![0]), hearth_schema_ttft_ms: median(ttft.schema![0]) }
+  })
+}
+
 /** Four streams at once on four slots: aggregate decode rate. */
 async function realSizeConcurrent(build: LlamaBuild, file: string, runs: number): Promise<Record<string, number>> {
   const id = basename(file, '.gguf')
@@ -301,6 +331,7 @@ export async function runUpstreamBench(options: { smallChatModel: string; embedd
     results.real_size = await realSizeSingle(build, file, options.runs)
     results.real_size_concurrent = await realSizeConcurrent(build, file, Math.max(2, Math.ceil(options.runs / 2)))
   }
+  if (options.only('grammar')) results.grammar = await grammarCost(build, realSizeModel(build), options.runs)
   if (options.only('overhead')) results.overhead = await overhead(build, options.smallChatModel, options.runs)
   if (options.only('embeddings')) results.embeddings = await embeddings(build, options.embeddingModel, options.runs)
   return results

@@ -239,6 +239,30 @@ function chatBases() {
     { model: 'chat', messages: [{ role: 'system', content: 'Be brief' }, { role: 'user', content: 'Hi' }], max_tokens: 3, temperature: 0.5, top_p: 0.9, top_k: 40, stop: ['\n'], seed: 1 },
     { model: 'plain', messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }, { role: 'assistant', content: 'Hello' }, { role: 'user', content: 'More' }], max_completion_tokens: 2, stream: true, stream_options: { include_usage: true } },
     { model: 'chat', messages: [{ role: 'developer', content: 'x' }, { role: 'user', content: [{ type: 'text', text: 'What is it?' }, { type: 'image_url', image_url: { url: dataUrl(png, 'png'), detail: 'low' } }] }], max_tokens: 2 },
+    {
+      model: 'chat',
+      messages: [
+        { role: 'user', content: 'Weather?' },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+        { role: 'tool', tool_call_id: 'call_1', content: 'Sunny' },
+      ],
+      tools: [{ type: 'function', function: { name: 'get_weather', description: 'd', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'] } } }],
+      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+      parallel_tool_calls: false,
+      reasoning_effort: 'low',
+      max_tokens: 8,
+    },
+    {
+      model: 'chat',
+      messages: [{ role: 'user', content: 'JSON please' }],
+      response_format: { type: 'json_schema', json_schema: { name: 'w', strict: true, schema: { type: 'object', properties: { a: { type: 'string', maxLength: 3 } }, required: ['a'] } } },
+      logprobs: true,
+      top_logprobs: 2,
+      presence_penalty: 0.5,
+      frequency_penalty: 0.1,
+      logit_bias: { '5': -100 },
+      max_tokens: 6,
+    },
   ]
 }
 

@@ -48,9 +48,13 @@ function result(text: string): EngineResult {
   return {
     type: 'chat',
     text,
+    reasoning: '',
+    toolCalls: [],
+    logprobs: undefined,
     finishReason: 'stop',
     promptTokens: 1,
     completionTokens: 1,
+    reasoningTokens: 0,
     timings: { promptMs: 0, promptPerSecond: 0, predictedMs: 0, predictedPerSecond: 0 },
   }
 }
@@ -64,8 +68,17 @@ function job(label: string): ChatJob {
     temperature: 0,
     topP: 1,
     topK: 1,
+    presencePenalty: 0,
+    frequencyPenalty: 0,
+    logitBias: undefined,
     stop: [],
     seed: undefined,
+    tools: [],
+    toolChoice: 'none',
+    parallelToolCalls: true,
+    jsonSchema: undefined,
+    reasoningEffort: undefined,
+    topLogprobs: undefined,
   }
 }
 

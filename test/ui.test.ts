@@ -5,7 +5,7 @@
  * HTTP server, and copying (then regenerating) the API key. Screenshots of every page go to
  * test/artifacts/ui/.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, copyFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
@@ -16,10 +16,16 @@ import { PROJECT_ROOT, startTestServer, type TestServer } from './support/server
 import { llamaBuild } from './support/upstream-servers.ts'
 import { makePng } from './support/test-images.ts'
 import { writeTinyLlama, writeTinyMmproj, writeTinyWhisper } from './support/tiny-models.ts'
+import { familyModel } from './support/family-models.ts'
+import { sharedFixture } from './support/shared-fixtures.ts'
 
 const CHROMIUM = process.env.HEARTH_CHROMIUM ?? '/usr/bin/chromium'
 const haveChromium = existsSync(CHROMIUM)
 const ARTIFACTS = join(PROJECT_ROOT, 'test', 'artifacts', 'ui')
+// Real chat templates (shared fixtures) for the thinking and tool-call views.
+const qwen3Template = sharedFixture('chat-templates/Qwen-Qwen3-0.6B.jinja')
+const qwqTemplate = sharedFixture('chat-templates/Qwen-QwQ-32B.jinja')
+const agentModels = Boolean(qwen3Template && qwqTemplate && llamaBuild)
 
 if (!haveChromium) {
   console.warn(`\n*** SKIPPED test/ui.test.ts: no Chromium at ${CHROMIUM}. Install it (apt-get install -y chromium; .ci/run does) or set HEARTH_CHROMIUM.\n`)
@@ -73,6 +79,11 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
     // A long context makes an answer long enough to stop.
     writeTinyLlama(join(modelsDir, 'long-story.gguf'), { contextLength: 32768 })
     writeTinyWhisper(join(modelsDir, 'ggml-tiny-whisper.bin'))
+    if (agentModels) {
+      const cache = join(PROJECT_ROOT, 'test/artifacts/family-models')
+      copyFileSync(familyModel(cache, { template: 'Qwen-Qwen3-0.6B', vocabulary: 'qwen3' }, readFileSync(qwen3Template!, 'utf8')), join(modelsDir, 'tiny-tools.gguf'))
+      copyFileSync(familyModel(cache, { template: 'Qwen-QwQ-32B', vocabulary: 'qwen3' }, readFileSync(qwqTemplate!, 'utf8')), join(modelsDir, 'tiny-thinker.gguf'))
+    }
     const dataDir = mkdtempSync(join(tmpdir(), 'hearth-ui-data-'))
     hub = await FakeHub.start()
     // Served slowly, so the progress bar has something to show.
@@ -217,6 +228,62 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
     await page.keyboard.press('Enter')
     await expect.poll(() => page.locator('article.assistant').last().locator('[data-testid=usage]').isVisible(), { timeout: 30_000 }).toBe(true)
     expect(await page.locator('article.user').last().textContent()).toContain('Hello from the keyboard')
+  })
+
+  it.skipIf(!agentModels)("shows a thinking model's thoughts collapsed above its answer", async () => {
+    await page.goto(`${server.url}/#/chat`)
+    await page.getByRole('button', { name: 'New chat' }).click()
+    await page.getByTestId('chat-model').selectOption('tiny-thinker')
+    await page.getByRole('button', { name: 'Parameters' }).click()
+    await page.getByLabel(/Max tokens/).fill('16')
+    await page.getByRole('button', { name: 'Close' }).click()
+    const message = page.getByRole('textbox', { name: 'Message' })
+    await message.fill('Why is the sky blue?')
+    await message.press('Enter')
+    const answer = page.locator('article.assistant').last()
+    await expect.poll(() => answer.locator('[data-testid=usage]').isVisible(), { timeout: 60_000 }).toBe(true)
+    const thoughts = answer.locator('details.reasoning')
+    expect(await thoughts.getAttribute('open')).toBeNull()
+    expect(await thoughts.locator('summary').textContent()).toMatch(/Thought \(\d+ characters\)/)
+    await shot('chat-thinking-collapsed')
+    await thoughts.locator('summary').click()
+    expect((await thoughts.locator('p').textContent())!.length).toBeGreaterThan(0)
+    await shot('chat-thinking-open')
+  })
+
+  it.skipIf(!agentModels)('offers tools from the parameters and shows the call the model makes', async () => {
+    await page.getByRole('button', { name: 'New chat' }).click()
+    await page.getByTestId('chat-model').selectOption('tiny-tools')
+    await page.getByRole('button', { name: 'Parameters' }).click()
+    await page.getByLabel(/Max tokens/).fill('100')
+    const tools = page.getByLabel(/^Tools/)
+    await tools.fill('[{"type": "function"')
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('Not valid JSON')
+    await tools.fill(
+      JSON.stringify([
+        {
+          type: 'function',
+          function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'] } },
+        },
+      ]),
+    )
+    await page.getByLabel('Tool choice').selectOption('required')
+    await shot('chat-tools-parameters')
+    await page.getByRole('button', { name: 'Close' }).click()
+    const message = page.getByRole('textbox', { name: 'Message' })
+    await message.fill('What is the weather in Paris?')
+    await message.press('Enter')
+    const call = page.locator('article.assistant').last().getByRole('list', { name: 'Tool calls' }).getByRole('listitem')
+    await expect.poll(() => call.count(), { timeout: 60_000 }).toBe(1)
+    expect(await call.locator('code.name').textContent()).toBe('get_weather')
+    const args = JSON.parse((await call.locator('pre').textContent())!)
+    expect(['Paris', 'Oslo']).toContain(args.city)
+    await shot('chat-tool-call')
+    // Leave the parameters as the other tests expect them.
+    await page.getByRole('button', { name: 'Parameters' }).click()
+    await page.getByLabel(/^Tools/).fill('')
+    await page.getByLabel('Tool choice').selectOption('auto')
+    await page.getByRole('button', { name: 'Close' }).click()
   })
 
   it('translates an uploaded recording, the text appearing as it comes', async (ctx) => {

@@ -29,6 +29,11 @@ export function invalidRequest(message: string, param: string | null, code = 'in
   return new ApiError(400, 'invalid_request_error', code, message, param)
 }
 
+/** A field of OpenAI's API that Hearth does not implement and will not silently ignore. */
+export function unsupportedParameter(param: string, why: string): ApiError {
+  return new ApiError(400, 'invalid_request_error', 'unsupported_parameter', `Unsupported parameter: '${param}': ${why}`, param)
+}
+
 export function modelNotFound(id: string, why?: string): ApiError {
   return new ApiError(404, 'invalid_request_error', 'model_not_found', why ?? `The model '${id}' does not exist`, 'model')
 }

@@ -47,10 +47,32 @@ export interface EngineBuildInfo {
 /** An image's url is always a PNG data URL the server decoded, checked and shrunk (native-models/images). */
 export type ChatContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } }
 
-export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant'
-  content: string | ChatContentPart[]
+export type ChatMessage =
+  | { role: 'system' | 'user'; content: string | ChatContentPart[] }
+  | {
+      role: 'assistant'
+      content: string | null
+      /** Earlier thinking, for templates that show it to the model again. */
+      reasoning_content?: string
+      tool_calls?: ToolCall[]
+    }
+  | { role: 'tool'; content: string; tool_call_id: string }
+
+/** A function call as OpenAI writes it: arguments are a JSON text. */
+export interface ToolCall {
+  id: string
+  type: 'function'
+  function: { name: string; arguments: string }
 }
+
+/** A function the model may call; `parameters` is a JSON Schema the arguments must satisfy. */
+export interface ToolDefinition {
+  type: 'function'
+  function: { name: string; description?: string; parameters?: Record<string, unknown> }
+}
+
+/** Whether the model may, must or must not call a tool, or which one it must call. */
+export type ToolChoice = 'none' | 'auto' | 'required' | { function: string }
 
 export interface ChatJob {
   type: 'chat'
@@ -61,18 +83,45 @@ export interface ChatJob {
   temperature: number
   topP: number
   topK: number
+  presencePenalty: number
+  frequencyPenalty: number
+  /** Token id → bias added to its logit (-100 bans it, 100 all but forces it). */
+  logitBias: Record<number, number> | undefined
   stop: string[]
   seed: number | undefined
+  tools: ToolDefinition[]
+  toolChoice: ToolChoice
+  parallelToolCalls: boolean
+  /** A JSON Schema the answer must satisfy (`{}`: any JSON object); undefined = free text. */
+  jsonSchema: Record<string, unknown> | undefined
+  /** `none` switches thinking off where the template has a switch; other levels go to the template. */
+  reasoningEffort: string | undefined
+  /** Candidates to report per token; undefined = no log probabilities. */
+  topLogprobs: number | undefined
 }
 
-export type FinishReason = 'stop' | 'length'
+export type FinishReason = 'stop' | 'length' | 'tool_calls'
+
+/** One generated token's log probability, with the most likely alternatives at that place. */
+export interface TokenLogprob {
+  token: string
+  logprob: number
+  bytes: number[]
+  top_logprobs: Array<{ token: string; logprob: number; bytes: number[] }>
+}
 
 export interface ChatResult {
   type: 'chat'
   text: string
+  /** The model's thinking, apart from the answer (thinking templates only). */
+  reasoning: string
+  toolCalls: ToolCall[]
+  logprobs: TokenLogprob[] | undefined
   finishReason: FinishReason
   promptTokens: number
   completionTokens: number
+  /** Of the completion tokens, how many were thinking. */
+  reasoningTokens: number
   /** Prompt tokens reused from the engine's cache rather than computed again. */
   cachedTokens?: number
   timings: {
@@ -144,8 +193,13 @@ export interface TranslateResult {
 export type EngineJob = ChatJob | EmbedJob | TranslateJob
 export type EngineResult = ChatResult | EmbedResult | TranslateResult
 
-/** Streamed while a job runs: generated text (chat), or a finished piece of a translation. */
-export type JobProgress = { type: 'text'; text: string } | { type: 'segment'; segment: TranslateSegment }
+/** Streamed while a job runs: generated text, thinking and tool calls (chat), or a finished piece of a translation. */
+export type JobProgress =
+  | { type: 'text'; text: string; logprobs?: TokenLogprob[] }
+  | { type: 'reasoning'; text: string }
+  /** A piece of a tool call: its first piece has the id and name, the rest carry arguments. */
+  | { type: 'tool_call'; index: number; id?: string; name?: string; arguments: string }
+  | { type: 'segment'; segment: TranslateSegment }
 
 /** A compute device as the binding reports it (Metal, CUDA0, Vulkan0, CPU, …). */
 export interface BackendDevice {

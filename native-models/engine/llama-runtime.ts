@@ -62,6 +62,7 @@ export class LlamaRuntime {
   }
 
   async chat(job: ChatJob, emit: (p: JobProgress) => void, signal: AbortSignal): Promise<ChatResult> {
+    refuseWhatOnlyLlamaServerDoes(job)
     await this.replaceIfStale()
     const formatted = this.formatPrompt(job)
     const promptTokens = await this.countPromptTokens(formatted)
@@ -118,9 +119,13 @@ export class LlamaRuntime {
       return {
         type: 'chat',
         text: finished.text,
+        reasoning: '',
+        toolCalls: [],
+        logprobs: undefined,
         finishReason: stoppedByLimit ? 'length' : 'stop',
         promptTokens,
         completionTokens: finished.tokens,
+        reasoningTokens: 0,
         timings: {
           promptMs: t.prompt_ms,
           promptPerSecond: t.prompt_per_second,
@@ -230,8 +235,8 @@ export class LlamaRuntime {
     // Each image part becomes the marker mtmd pairs with the image, in order.
     const mediaPaths: string[] = []
     const messages = job.messages.map((m) =>
-      typeof m.content === 'string'
-        ? m
+      typeof m.content === 'string' || m.content === null
+        ? { role: m.role, content: m.content ?? '' }
         : {
             role: m.role,
             content: m.content.map((part) => {
@@ -346,4 +351,20 @@ class GeneratedText {
     this.shown += text
     this.emit({ type: 'text', text })
   }
+}
+
+/**
+ * The prebuilt binding (the fallback when no engine could be built) has no chat parser or grammar
+ * for tools, schemas or thinking, and no log probabilities: such requests are refused by name
+ * rather than answered as if the fields were not there.
+ */
+function refuseWhatOnlyLlamaServerDoes(job: ChatJob): void {
+  const needs = (param: string, what: string) =>
+    new ModelError('model_not_compatible', `${what} needs the llama-server engine, which is not built on this machine (run: npm run build:engines)`, param)
+  if (job.tools.length > 0 && job.toolChoice !== 'none') throw needs('tools', 'Tool calling')
+  if (job.messages.some((m) => m.role === 'tool' || (m.role === 'assistant' && m.tool_calls?.length))) throw needs('messages', 'A conversation with tool calls')
+  if (job.jsonSchema) throw needs('response_format', 'Structured output')
+  if (job.topLogprobs !== undefined) throw needs('logprobs', 'Log probabilities')
+  if (job.logitBias) throw needs('logit_bias', "'logit_bias'")
+  if (job.presencePenalty !== 0 || job.frequencyPenalty !== 0) throw needs(job.presencePenalty !== 0 ? 'presence_penalty' : 'frequency_penalty', 'Repetition penalties')
 }

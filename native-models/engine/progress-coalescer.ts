@@ -1,4 +1,4 @@
-import type { JobProgress } from './engine-protocol.ts'
+import type { JobProgress, TokenLogprob } from './engine-protocol.ts'
 
 /** Text pieces arriving this soon after the last message wait and leave together. */
 const MIN_INTERVAL_MS = 2
@@ -7,10 +7,12 @@ const MIN_INTERVAL_MS = 2
  * Merges text pieces into fewer messages when they come fast. A piece after a quiet spell goes out
  * at once (so the first token is never held back); pieces that follow within a couple of
  * milliseconds are merged, which keeps IPC and HTTP writes from falling behind a model that makes
- * thousands of tokens a second. Other progress (segments) is never merged.
+ * thousands of tokens a second. Other progress (thinking, tool calls, segments) is never merged,
+ * and goes out after any text that came before it.
  */
 export class ProgressCoalescer {
   private pendingText = ''
+  private pendingLogprobs: TokenLogprob[] | undefined
   private timer: NodeJS.Timeout | undefined
   private lastSent = -Infinity
 
@@ -23,6 +25,7 @@ export class ProgressCoalescer {
       return
     }
     this.pendingText += progress.text
+    if (progress.logprobs) (this.pendingLogprobs ??= []).push(...progress.logprobs)
     if (this.timer) return
     const wait = this.lastSent + MIN_INTERVAL_MS - performance.now()
     if (wait <= 0) this.flush()
@@ -34,8 +37,10 @@ export class ProgressCoalescer {
     this.timer = undefined
     if (!this.pendingText) return
     const text = this.pendingText
+    const logprobs = this.pendingLogprobs
     this.pendingText = ''
+    this.pendingLogprobs = undefined
     this.lastSent = performance.now()
-    this.send({ type: 'text', text })
+    this.send(logprobs ? { type: 'text', text, logprobs } : { type: 'text', text })
   }
 }

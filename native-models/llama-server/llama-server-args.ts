@@ -29,8 +29,8 @@ export function llamaServerArgs(spec: EngineLoadSpec, options: { slotCacheDir?: 
     // An encoder sees a whole input in one batch; the batch must hold the longest one allowed.
     args.push('--embedding', '--batch-size', String(spec.contextLength), '--ubatch-size', String(spec.contextLength))
   } else {
-    // Hearth's contract returns the model's whole answer as content (no reasoning split yet).
-    args.push('--jinja', '--reasoning-format', 'none', '--cache-ram', String(PROMPT_CACHE_MIB))
+    // Thinking comes apart from the answer (`reasoning_content`), as OpenAI-style clients expect.
+    args.push('--jinja', '--reasoning-format', 'deepseek', '--cache-ram', String(PROMPT_CACHE_MIB))
     if (options.slotCacheDir) args.push('--slot-save-path', options.slotCacheDir)
   }
   if (spec.projectorPath) args.push('--mmproj', spec.projectorPath)

@@ -25,7 +25,10 @@ import { programPath, type LlamaBuild } from '../native-build/llama-build.ts'
 import { EngineServerProcess } from '../engine/engine-server-process.ts'
 import type { IncomingMessage } from 'node:http'
 import { ProgressCoalescer } from '../engine/progress-coalescer.ts'
+import { chatRequestBody } from './chat-request-body.ts'
+import { ChatStreamReader, type UpstreamChunk } from './chat-stream-reader.ts'
 import { readEventStream } from './event-stream.ts'
+import { schemaProblemOf } from './schema-problem.ts'
 import { llamaServerArgs } from './llama-server-args.ts'
 import { SlotCache } from './slot-cache.ts'
 
@@ -106,49 +109,22 @@ export class LlamaServerEngine extends ServerEngine {
   }
 
   private async chat(job: ChatJob, { onProgress, signal }: RunOptions): Promise<ChatResult> {
-    const hasImage = job.messages.some((m) => typeof m.content !== 'string' && m.content.some((p) => p.type === 'image_url'))
+    const hasImage = job.messages.some((m) => Array.isArray(m.content) && m.content.some((p) => p.type === 'image_url'))
     if (hasImage && !this.info.vision) throw new ModelError('model_not_compatible', `model "${this.spec.modelId}" has no vision projector`, 'model')
+    this.checkLogitBias(job)
     const limit = this.spec.contextLength
-    const greedy = job.temperature === 0
     const upstream = new AbortController()
     const cancel = () => upstream.abort()
     // Tokens that come faster than the client could want them leave together (never the first).
     const progress = onProgress && new ProgressCoalescer(onProgress)
+    const answer = new ChatStreamReader(progress && ((p) => progress.emit(p)), job.topLogprobs)
     let finished = false
     signal?.addEventListener('abort', cancel, { once: true })
     try {
       if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-      const res = await this.server.streamRequest(
-        '/v1/chat/completions',
-        {
-          messages: job.messages,
-          stream: true,
-          stream_options: { include_usage: true },
-          return_progress: true,
-          max_tokens: job.maxTokens ?? job.maxCompletionTokens,
-          temperature: job.temperature,
-          top_k: greedy ? 1 : job.topK,
-          top_p: greedy ? 1 : job.topP,
-          min_p: 0,
-          typical_p: 1,
-          repeat_penalty: 1,
-          presence_penalty: 0,
-          frequency_penalty: 0,
-          dry_multiplier: 0,
-          xtc_probability: 0,
-          seed: job.seed ?? (greedy ? 0 : Math.floor(Math.random() * 2 ** 31)),
-          stop: job.stop,
-          cache_prompt: true,
-        },
-        upstream.signal,
-      )
+      const res = await this.server.streamRequest('/v1/chat/completions', chatRequestBody(job), upstream.signal)
       if (res.statusCode !== 200) throw chatError(res.statusCode ?? 500, await textOf(res), limit, job)
-
-      let text = ''
-      let finishReason: ChatResult['finishReason'] = 'stop'
       let checked = false
-      let usage: { prompt_tokens: number; completion_tokens: number } | undefined
-      let timings: UpstreamTimings | undefined
       for await (const data of readEventStream(res)) {
         if (data === '[DONE]') {
           finished = true
@@ -160,34 +136,15 @@ export class LlamaServerEngine extends ServerEngine {
           checked = true
           checkContext(event.prompt_progress.total, job.maxTokens, limit)
         }
-        const choice = event.choices?.[0]
-        const piece = choice?.delta?.content
-        if (piece) {
-          text += piece
-          progress?.emit({ type: 'text', text: piece })
-        }
-        if (choice?.finish_reason) finishReason = choice.finish_reason === 'length' ? 'length' : 'stop'
-        if (event.usage) usage = event.usage
-        if (event.timings) timings = event.timings
+        answer.read(event)
       }
       if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-      if (!usage) throw await this.server.failureOf(new Error('the engine ended the answer early'))
+      if (!answer.usage) throw await this.server.failureOf(new Error('the engine ended the answer early'))
       progress?.flush()
-      return {
-        type: 'chat',
-        text,
-        finishReason,
-        promptTokens: usage.prompt_tokens,
-        completionTokens: usage.completion_tokens,
-        cachedTokens: timings?.cache_n ?? 0,
-        timings: {
-          promptMs: timings?.prompt_ms ?? 0,
-          promptPerSecond: timings?.prompt_per_second ?? 0,
-          predictedMs: timings?.predicted_ms ?? 0,
-          predictedPerSecond: timings?.predicted_per_second ?? 0,
-          ...(timings?.draft_n !== undefined ? { draftTokens: timings.draft_n, draftAccepted: timings.draft_n_accepted ?? 0 } : {}),
-        },
-      }
+      // The thinking's length in tokens, counted again from its text (llama-server does not report
+      // it); a re-tokenised text can come out a token or two longer than it was generated.
+      const reasoningTokens = answer.reasoning ? await this.countTokens(answer.reasoning, false) : 0
+      return answer.result(Math.min(reasoningTokens, answer.usage.completion_tokens), answer.timings?.cache_n ?? 0)
     } catch (e) {
       if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
       if (e instanceof ModelError) throw e
@@ -197,6 +154,19 @@ export class LlamaServerEngine extends ServerEngine {
       signal?.removeEventListener('abort', cancel)
       // A request that ends early (context check, error) stops its work upstream.
       if (!finished) upstream.abort()
+    }
+  }
+
+  /** Token ids must be this model's; llama-server would ignore the others without a word. */
+  private checkLogitBias(job: ChatJob): void {
+    const vocabulary = this.meta.vocabularySize
+    const bad = Object.keys(job.logitBias ?? {}).find((id) => Number(id) >= vocabulary)
+    if (bad !== undefined) {
+      throw new ModelError(
+        'invalid_value',
+        `Invalid token id ${bad} in 'logit_bias': this model's vocabulary has ${vocabulary} tokens (ids 0 to ${vocabulary - 1})`,
+        `logit_bias.${bad}`,
+      )
     }
   }
 
@@ -260,8 +230,8 @@ export class LlamaServerEngine extends ServerEngine {
     return ((await res.json()) as { content: string }).content
   }
 
-  private async countTokens(text: string): Promise<number> {
-    const res = await this.server.request('/tokenize', { body: { content: text, add_special: true } })
+  private async countTokens(text: string, withSpecial = true): Promise<number> {
+    const res = await this.server.request('/tokenize', { body: { content: text, add_special: withSpecial } })
     return ((await res.json()) as { tokens: unknown[] }).tokens.length
   }
 }
@@ -270,24 +240,6 @@ async function textOf(res: IncomingMessage): Promise<string> {
   let text = ''
   for await (const chunk of res) text += chunk
   return text
-}
-
-interface UpstreamTimings {
-  cache_n?: number
-  draft_n?: number
-  draft_n_accepted?: number
-  prompt_ms?: number
-  prompt_per_second?: number
-  predicted_ms?: number
-  predicted_per_second?: number
-}
-
-interface UpstreamChunk {
-  choices?: Array<{ delta?: { content?: string | null }; finish_reason?: string | null }>
-  usage?: { prompt_tokens: number; completion_tokens: number }
-  timings?: UpstreamTimings
-  prompt_progress?: { total: number; cache: number; processed: number }
-  error?: { message?: string; type?: string }
 }
 
 /** Our context rule: the prompt plus an explicit `max_tokens` must fit, and the prompt must leave room. */
@@ -314,6 +266,11 @@ function chatError(status: number, body: string, limit: number, job: ChatJob): M
     // not JSON: the message is the body
   }
   const message = error.message ?? body
+  const schema = schemaProblemOf(job, message)
+  if (schema) return new ModelError('invalid_value', schema.message, schema.param)
+  if (/JSON schema conversion failed/.test(message)) {
+    return new ModelError('invalid_value', `The schema cannot be turned into a grammar: ${message.replace(/^JSON schema conversion failed:\s*/, '')}`, job.jsonSchema ? 'response_format' : 'tools')
+  }
   if (error.type === 'exceed_context_size_error') return contextExceeded(error.n_prompt_tokens ?? limit, job.maxTokens ?? 0, limit)
   if (/image|media|mtmd|bitmap/i.test(message)) return new ModelError('invalid_image', `the engine could not read the image: ${message}`, 'messages')
   if (status === 400 && /template|role|jinja/i.test(message)) {

@@ -3,7 +3,7 @@
  * for this machine (see cmake-build.ts for the how and the cache).
  */
 import { cmakeBuild, findBuild, ggmlFlags, gpuToolkit, type BuildRecipe, type GpuToolkit, type NativeBuild } from './cmake-build.ts'
-import { LLAMA_SOURCE, pinnedLlamaSource } from './pinned-source.ts'
+import { LLAMA_SOURCE, llamaSourceId, patchedLlamaSource } from './pinned-source.ts'
 
 export { engineCacheDir, programPath, type GpuToolkit, type NativeBuild as LlamaBuild } from './cmake-build.ts'
 export { EngineBuildError } from './pinned-source.ts'
@@ -17,7 +17,7 @@ export function llamaRecipe(gpu: GpuToolkit, portable = false): BuildRecipe {
   }
   return {
     name: 'llama',
-    sourceId: LLAMA_SOURCE.commit,
+    sourceId: llamaSourceId(),
     commit: LLAMA_SOURCE.commit,
     sourceVersion: `${LLAMA_SOURCE.npmPackage}@${LLAMA_SOURCE.version}`,
     programs: LLAMA_PROGRAMS,
@@ -36,7 +36,7 @@ export function llamaRecipe(gpu: GpuToolkit, portable = false): BuildRecipe {
       `-DGGML_VULKAN=${gpu === 'vulkan' ? 'ON' : 'OFF'}`,
       `-DGGML_METAL=${gpu === 'metal' ? 'ON' : 'OFF'}`,
     ],
-    source: pinnedLlamaSource,
+    source: patchedLlamaSource,
   }
 }
 

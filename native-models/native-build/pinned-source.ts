@@ -6,8 +6,8 @@
  */
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { basename, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 export const LLAMA_SOURCE = {
@@ -53,6 +53,47 @@ export function pinnedLlamaSource(cacheDir: string, log: (line: string) => void)
   rmSync(tree, { recursive: true, force: true })
   renameSync(checkout, tree)
   rmSync(scratch, { recursive: true, force: true })
+  writeFileSync(join(tree, '.hearth-complete'), '')
+  return tree
+}
+
+/**
+ * Hearth's few fixes to the pinned llama.cpp (`patches/llama-*.patch`, applied in name order), each
+ * meant for upstream. Today: a required tool call (`tool_choice: "required"`) is forced by the
+ * grammar; upstream's grammar lets free text stand in for it, and ignores `parallel_tool_calls:
+ * false` for some families.
+ */
+export const LLAMA_PATCHES: readonly string[] = readdirSync(fileURLToPath(new URL('./patches/', import.meta.url)))
+  .filter((name) => name.startsWith('llama-') && name.endsWith('.patch'))
+  .sort()
+  .map((name) => fileURLToPath(new URL(`./patches/${name}`, import.meta.url)))
+
+/** What identifies the patched source: the commit and the patches' content. */
+export function llamaSourceId(): string {
+  return `${LLAMA_SOURCE.commit}+${patchesHash()}`
+}
+
+function patchesHash(): string {
+  const hash = createHash('sha256')
+  for (const patch of LLAMA_PATCHES) hash.update(readFileSync(patch))
+  return hash.digest('hex').slice(0, 12)
+}
+
+/** The pinned llama.cpp tree with Hearth's patches applied, kept beside the pristine one. */
+export function patchedLlamaSource(cacheDir: string, log: (line: string) => void): string {
+  const pristine = pinnedLlamaSource(cacheDir, log)
+  if (LLAMA_PATCHES.length === 0) return pristine
+  const tree = join(cacheDir, `src-${LLAMA_SOURCE.commit.slice(0, 12)}-patched-${patchesHash()}`)
+  if (existsSync(join(tree, '.hearth-complete'))) return tree
+  const scratch = `${tree}.partial`
+  rmSync(scratch, { recursive: true, force: true })
+  cpSync(pristine, scratch, { recursive: true })
+  for (const patch of LLAMA_PATCHES) {
+    log(`applying ${basename(patch)}`)
+    execFileSync('git', ['-C', scratch, 'apply', '--whitespace=nowarn', patch], { stdio: ['ignore', 'ignore', 'inherit'] })
+  }
+  rmSync(tree, { recursive: true, force: true })
+  renameSync(scratch, tree)
   writeFileSync(join(tree, '.hearth-complete'), '')
   return tree
 }

@@ -5,8 +5,11 @@ import {
   cleanStopSequences,
   conversationTitle,
   DEFAULT_PARAMETERS,
+  parseTools,
   readChunk,
+  addToolCallPieces,
   type ChatTurn,
+  type ToolCallView,
 } from '../../renderer/src/lib/services/chat-messages.ts'
 
 const PNG = 'data:image/png;base64,iVBORw0KGgo='
@@ -112,18 +115,58 @@ describe('cleanStopSequences', () => {
 })
 
 describe('readChunk', () => {
+  const nothing = { text: '', reasoning: '', toolCalls: [] }
   it('reads content, the finish reason, usage and speed from streamed chunks', () => {
-    expect(readChunk({ choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] })).toEqual({ text: '' })
-    expect(readChunk({ choices: [{ delta: { content: 'Hel' }, finish_reason: null }], usage: null })).toEqual({ text: 'Hel' })
+    expect(readChunk({ choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] })).toEqual(nothing)
+    expect(readChunk({ choices: [{ delta: { content: 'Hel' }, finish_reason: null }], usage: null })).toEqual({ ...nothing, text: 'Hel' })
     expect(readChunk({ choices: [{ delta: {}, finish_reason: 'length' }], timings: { predicted_per_second: 42.5 } })).toEqual({
-      text: '',
+      ...nothing,
       finishReason: 'length',
       tokensPerSecond: 42.5,
     })
     expect(readChunk({ choices: [], usage: { prompt_tokens: 9, completion_tokens: 3, total_tokens: 12 } })).toEqual({
-      text: '',
+      ...nothing,
       usage: { promptTokens: 9, completionTokens: 3 },
     })
+  })
+
+  it('reads thinking and the pieces of tool calls, which add up to whole calls', () => {
+    expect(readChunk({ choices: [{ delta: { reasoning_content: 'hmm' } }] })).toEqual({ ...nothing, reasoning: 'hmm' })
+    const calls: ToolCallView[] = []
+    addToolCallPieces(calls, readChunk({ choices: [{ delta: { tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'f', arguments: '{"a"' } }] } }] }).toolCalls)
+    addToolCallPieces(calls, readChunk({ choices: [{ delta: { tool_calls: [{ index: 0, function: { arguments: ': 1}' } }] } }] }).toolCalls)
+    addToolCallPieces(calls, readChunk({ choices: [{ delta: { tool_calls: [{ index: 1, id: 'call_b', function: { name: 'g', arguments: '{}' } }] } }] }).toolCalls)
+    expect(calls).toEqual([
+      { id: 'call_a', name: 'f', arguments: '{"a": 1}' },
+      { id: 'call_b', name: 'g', arguments: '{}' },
+    ])
+  })
+})
+
+describe('tools and thinking in the request', () => {
+  const tools = '[{"type": "function", "function": {"name": "f"}}]'
+  it('offers the tools, makes a call required when asked, and turns thinking off', () => {
+    const body = buildChatRequest('m', [user('hi')], { ...DEFAULT_PARAMETERS, tools, toolChoice: 'required', thinking: false })
+    expect(body.tools).toEqual([{ type: 'function', function: { name: 'f' } }])
+    expect(body.tool_choice).toBe('required')
+    expect(body.reasoning_effort).toBe('none')
+    const plain = buildChatRequest('m', [user('hi')], DEFAULT_PARAMETERS)
+    expect(plain).not.toHaveProperty('tools')
+    expect(plain).not.toHaveProperty('tool_choice')
+    expect(plain).not.toHaveProperty('reasoning_effort')
+  })
+
+  it('sends an earlier answer that called tools with its calls', () => {
+    const turns = [user('weather?'), assistant('', { toolCalls: [{ id: 'call_1', name: 'f', arguments: '{}' }] }), user('thanks')]
+    const body = buildChatRequest('m', turns, { ...DEFAULT_PARAMETERS, tools })
+    expect(body.messages[1]).toEqual({ role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{}' } }] })
+  })
+
+  it('says what is wrong with the tools text', () => {
+    expect(parseTools('')).toEqual({})
+    expect(parseTools('{"type": "function"}').error).toMatch(/JSON array/)
+    expect(parseTools('[{').error).toMatch(/Not valid JSON/)
+    expect(parseTools(tools).tools).toHaveLength(1)
   })
 })
 

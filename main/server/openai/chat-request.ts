@@ -2,47 +2,16 @@
  * The chat completions request as the contract defines it: schema, checks against the model, and
  * the conversion into an engine job. No HTTP and no engine here.
  */
-import { z } from 'zod'
 import type { ModelRecord } from '../../../native-models/catalog/model-folder.ts'
-import type { ChatContentPart, ChatJob, ChatMessage } from '../../../native-models/engine/engine-protocol.ts'
+import type { ChatContentPart, ChatJob, ChatMessage, ToolDefinition } from '../../../native-models/engine/engine-protocol.ts'
 import { isInvalidImageError } from '../../../native-models/images/invalid-image-error.ts'
 import { normalizeImageDataUrl } from '../../../native-models/images/normalize-image.ts'
 import { DEFAULT_PROJECTOR_INPUT, readProjectorInput } from '../../../native-models/images/projector-input.ts'
-import { invalidRequest, modelNotCompatible } from '../http-errors.ts'
+import { invalidRequest, modelNotCompatible, unsupportedParameter } from '../http-errors.ts'
+import { chatRequestSchema, UNSUPPORTED_CHAT_FIELDS, type ChatRequest, type ChatRequestMessage } from './chat-request-schema.ts'
 import { parseOrThrow } from './validation.ts'
 
-const textPart = z.object({ type: z.literal('text'), text: z.string() })
-const imagePart = z.object({
-  type: z.literal('image_url'),
-  // An empty url is an invalid image (400 invalid_image), not a schema error.
-  image_url: z.object({ url: z.string(), detail: z.enum(['auto', 'low', 'high']).optional() }),
-})
-const contentPart = z.discriminatedUnion('type', [textPart, imagePart])
-
-const message = z.object({
-  role: z.enum(['system', 'developer', 'user', 'assistant']),
-  content: z.union([z.string(), z.array(contentPart).min(1)]),
-  name: z.string().optional(),
-})
-
-const tokenCount = z.int().min(1).nullish()
-
-export const chatRequestSchema = z.object({
-  model: z.string().min(1),
-  messages: z.array(message).min(1),
-  max_tokens: tokenCount,
-  max_completion_tokens: tokenCount,
-  temperature: z.number().min(0).max(1).nullish(),
-  top_p: z.number().min(0).max(1).nullish(),
-  top_k: z.int().min(1).max(100).nullish(),
-  stop: z.union([z.string().min(1), z.array(z.string().min(1)).max(4)]).nullish(),
-  stream: z.boolean().nullish(),
-  stream_options: z.object({ include_usage: z.boolean().optional() }).nullish(),
-  seed: z.int().nullish(),
-  n: z.literal(1, { message: 'only n = 1 is supported' }).nullish(),
-})
-
-export type ChatRequest = z.infer<typeof chatRequestSchema>
+export type { ChatRequest } from './chat-request-schema.ts'
 
 export interface ChatPlan {
   request: ChatRequest
@@ -65,11 +34,87 @@ export interface ImageRef {
 export const CHAT_DEFAULTS = { temperature: 0, topP: 0.9, topK: 50 } as const
 
 export function parseChatRequest(body: unknown): ChatRequest {
+  if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
+    const refused = Object.keys(body).find((key) => key in UNSUPPORTED_CHAT_FIELDS)
+    if (refused) throw unsupportedParameter(refused, UNSUPPORTED_CHAT_FIELDS[refused]!)
+  }
   const request = parseOrThrow(chatRequestSchema, body)
   if (request.stream_options != null && request.stream !== true) {
     throw invalidRequest("'stream_options' is only allowed when 'stream' is true", 'stream_options')
   }
+  checkConversation(request.messages)
+  checkTools(request)
+  if (request.top_logprobs != null && request.logprobs !== true) {
+    throw invalidRequest("'top_logprobs' is only allowed when 'logprobs' is true", 'top_logprobs')
+  }
+  if (request.logprobs === true && request.tools?.length && request.tool_choice !== 'none') {
+    throw unsupportedParameter('logprobs', "'logprobs' cannot be combined with 'tools' yet")
+  }
   return request
+}
+
+/** Assistant turns say something or call something; each tool result answers a call made before it. */
+function checkConversation(messages: readonly ChatRequestMessage[]): void {
+  const calls = new Set<string>()
+  messages.forEach((m, i) => {
+    if (m.role === 'assistant') {
+      if (m.content == null && !m.tool_calls?.length) {
+        throw invalidRequest(`An assistant message needs 'content' or 'tool_calls'`, `messages[${i}].content`)
+      }
+      m.tool_calls?.forEach((call, j) => {
+        if (!isJsonObject(call.function.arguments)) {
+          throw invalidRequest(
+            'Tool call arguments must be a JSON object, written as a string',
+            `messages[${i}].tool_calls[${j}].function.arguments`,
+          )
+        }
+        calls.add(call.id)
+      })
+    }
+    if (m.role === 'tool' && !calls.has(m.tool_call_id)) {
+      throw invalidRequest(
+        `A message with role 'tool' must answer a call in an earlier assistant message's 'tool_calls'; no call has the id '${m.tool_call_id}'`,
+        `messages[${i}].tool_call_id`,
+      )
+    }
+  })
+}
+
+function checkTools(request: ChatRequest): void {
+  const tools = request.tools ?? []
+  const names = new Set<string>()
+  tools.forEach((t, i) => {
+    if (names.has(t.function.name)) throw invalidRequest(`Two tools are named '${t.function.name}'`, `tools[${i}].function.name`)
+    names.add(t.function.name)
+    const type = t.function.parameters?.type
+    if (type !== undefined && type !== 'object') {
+      throw invalidRequest(`A function's parameters must be a JSON Schema of type 'object', not '${String(type)}'`, `tools[${i}].function.parameters.type`)
+    }
+  })
+  const choice = request.tool_choice
+  if (choice != null && tools.length === 0) throw invalidRequest("'tool_choice' is only allowed when 'tools' are specified", 'tool_choice')
+  if (typeof choice === 'object' && choice !== null && !names.has(choice.function.name)) {
+    throw invalidRequest(`'tool_choice' names the function '${choice.function.name}', which is not among 'tools'`, 'tool_choice.function.name')
+  }
+  if (request.parallel_tool_calls != null && tools.length === 0) {
+    throw invalidRequest("'parallel_tool_calls' is only allowed when 'tools' are specified", 'parallel_tool_calls')
+  }
+  const format = request.response_format
+  if (format?.type === 'json_schema') {
+    const type = format.json_schema.schema?.type
+    if (type !== undefined && typeof type !== 'string' && !Array.isArray(type)) {
+      throw invalidRequest("A schema's 'type' must be a string or a list of strings", 'response_format.json_schema.schema.type')
+    }
+  }
+}
+
+function isJsonObject(text: string): boolean {
+  try {
+    const value: unknown = JSON.parse(text)
+    return value !== null && typeof value === 'object' && !Array.isArray(value)
+  } catch {
+    return false
+  }
 }
 
 /** Checks the request against what the model can do and builds the engine job. */
@@ -113,11 +158,42 @@ export function planChat(request: ChatRequest, model: ModelRecord): ChatPlan {
       temperature: request.temperature ?? CHAT_DEFAULTS.temperature,
       topP: request.top_p ?? CHAT_DEFAULTS.topP,
       topK: request.top_k ?? CHAT_DEFAULTS.topK,
+      presencePenalty: request.presence_penalty ?? 0,
+      frequencyPenalty: request.frequency_penalty ?? 0,
+      logitBias: request.logit_bias == null ? undefined : Object.fromEntries(Object.entries(request.logit_bias).map(([id, bias]) => [Number(id), bias])),
       stop,
       seed: request.seed ?? undefined,
+      ...toolsOf(request),
+      jsonSchema: jsonSchemaOf(request),
+      reasoningEffort: request.reasoning_effort ?? undefined,
+      topLogprobs: request.logprobs === true ? (request.top_logprobs ?? 0) : undefined,
     },
     image: images[0],
   }
+}
+
+/** The tools the model sees and whether it must call one. */
+function toolsOf(request: ChatRequest): Pick<ChatJob, 'tools' | 'toolChoice' | 'parallelToolCalls'> {
+  const tools: ToolDefinition[] = (request.tools ?? []).map((t) => ({
+    type: 'function',
+    function: {
+      name: t.function.name,
+      ...(t.function.description !== undefined ? { description: t.function.description } : {}),
+      // No parameters means a function without arguments.
+      parameters: t.function.parameters ?? { type: 'object', properties: {} },
+    },
+  }))
+  const choice = request.tool_choice ?? 'auto'
+  const parallelToolCalls = request.parallel_tool_calls ?? true
+  if (typeof choice === 'object') return { tools, toolChoice: { function: choice.function.name }, parallelToolCalls }
+  return { tools, toolChoice: tools.length ? choice : 'none', parallelToolCalls }
+}
+
+function jsonSchemaOf(request: ChatRequest): Record<string, unknown> | undefined {
+  const format = request.response_format
+  if (format?.type === 'json_object') return {}
+  if (format?.type === 'json_schema') return format.json_schema.schema ?? {}
+  return undefined
 }
 
 /**
@@ -145,9 +221,9 @@ export async function prepareChatImage(plan: ChatPlan, model: ModelRecord): Prom
 function imagesOf(request: ChatRequest): ImageRef[] {
   const found: ImageRef[] = []
   request.messages.forEach((m, messageIndex) => {
-    if (typeof m.content === 'string') return
+    if (m.content == null || typeof m.content === 'string') return
     m.content.forEach((p, partIndex) => {
-      if (p.type !== 'image_url') return
+      if (p.type !== 'image_url' || !('image_url' in p)) return
       const param = `messages[${messageIndex}].content[${partIndex}].image_url.url`
       found.push({ url: p.image_url.url, messageIndex, partIndex, param })
     })
@@ -155,13 +231,32 @@ function imagesOf(request: ChatRequest): ImageRef[] {
   return found
 }
 
-function toEngineMessage(m: ChatRequest['messages'][number]): ChatMessage {
-  const role = m.role === 'developer' ? 'system' : m.role
-  if (typeof m.content === 'string') return { role, content: m.content }
-  const parts: ChatContentPart[] = m.content.map((p) =>
-    p.type === 'text' ? { type: 'text', text: p.text } : { type: 'image_url', image_url: { url: p.image_url.url } },
-  )
-  // Templates written for plain strings break on part arrays, so text-only content is joined.
-  if (parts.every((p) => p.type === 'text')) return { role, content: parts.map((p) => p.text).join('\n') }
-  return { role, content: parts }
+function toEngineMessage(m: ChatRequestMessage): ChatMessage {
+  switch (m.role) {
+    case 'assistant':
+      return {
+        role: 'assistant',
+        content: m.content == null ? null : joinText(m.content),
+        ...(m.reasoning_content ? { reasoning_content: m.reasoning_content } : {}),
+        ...(m.tool_calls?.length ? { tool_calls: m.tool_calls } : {}),
+      }
+    case 'tool':
+      return { role: 'tool', content: joinText(m.content), tool_call_id: m.tool_call_id }
+    case 'system':
+    case 'developer':
+      return { role: 'system', content: joinText(m.content) }
+    case 'user': {
+      if (typeof m.content === 'string') return { role: 'user', content: m.content }
+      const parts: ChatContentPart[] = m.content.map((p) =>
+        p.type === 'text' ? { type: 'text', text: p.text } : { type: 'image_url', image_url: { url: p.image_url.url } },
+      )
+      // Templates written for plain strings break on part arrays, so text-only content is joined.
+      if (parts.every((p) => p.type === 'text')) return { role: 'user', content: parts.map((p) => p.text).join('\n') }
+      return { role: 'user', content: parts }
+    }
+  }
+}
+
+function joinText(content: string | ReadonlyArray<{ text: string }>): string {
+  return typeof content === 'string' ? content : content.map((p) => p.text).join('\n')
 }

@@ -1,5 +1,5 @@
 /** OpenAI's chat completion shapes, built from engine results. Pure functions, no HTTP. */
-import type { ChatResult, FinishReason } from '../../../native-models/engine/engine-protocol.ts'
+import type { ChatResult, FinishReason, JobProgress, TokenLogprob } from '../../../native-models/engine/engine-protocol.ts'
 
 export interface ChatUsage {
   prompt_tokens: number
@@ -7,6 +7,8 @@ export interface ChatUsage {
   total_tokens: number
   /** How much of the prompt the engine's cache already held (the earlier turns of a conversation). */
   prompt_tokens_details: { cached_tokens: number }
+  /** How much of the completion was thinking (counted in completion_tokens too, as OpenAI does). */
+  completion_tokens_details: { reasoning_tokens: number }
 }
 
 export interface ChatTimings {
@@ -33,6 +35,7 @@ export function usageOf(result: ChatResult): ChatUsage {
     completion_tokens: result.completionTokens,
     total_tokens: result.promptTokens + result.completionTokens,
     prompt_tokens_details: { cached_tokens: result.cachedTokens ?? 0 },
+    completion_tokens_details: { reasoning_tokens: result.reasoningTokens },
   }
 }
 
@@ -50,6 +53,7 @@ export function timingsOf(result: ChatResult): ChatTimings {
 }
 
 export function chatCompletion(who: CompletionIdentity, result: ChatResult) {
+  const calls = result.toolCalls.length > 0
   return {
     id: who.id,
     object: 'chat.completion' as const,
@@ -58,8 +62,15 @@ export function chatCompletion(who: CompletionIdentity, result: ChatResult) {
     choices: [
       {
         index: 0,
-        message: { role: 'assistant' as const, content: result.text, refusal: null },
-        logprobs: null,
+        message: {
+          role: 'assistant' as const,
+          // OpenAI's answers that call tools have no content unless the model also wrote some.
+          content: calls && !result.text ? null : result.text,
+          ...(result.reasoning ? { reasoning_content: result.reasoning } : {}),
+          ...(calls ? { tool_calls: result.toolCalls } : {}),
+          refusal: null,
+        },
+        logprobs: result.logprobs ? { content: result.logprobs, refusal: null } : null,
         finish_reason: result.finishReason,
       },
     ],
@@ -68,7 +79,28 @@ export function chatCompletion(who: CompletionIdentity, result: ChatResult) {
   }
 }
 
-type Delta = { role?: 'assistant'; content?: string }
+type ToolCallDelta = { index: number; id?: string; type?: 'function'; function: { name?: string; arguments: string } }
+type Delta = { role?: 'assistant'; content?: string; reasoning_content?: string; tool_calls?: ToolCallDelta[] }
+
+/** What one piece of progress adds to the answer, as a chunk's delta (and its log probabilities). */
+export function deltaOf(progress: JobProgress): { delta: Delta; logprobs?: TokenLogprob[] } | undefined {
+  switch (progress.type) {
+    case 'text':
+      return { delta: { content: progress.text }, ...(progress.logprobs ? { logprobs: progress.logprobs } : {}) }
+    case 'reasoning':
+      return { delta: { reasoning_content: progress.text } }
+    case 'tool_call': {
+      // The call's first piece names it; the rest only carry more of its arguments.
+      const call: ToolCallDelta =
+        progress.id !== undefined
+          ? { index: progress.index, id: progress.id, type: 'function', function: { name: progress.name, arguments: progress.arguments } }
+          : { index: progress.index, function: { arguments: progress.arguments } }
+      return { delta: { tool_calls: [call] } }
+    }
+    default:
+      return undefined
+  }
+}
 
 /** One `chat.completion.chunk`; `usage: null` on every chunk when the client asked for usage. */
 export function chatChunk(
@@ -76,16 +108,16 @@ export function chatChunk(
   delta: Delta,
   finishReason: FinishReason | null,
   withUsageField: boolean,
-  extra: { timings?: ChatTimings } = {},
+  extra: { timings?: ChatTimings; logprobs?: TokenLogprob[] } = {},
 ) {
   return {
     id: who.id,
     object: 'chat.completion.chunk' as const,
     created: who.created,
     model: who.model,
-    choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+    choices: [{ index: 0, delta, logprobs: extra.logprobs ? { content: extra.logprobs, refusal: null } : null, finish_reason: finishReason }],
     ...(withUsageField ? { usage: null } : {}),
-    ...extra,
+    ...(extra.timings ? { timings: extra.timings } : {}),
   }
 }
 

@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto'
 import { Router } from 'express'
 import type { ChatResult } from '../../../native-models/engine/engine-protocol.ts'
-import { chatChunk, chatCompletion, timingsOf, usageChunk, type CompletionIdentity } from '../openai/chat-response.ts'
+import { chatChunk, chatCompletion, deltaOf, timingsOf, usageChunk, type CompletionIdentity } from '../openai/chat-response.ts'
 import { parseChatRequest, planChat, prepareChatImage } from '../openai/chat-request.ts'
 import { recordUsage } from '../key-quotas.ts'
 import { requireModel } from '../model-lookup.ts'
@@ -39,9 +39,10 @@ export function chatRoute(ctx: ServerContext): Router {
       const result = (await ctx.scheduler.run(model, plan.job, {
         signal: lifetime.signal,
         onProgress: (p) => {
-          if (p.type !== 'text') return
+          const piece = deltaOf(p)
+          if (!piece) return
           openStream()
-          sse.send(chatChunk(who, { content: p.text }, null, plan.includeUsage))
+          sse.send(chatChunk(who, piece.delta, null, plan.includeUsage, { logprobs: piece.logprobs }))
         },
       })) as ChatResult
       recordUsage(res, result)

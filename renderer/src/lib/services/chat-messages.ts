@@ -20,9 +20,20 @@ export interface ChatTurn {
   /** Decoding speed reported by the server. */
   tokensPerSecond?: number
   finishReason?: string
+  /** What a thinking model thought before answering (assistant turns only). */
+  reasoning?: string
+  /** Functions the model asked to call (when the chat offers tools). */
+  toolCalls?: ToolCallView[]
   /** The person pressed stop before the answer finished. */
   stopped?: boolean
   error?: string
+}
+
+export interface ToolCallView {
+  id: string
+  name: string
+  /** JSON text, as the model wrote it. */
+  arguments: string
 }
 
 export interface ChatParameters {
@@ -33,6 +44,12 @@ export interface ChatParameters {
   maxTokens: number | undefined
   stop: string[]
   systemPrompt: string
+  /** Thinking models think before they answer; off sends `reasoning_effort: "none"`. */
+  thinking: boolean
+  /** Functions offered to the model: a JSON array in OpenAI's `tools` shape; empty offers none. */
+  tools: string
+  /** With tools: `auto` lets the model choose, `required` makes it call one. */
+  toolChoice: 'auto' | 'required'
 }
 
 export const DEFAULT_PARAMETERS: ChatParameters = {
@@ -42,13 +59,29 @@ export const DEFAULT_PARAMETERS: ChatParameters = {
   maxTokens: undefined,
   stop: [],
   systemPrompt: '',
+  thinking: true,
+  tools: '',
+  toolChoice: 'auto',
+}
+
+/** The tools text as the request's `tools`, or why it cannot be (shown under the box). */
+export function parseTools(text: string): { tools?: unknown[]; error?: string } {
+  if (!text.trim()) return {}
+  try {
+    const value: unknown = JSON.parse(text)
+    if (!Array.isArray(value)) return { error: 'Tools must be a JSON array: [{"type": "function", "function": {…}}]' }
+    return { tools: value }
+  } catch (e) {
+    return { error: `Not valid JSON: ${(e as Error).message}` }
+  }
 }
 
 type ContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } }
 
 export interface ChatRequestMessage {
   role: 'system' | 'user' | 'assistant'
-  content: string | ContentPart[]
+  content: string | ContentPart[] | null
+  tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>
 }
 
 export interface ChatRequestBody {
@@ -61,6 +94,9 @@ export interface ChatRequestBody {
   top_k: number
   max_tokens?: number
   stop?: string[]
+  reasoning_effort?: 'none'
+  tools?: unknown[]
+  tool_choice?: 'required'
 }
 
 /** At most 4 non-empty stop sequences, as the API takes them. */
@@ -82,7 +118,9 @@ export function buildChatRequest(model: string, turns: readonly ChatTurn[], para
   turns.forEach((turn, index) => {
     if (turn.role === 'assistant') {
       // Failed answers have nothing to say; a stopped one said what it said.
-      if (turn.text) messages.push({ role: 'assistant', content: turn.text })
+      const calls = turn.toolCalls?.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } }))
+      if (calls?.length) messages.push({ role: 'assistant', content: turn.text || null, tool_calls: calls })
+      else if (turn.text) messages.push({ role: 'assistant', content: turn.text })
       return
     }
     if (index === lastImageIndex && turn.image) {
@@ -106,19 +144,35 @@ export function buildChatRequest(model: string, turns: readonly ChatTurn[], para
   if (parameters.maxTokens !== undefined) body.max_tokens = parameters.maxTokens
   const stop = cleanStopSequences(parameters.stop)
   if (stop.length > 0) body.stop = stop
+  if (!parameters.thinking) body.reasoning_effort = 'none'
+  const tools = parseTools(parameters.tools).tools
+  if (tools?.length) {
+    body.tools = tools
+    if (parameters.toolChoice === 'required') body.tool_choice = 'required'
+  }
   return body
 }
 
 /** What one streamed chunk adds to the answer being shown. */
 export interface ChunkUpdate {
   text: string
+  reasoning: string
+  /** Pieces of tool calls: the first piece of a call has its id and name. */
+  toolCalls: Array<{ index: number; id?: string; name?: string; arguments: string }>
   finishReason?: string
   usage?: Usage
   tokensPerSecond?: number
 }
 
 interface ChatChunk {
-  choices?: Array<{ delta?: { content?: string | null }; finish_reason?: string | null }>
+  choices?: Array<{
+    delta?: {
+      content?: string | null
+      reasoning_content?: string | null
+      tool_calls?: Array<{ index: number; id?: string; function?: { name?: string; arguments?: string } }>
+    }
+    finish_reason?: string | null
+  }>
   usage?: { prompt_tokens?: number; completion_tokens?: number } | null
   timings?: { predicted_per_second?: number }
 }
@@ -126,7 +180,16 @@ interface ChatChunk {
 export function readChunk(chunk: unknown): ChunkUpdate {
   const c = chunk as ChatChunk
   const choice = c.choices?.[0]
-  const update: ChunkUpdate = { text: choice?.delta?.content ?? '' }
+  const update: ChunkUpdate = {
+    text: choice?.delta?.content ?? '',
+    reasoning: choice?.delta?.reasoning_content ?? '',
+    toolCalls: (choice?.delta?.tool_calls ?? []).map((c) => ({
+      index: c.index,
+      ...(c.id !== undefined ? { id: c.id } : {}),
+      ...(c.function?.name !== undefined ? { name: c.function.name } : {}),
+      arguments: c.function?.arguments ?? '',
+    })),
+  }
   if (choice?.finish_reason) update.finishReason = choice.finish_reason
   if (c.usage) update.usage = { promptTokens: c.usage.prompt_tokens ?? 0, completionTokens: c.usage.completion_tokens ?? 0 }
   if (typeof c.timings?.predicted_per_second === 'number') update.tokensPerSecond = c.timings.predicted_per_second
@@ -140,4 +203,14 @@ export function conversationTitle(turns: readonly ChatTurn[]): string {
   const text = first.text.replace(/\s+/g, ' ').trim()
   if (!text) return first.image ? 'A picture' : 'New chat'
   return text.length > 40 ? `${text.slice(0, 39)}…` : text
+}
+
+/** Adds streamed pieces of tool calls to the calls shown so far. */
+export function addToolCallPieces(calls: ToolCallView[], pieces: ChunkUpdate['toolCalls']): void {
+  for (const piece of pieces) {
+    const call = (calls[piece.index] ??= { id: piece.id ?? '', name: piece.name ?? '', arguments: '' })
+    if (piece.id) call.id = piece.id
+    if (piece.name) call.name = piece.name
+    call.arguments += piece.arguments
+  }
 }

@@ -8,7 +8,7 @@ export interface SnippetTarget {
 }
 
 export interface Snippet {
-  id: 'curl' | 'node' | 'python'
+  id: 'curl' | 'node' | 'python' | 'tools'
   label: string
   code: string
 }
@@ -59,6 +59,30 @@ export function clientSnippets({ address, apiKey, model }: SnippetTarget): Snipp
         `    messages=[{"role": "user", "content": "Hello!"}],`,
         `)`,
         `print(completion.choices[0].message.content)`,
+      ].join('\n'),
+    },
+    {
+      id: 'tools',
+      label: 'Tools (Node)',
+      code: [
+        `import OpenAI from 'openai'`,
+        ``,
+        `const client = new OpenAI({ baseURL: ${js(base)}, apiKey: ${js(apiKey)} })`,
+        `const tools = [{`,
+        `  type: 'function',`,
+        `  function: {`,
+        `    name: 'get_weather',`,
+        `    description: 'The current weather in a city',`,
+        `    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },`,
+        `  },`,
+        `}]`,
+        `const completion = await client.chat.completions.create({`,
+        `  model: ${js(model)},`,
+        `  messages: [{ role: 'user', content: 'What is the weather in Paris?' }],`,
+        `  tools,`,
+        `})`,
+        `// Run the calls, then send each result back as { role: 'tool', tool_call_id, content }.`,
+        `console.log(completion.choices[0].message.tool_calls)`,
       ].join('\n'),
     },
   ]

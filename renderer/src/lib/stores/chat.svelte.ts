@@ -7,6 +7,7 @@ import {
   conversationTitle,
   DEFAULT_PARAMETERS,
   readChunk,
+  addToolCallPieces,
   type ChatParameters,
   type ChatTurn,
 } from '../services/chat-messages.ts'
@@ -158,6 +159,8 @@ class ChatStore {
     try {
       for await (const chunk of api.events<unknown>('/v1/chat/completions', { body, signal: controller.signal })) {
         const update = readChunk(chunk)
+        if (update.reasoning) turn.reasoning = (turn.reasoning ?? '') + update.reasoning
+        if (update.toolCalls.length) addToolCallPieces((turn.toolCalls ??= []), update.toolCalls)
         if (update.text) {
           unshown += update.text
           timer ??= setTimeout(show, SHOW_EVERY_MS)

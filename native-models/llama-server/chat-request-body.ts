@@ -1,0 +1,50 @@
+/**
+ * A Hearth chat job as the body of a llama-server `/v1/chat/completions` request, field by field.
+ * Sampling is stated in full (min_p 0, no DRY or XTC…), so llama-server's own defaults never change
+ * what the contract promises.
+ */
+import type { ChatJob } from '../engine/engine-protocol.ts'
+
+/** OpenAI's effort levels, as the templates that have a switch (gpt-oss: low, medium, high) know them. */
+const TEMPLATE_EFFORT: Record<string, string> = { none: 'none', minimal: 'low', low: 'low', medium: 'medium', high: 'high', xhigh: 'high' }
+
+export function chatRequestBody(job: ChatJob): Record<string, unknown> {
+  const greedy = job.temperature === 0
+  const body: Record<string, unknown> = {
+    messages: job.messages,
+    stream: true,
+    stream_options: { include_usage: true },
+    // The first event reports the prompt's size before any work, for our context check.
+    return_progress: true,
+    max_tokens: job.maxTokens ?? job.maxCompletionTokens,
+    temperature: job.temperature,
+    top_k: greedy ? 1 : job.topK,
+    top_p: greedy ? 1 : job.topP,
+    min_p: 0,
+    typical_p: 1,
+    repeat_penalty: 1,
+    presence_penalty: job.presencePenalty,
+    frequency_penalty: job.frequencyPenalty,
+    dry_multiplier: 0,
+    xtc_probability: 0,
+    seed: job.seed ?? (greedy ? 0 : Math.floor(Math.random() * 2 ** 31)),
+    stop: job.stop,
+    cache_prompt: true,
+  }
+  if (job.logitBias) body.logit_bias = Object.entries(job.logitBias).map(([id, bias]) => [Number(id), bias])
+  if (job.tools.length > 0) {
+    const named = typeof job.toolChoice === 'object' ? job.toolChoice.function : undefined
+    // llama-server knows no named choice: the call is required, and that function is the only one offered.
+    body.tools = named === undefined ? job.tools : job.tools.filter((t) => t.function.name === named)
+    body.tool_choice = named === undefined ? job.toolChoice : 'required'
+    body.parallel_tool_calls = job.parallelToolCalls
+  }
+  if (job.jsonSchema) body.response_format = { type: 'json_schema', json_schema: { schema: job.jsonSchema } }
+  if (job.reasoningEffort) body.reasoning_effort = TEMPLATE_EFFORT[job.reasoningEffort] ?? job.reasoningEffort
+  if (job.topLogprobs !== undefined) {
+    body.logprobs = true
+    // llama-server reports nothing at all for 0 candidates; one is asked for and dropped again.
+    body.top_logprobs = Math.max(1, job.topLogprobs)
+  }
+  return body
+}

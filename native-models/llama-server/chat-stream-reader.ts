@@ -1,0 +1,140 @@
+/**
+ * Reads llama-server's streamed chat answer into Hearth's result and progress: text, thinking, tool
+ * calls (with ids of our own, `call_…`, the same in every piece and in the result) and log
+ * probabilities in OpenAI's shape.
+ */
+import { randomBytes } from 'node:crypto'
+import type { ChatResult, FinishReason, JobProgress, TokenLogprob, ToolCall } from '../engine/engine-protocol.ts'
+
+export interface UpstreamTimings {
+  cache_n?: number
+  draft_n?: number
+  draft_n_accepted?: number
+  prompt_ms?: number
+  prompt_per_second?: number
+  predicted_ms?: number
+  predicted_per_second?: number
+}
+
+interface UpstreamLogprob {
+  token: string
+  logprob: number
+  bytes?: number[]
+  top_logprobs?: Array<{ token: string; logprob: number; bytes?: number[] }>
+}
+
+interface UpstreamToolCallDelta {
+  index?: number
+  id?: string
+  function?: { name?: string; arguments?: string }
+}
+
+export interface UpstreamChunk {
+  choices?: Array<{
+    delta?: { content?: string | null; reasoning_content?: string | null; tool_calls?: UpstreamToolCallDelta[] }
+    finish_reason?: string | null
+    logprobs?: { content?: UpstreamLogprob[] | null } | null
+  }>
+  usage?: { prompt_tokens: number; completion_tokens: number }
+  timings?: UpstreamTimings
+  prompt_progress?: { total: number; cache: number; processed: number }
+  error?: { message?: string; type?: string }
+}
+
+export class ChatStreamReader {
+  text = ''
+  reasoning = ''
+  readonly toolCalls: ToolCall[] = []
+  logprobs: TokenLogprob[] | undefined
+  finishReason: FinishReason = 'stop'
+  usage: { prompt_tokens: number; completion_tokens: number } | undefined
+  timings: UpstreamTimings | undefined
+
+  constructor(
+    private readonly emit: ((progress: JobProgress) => void) | undefined,
+    /** Candidates per token the client asked for; undefined = no log probabilities. */
+    private readonly topLogprobs: number | undefined,
+  ) {
+    if (topLogprobs !== undefined) this.logprobs = []
+  }
+
+  read(event: UpstreamChunk): void {
+    const choice = event.choices?.[0]
+    const delta = choice?.delta
+    if (delta?.reasoning_content) {
+      this.reasoning += delta.reasoning_content
+      this.emit?.({ type: 'reasoning', text: delta.reasoning_content })
+    }
+    const logprobs = this.logprobsOf(choice?.logprobs?.content)
+    if (delta?.content) {
+      this.text += delta.content
+      this.emit?.({ type: 'text', text: delta.content, ...(logprobs ? { logprobs } : {}) })
+    }
+    for (const call of delta?.tool_calls ?? []) this.readToolCall(call)
+    if (choice?.finish_reason) this.finishReason = finishReasonOf(choice.finish_reason)
+    if (event.usage) this.usage = event.usage
+    if (event.timings) this.timings = event.timings
+  }
+
+  result(reasoningTokens: number, cachedTokens: number): ChatResult {
+    const usage = this.usage ?? { prompt_tokens: 0, completion_tokens: 0 }
+    const t = this.timings
+    return {
+      type: 'chat',
+      text: this.text,
+      reasoning: this.reasoning,
+      toolCalls: this.toolCalls,
+      logprobs: this.logprobs,
+      // A call cut off by the token limit is still an answer that ran out of room.
+      finishReason: this.finishReason === 'length' ? 'length' : this.toolCalls.length > 0 ? 'tool_calls' : this.finishReason,
+      promptTokens: usage.prompt_tokens,
+      completionTokens: usage.completion_tokens,
+      reasoningTokens,
+      cachedTokens,
+      timings: {
+        promptMs: t?.prompt_ms ?? 0,
+        promptPerSecond: t?.prompt_per_second ?? 0,
+        predictedMs: t?.predicted_ms ?? 0,
+        predictedPerSecond: t?.predicted_per_second ?? 0,
+        ...(t?.draft_n !== undefined ? { draftTokens: t.draft_n, draftAccepted: t.draft_n_accepted ?? 0 } : {}),
+      },
+    }
+  }
+
+  private readToolCall(delta: UpstreamToolCallDelta): void {
+    const index = delta.index ?? this.toolCalls.length - 1
+    let call = this.toolCalls[index]
+    const name = delta.function?.name
+    const piece = delta.function?.arguments ?? ''
+    if (!call) {
+      call = { id: `call_${randomBytes(12).toString('base64url')}`, type: 'function', function: { name: name ?? '', arguments: '' } }
+      this.toolCalls[index] = call
+      call.function.arguments += piece
+      this.emit?.({ type: 'tool_call', index, id: call.id, name: call.function.name, arguments: piece })
+      return
+    }
+    if (!piece) return
+    call.function.arguments += piece
+    this.emit?.({ type: 'tool_call', index, arguments: piece })
+  }
+
+  private logprobsOf(content: UpstreamLogprob[] | null | undefined): TokenLogprob[] | undefined {
+    if (this.topLogprobs === undefined || !content?.length) return undefined
+    const entries = content.map((entry) => ({
+      token: entry.token,
+      logprob: entry.logprob,
+      bytes: entry.bytes ?? [...Buffer.from(entry.token)],
+      top_logprobs: (entry.top_logprobs ?? [])
+        .slice(0, this.topLogprobs)
+        .map((top) => ({ token: top.token, logprob: top.logprob, bytes: top.bytes ?? [...Buffer.from(top.token)] })),
+    }))
+    this.logprobs!.push(...entries)
+    return entries
+  }
+}
+
+function finishReasonOf(upstream: string): FinishReason {
+  if (upstream === 'length') return 'length'
+  if (upstream === 'tool_calls') return 'tool_calls'
+  return 'stop'
+}
