@@ -245,7 +245,7 @@ describe('bad requests get a 4xx OpenAI error body', () => {
     ['max_tokens 0', { model: 'org/tiny:q8', messages: hello, max_tokens: 0 }, 400, 'invalid_value', 'max_tokens'],
     ['max_tokens over the model limit', { model: 'org/tiny:q8', messages: hello, max_tokens: 101 }, 400, 'invalid_value', 'max_tokens'],
     ['max_completion_tokens over the limit', { model: 'org/tiny:q8', messages: hello, max_completion_tokens: 1000 }, 400, 'invalid_value', 'max_completion_tokens'],
-    ['n = 2', { model: 'org/tiny:q8', messages: hello, n: 2 }, 400, 'invalid_value', 'n'],
+    ['n = 2', { model: 'org/tiny:q8', messages: hello, n: 2 }, 400, 'unsupported_parameter', 'n'],
     ['unknown model', { model: 'nope', messages: hello }, 404, 'model_not_found', 'model'],
     ['body that is an array', [1, 2], 400, 'invalid_json', null],
   ]

@@ -94,6 +94,14 @@ describe('without a llama.cpp build', () => {
       expect(res.json.usage.completion_tokens).toBe(3)
       const system = await (await fetch(`${server.url}/api/system`, { headers: { authorization: `Bearer ${server.apiKey}` } })).json()
       expect(system.engine).toMatchObject({ name: 'prebuilt-binding', commit: null })
+      // What needs llama-server's chat parser and grammar is refused by name, not ignored.
+      const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } }]
+      const refused = await postJson(server, '/v1/chat/completions', { model: 'chat', messages: [{ role: 'user', content: 'hi' }], tools, max_tokens: 3 })
+      expect(refused.status).toBe(400)
+      expect(refused.json.error).toMatchObject({ code: 'model_not_compatible', param: 'tools' })
+      expect(refused.json.error.message).toMatch(/npm run build:engines/)
+      const schema = await postJson(server, '/v1/chat/completions', { model: 'chat', messages: [{ role: 'user', content: 'hi' }], response_format: { type: 'json_object' }, max_tokens: 3 })
+      expect(schema.json.error).toMatchObject({ code: 'model_not_compatible', param: 'response_format' })
     } finally {
       await server.stop()
     }

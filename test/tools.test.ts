@@ -352,7 +352,7 @@ describe.skipIf(!llamaBuild || !template || !thinkingTemplate)('tools, structure
 
   describe('bad input gets a 400 naming the field', () => {
     const cases: Array<[string, Record<string, unknown>, string, string?]> = [
-      ['n > 1', { n: 2 }, 'n'],
+      ['n > 1', { n: 2 }, 'n', 'unsupported_parameter'],
       ['audio output', { audio: { voice: 'alloy', format: 'mp3' } }, 'audio', 'unsupported_parameter'],
       ['modalities', { modalities: ['text', 'audio'] }, 'modalities', 'unsupported_parameter'],
       ['predicted outputs', { prediction: { type: 'content', content: 'x' } }, 'prediction', 'unsupported_parameter'],

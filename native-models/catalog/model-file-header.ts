@@ -1,5 +1,5 @@
 import { open } from 'node:fs/promises'
-import { gguf } from '@huggingface/gguf'
+import { readGgufMetadata, type GgufMetadataValue } from './gguf-metadata.ts'
 
 /** What the server needs to know about a model file, read from its header without loading it. */
 export type ModelFileHeader =
@@ -48,9 +48,9 @@ async function readMagic(path: string): Promise<number | undefined> {
 }
 
 async function readGgufHeader(path: string): Promise<ModelFileHeader> {
-  let metadata: Record<string, unknown>
+  let metadata: Record<string, GgufMetadataValue>
   try {
-    metadata = (await gguf(path, { allowLocalFile: true })).metadata as Record<string, unknown>
+    metadata = await readGgufMetadata(path)
   } catch (e) {
     throw new CorruptModelFileError(`unreadable GGUF header: ${(e as Error).message}`)
   }
@@ -95,7 +95,7 @@ function stringField(v: unknown): string | undefined {
 }
 
 function arrayLength(v: unknown): number | undefined {
-  return Array.isArray(v) ? v.length : undefined
+  return typeof v === 'object' && v !== null && 'arrayLength' in v ? (v as { arrayLength: number }).arrayLength : undefined
 }
 
 function numberField(v: unknown): number | undefined {

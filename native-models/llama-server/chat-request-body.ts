@@ -3,15 +3,26 @@
  * Sampling is stated in full (min_p 0, no DRY or XTC…), so llama-server's own defaults never change
  * what the contract promises.
  */
-import type { ChatJob } from '../engine/engine-protocol.ts'
+import { createHash } from 'node:crypto'
+import type { ChatJob, ChatMessage } from '../engine/engine-protocol.ts'
+
+/** What the model's chat template demands beyond OpenAI's shapes. */
+export interface TemplateQuirks {
+  /** Mistral's templates refuse any tool call id but nine letters and digits. */
+  nineCharacterToolCallIds: boolean
+}
+
+export function templateQuirks(chatTemplate: string | undefined): TemplateQuirks {
+  return { nineCharacterToolCallIds: /alphanumeric strings with length 9/.test(chatTemplate ?? '') }
+}
 
 /** OpenAI's effort levels, as the templates that have a switch (gpt-oss: low, medium, high) know them. */
 const TEMPLATE_EFFORT: Record<string, string> = { none: 'none', minimal: 'low', low: 'low', medium: 'medium', high: 'high', xhigh: 'high' }
 
-export function chatRequestBody(job: ChatJob): Record<string, unknown> {
+export function chatRequestBody(job: ChatJob, quirks: TemplateQuirks = { nineCharacterToolCallIds: false }): Record<string, unknown> {
   const greedy = job.temperature === 0
   const body: Record<string, unknown> = {
-    messages: job.messages,
+    messages: quirks.nineCharacterToolCallIds ? job.messages.map(withNineCharacterIds) : job.messages,
     stream: true,
     stream_options: { include_usage: true },
     // The first event reports the prompt's size before any work, for our context check.
@@ -47,4 +58,16 @@ export function chatRequestBody(job: ChatJob): Record<string, unknown> {
     body.top_logprobs = Math.max(1, job.topLogprobs)
   }
   return body
+}
+
+/** The same id always becomes the same nine characters, so a call and its result still pair up. */
+function nineCharacterId(id: string): string {
+  if (/^[a-zA-Z0-9]{9}$/.test(id)) return id
+  return createHash('sha256').update(id).digest('base64').replace(/[^a-zA-Z0-9]/g, '').slice(0, 9).padEnd(9, '0')
+}
+
+function withNineCharacterIds(m: ChatMessage): ChatMessage {
+  if (m.role === 'tool') return { ...m, tool_call_id: nineCharacterId(m.tool_call_id) }
+  if (m.role === 'assistant' && m.tool_calls) return { ...m, tool_calls: m.tool_calls.map((c) => ({ ...c, id: nineCharacterId(c.id) })) }
+  return m
 }

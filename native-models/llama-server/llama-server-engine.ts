@@ -25,7 +25,7 @@ import { programPath, type LlamaBuild } from '../native-build/llama-build.ts'
 import { EngineServerProcess } from '../engine/engine-server-process.ts'
 import type { IncomingMessage } from 'node:http'
 import { ProgressCoalescer } from '../engine/progress-coalescer.ts'
-import { chatRequestBody } from './chat-request-body.ts'
+import { chatRequestBody, templateQuirks, type TemplateQuirks } from './chat-request-body.ts'
 import { ChatStreamReader, type UpstreamChunk } from './chat-stream-reader.ts'
 import { readEventStream } from './event-stream.ts'
 import { schemaProblemOf } from './schema-problem.ts'
@@ -52,6 +52,7 @@ export class LlamaServerEngine extends ServerEngine {
     info: EngineModelInfo,
     private readonly meta: ModelMeta,
     private readonly slotCache: SlotCache | undefined,
+    private readonly quirks: TemplateQuirks,
   ) {
     super(server, info)
   }
@@ -69,7 +70,7 @@ export class LlamaServerEngine extends ServerEngine {
     try {
       const models = (await (await server.request('/v1/models')).json()) as { data?: Array<{ meta?: Record<string, number> }> }
       const meta = models.data?.[0]?.meta ?? {}
-      const props = (await (await server.request('/props')).json()) as { modalities?: { vision?: boolean } }
+      const props = (await (await server.request('/props')).json()) as { modalities?: { vision?: boolean }; chat_template?: string }
       const info: EngineModelInfo = {
         devices: devicesOf(build, spec),
         loadMs: Math.round(performance.now() - started),
@@ -89,6 +90,7 @@ export class LlamaServerEngine extends ServerEngine {
         info,
         { vocabularySize: Number(meta.n_vocab ?? 0), embeddingLength: Number(meta.n_embd ?? 0) },
         slotCache,
+        templateQuirks(props.chat_template),
       )
     } catch (e) {
       await server.stop()
@@ -122,7 +124,7 @@ export class LlamaServerEngine extends ServerEngine {
     signal?.addEventListener('abort', cancel, { once: true })
     try {
       if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-      const res = await this.server.streamRequest('/v1/chat/completions', chatRequestBody(job), upstream.signal)
+      const res = await this.server.streamRequest('/v1/chat/completions', chatRequestBody(job, this.quirks), upstream.signal)
       if (res.statusCode !== 200) throw chatError(res.statusCode ?? 500, await textOf(res), limit, job)
       let checked = false
       for await (const data of readEventStream(res)) {
@@ -273,7 +275,8 @@ function chatError(status: number, body: string, limit: number, job: ChatJob): M
   }
   if (error.type === 'exceed_context_size_error') return contextExceeded(error.n_prompt_tokens ?? limit, job.maxTokens ?? 0, limit)
   if (/image|media|mtmd|bitmap/i.test(message)) return new ModelError('invalid_image', `the engine could not read the image: ${message}`, 'messages')
-  if (status === 400 && /template|role|jinja/i.test(message)) {
+  // The model's own template refused the conversation (roles out of order, two calls where it takes one…).
+  if (/template|jinja|While executing|Unable to generate parser/i.test(message) || (status === 400 && /role/i.test(message))) {
     return new ModelError('invalid_value', `the model's chat template rejected the messages: ${message}`, 'messages')
   }
   return new ModelError('internal_error', `the engine failed the request: ${message}`)

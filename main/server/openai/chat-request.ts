@@ -37,6 +37,8 @@ export function parseChatRequest(body: unknown): ChatRequest {
   if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
     const refused = Object.keys(body).find((key) => key in UNSUPPORTED_CHAT_FIELDS)
     if (refused) throw unsupportedParameter(refused, UNSUPPORTED_CHAT_FIELDS[refused]!)
+    const n = (body as { n?: unknown }).n
+    if (Number.isInteger(n) && (n as number) > 1) throw unsupportedParameter('n', 'only n = 1 is supported (one answer per request)')
   }
   const request = parseOrThrow(chatRequestSchema, body)
   if (request.stream_options != null && request.stream !== true) {
