@@ -96,6 +96,8 @@ interface Case {
   mayClose?: boolean
   /** A HEAD request: its answers have no body to judge. */
   head?: boolean
+  /** Anthropic's route: errors in its shape, `{"type": "error", "error": {type, message}}`. */
+  anthropic?: boolean
   send(): Promise<Answer>
 }
 
@@ -151,8 +153,10 @@ function problemWith(c: Case, a: Answer): string | undefined {
     if (!a.contentType.startsWith('text/event-stream')) return undefined
     for (const line of a.body.split('\n')) {
       if (!line.startsWith('data: {')) continue
-      const event = JSON.parse(line.slice(6)) as { error?: { type?: string } }
-      if (event.error?.type === 'server_error') return `stream ended with a server error: ${line.slice(0, 300)}`
+      const event = JSON.parse(line.slice(6)) as { type?: string; error?: { type?: string } }
+      if (event.error?.type === 'server_error' || (event.type === 'error' && event.error?.type === 'api_error')) {
+        return `stream ended with a server error: ${line.slice(0, 300)}`
+      }
     }
     return undefined
   }
@@ -163,6 +167,16 @@ function problemWith(c: Case, a: Answer): string | undefined {
     parsed = JSON.parse(a.body)
   } catch {
     return `status ${a.status} with a body that is not JSON: ${a.body.slice(0, 200)}`
+  }
+  if (c.anthropic) {
+    const body = parsed as { type?: unknown; error?: { type?: unknown; message?: unknown } }
+    const ok =
+      Object.keys(body ?? {}).sort().join() === 'error,type' &&
+      body.type === 'error' &&
+      Object.keys(body.error ?? {}).sort().join() === 'message,type' &&
+      typeof body.error?.type === 'string' &&
+      typeof body.error?.message === 'string'
+    return ok ? undefined : `status ${a.status} with a body not in Anthropic's error shape: ${a.body.slice(0, 300)}`
   }
   const top = parsed as { error?: Record<string, unknown> }
   const keys = Object.keys(top ?? {})
@@ -266,6 +280,26 @@ function chatBases() {
   ]
 }
 
+function messagesBases() {
+  const image = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png.toString('base64') } }
+  return [
+    { model: 'chat', max_tokens: 3, system: 'Be brief', messages: [{ role: 'user', content: 'Hi' }], temperature: 0.5, top_p: 0.9, top_k: 40, stop_sequences: ['\n'] },
+    { model: 'chat', max_tokens: 2, stream: true, messages: [{ role: 'user', content: [image, { type: 'text', text: 'What is it?' }] }] },
+    {
+      model: 'chat',
+      max_tokens: 4,
+      tools: [{ name: 'get_weather', description: 'd', input_schema: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'] } }],
+      tool_choice: { type: 'tool', name: 'get_weather', disable_parallel_tool_use: true },
+      messages: [
+        { role: 'user', content: 'Weather?' },
+        { role: 'assistant', content: [{ type: 'thinking', thinking: 'hm', signature: '' }, { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: 'Sunny' }] }] },
+      ],
+      thinking: { type: 'disabled' },
+    },
+  ]
+}
+
 const embeddingBases = [
   { model: 'bert', input: ['one two', 'three'], encoding_format: 'float', dimensions: 8 },
   { model: 'bert', input: [[5, 6, 7], [8, 9]] },
@@ -323,6 +357,16 @@ describe('fuzz', () => {
     })
     await expectBatch(cases)
   }, 300_000)
+
+  it("JSON bodies of Anthropic's messages route", async () => {
+    const f = new Fuzz(SEED + 7)
+    const bases = messagesBases()
+    const cases = Array.from({ length: n(350) }, (_, i) => {
+      const { text, note } = f.mutateJson(bases[i % bases.length])
+      return { ...jsonCase(`messages #${i} ${note}`, 'POST', i % 5 === 4 ? '/v1/messages/count_tokens' : '/v1/messages', text), anthropic: true }
+    })
+    await expectBatch(cases)
+  })
 
   it('JSON bodies of the embeddings route', async () => {
     const f = new Fuzz(SEED + 1)

@@ -6,12 +6,13 @@ import express, { type Express } from 'express'
 import { requireApiKey } from './auth.ts'
 import { allowOrigins } from './cors.ts'
 import { allowedHostNames, requireKnownHost } from './host-check.ts'
-import { errorHandler, unknownRoute } from './http-errors.ts'
+import { errorHandler, unknownRoute, useAnthropicErrors } from './http-errors.ts'
 import { jsonBodyParser } from './json-body.ts'
 import { ServerMetrics } from './metrics.ts'
 import { RequestHistory } from './request-history.ts'
 import { requestLog } from './request-log.ts'
 import { chatRoute } from './routes/chat-route.ts'
+import { messagesRoute } from './routes/messages-route.ts'
 import { embeddingsRoute } from './routes/embeddings-route.ts'
 import { downloadsRoute } from './routes/downloads-route.ts'
 import { healthRoute } from './routes/health-route.ts'
@@ -39,7 +40,9 @@ export function createApp(ctx: ServerContext): Express {
   const auth = requireApiKey(ctx.keys)
   app.get('/metrics', ...(ctx.settings.metricsPublic ? [] : [auth]), metrics.handler())
   const authenticated = [auth, jsonBodyParser(ctx.settings.bodyLimitBytes)]
-  app.use('/v1', ...authenticated, modelsRoute(ctx), chatRoute(ctx), embeddingsRoute(ctx), translationsRoute(ctx))
+  // Anthropic's route answers every error (a missing key too) in Anthropic's shape.
+  app.use('/v1/messages', useAnthropicErrors)
+  app.use('/v1', ...authenticated, modelsRoute(ctx), chatRoute(ctx), messagesRoute(ctx), embeddingsRoute(ctx), translationsRoute(ctx))
   app.use('/api', ...authenticated, managementRoute(ctx), downloadsRoute(ctx), keysRoute(ctx), serverRoute(ctx, requests))
   // API paths no router took never reach the page's files (`/api/%2e%2e` is a directory there).
   app.use(['/v1', '/api'], unknownRoute)

@@ -12,11 +12,14 @@ export function requireApiKey(keys: ApiKeys | undefined): RequestHandler {
   const gate = keys?.store ? new QuotaGate(keys.store) : undefined
   return (req, res, next) => {
     if (!keys) return next()
-    const identity = keys.identify(req.headers.authorization)
+    // Anthropic's clients send the key as `x-api-key`.
+    const xApiKey = req.headers['x-api-key']
+    const authorization = req.headers.authorization ?? (typeof xApiKey === 'string' && xApiKey ? `Bearer ${xApiKey}` : undefined)
+    const identity = keys.identify(authorization)
     if (!identity) {
-      const message = req.headers.authorization
+      const message = authorization
         ? 'Incorrect API key provided'
-        : "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'"
+        : "You didn't provide an API key. Send it as 'Authorization: Bearer <key>' (or 'x-api-key: <key>')"
       throw new ApiError(401, 'invalid_authentication', 'invalid_api_key', message)
     }
     res.locals.apiKey = identity

@@ -97,15 +97,40 @@ function bodyParserError(e: unknown): ApiError | undefined {
   return undefined
 }
 
+/** Anthropic's error types, by status (its routes answer in its shape: see useAnthropicErrors). */
+const ANTHROPIC_ERROR_TYPE: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  408: 'timeout_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  503: 'overloaded_error',
+}
+
+/** `{"type": "error", "error": {"type", "message"}}`, as Anthropic's API and SDKs have it. */
+export function anthropicErrorBody(error: ApiError): { type: 'error'; error: { type: string; message: string } } {
+  return { type: 'error', error: { type: ANTHROPIC_ERROR_TYPE[error.status] ?? 'api_error', message: error.message } }
+}
+
+/** Marks a request as Anthropic's, so every error it gets (401s included) has Anthropic's shape. */
+export const useAnthropicErrors: RequestHandler = (_req, res, next) => {
+  res.locals.errorShape = 'anthropic'
+  next()
+}
+
 export function sendError(res: Response, e: unknown): void {
   const error = toApiError(e)
   res.locals.errorCode = error.code
+  const anthropic = res.locals.errorShape === 'anthropic'
   if (res.headersSent) {
     // A stream is under way: the error becomes its last event.
-    if (!res.writableEnded) res.end(`data: ${JSON.stringify(error.body())}\n\n`)
+    if (res.writableEnded) return
+    res.end(anthropic ? `event: error\ndata: ${JSON.stringify(anthropicErrorBody(error))}\n\n` : `data: ${JSON.stringify(error.body())}\n\n`)
     return
   }
-  res.status(error.status).set(error.headers).json(error.body())
+  res.status(error.status).set(error.headers).json(anthropic ? anthropicErrorBody(error) : error.body())
 }
 
 export const errorHandler: ErrorRequestHandler = (err, _req, res, _next) => {

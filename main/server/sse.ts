@@ -25,7 +25,8 @@ export class SseStream {
     return this.opened
   }
 
-  send(event: unknown): void {
+  /** One event; `name` writes an `event:` line too (Anthropic's streams name every event). */
+  send(event: unknown, name?: string): void {
     this.open()
     if (this.res.writableEnded) return
     // Events written in one turn of the event loop (the role and the first token, say) leave in
@@ -38,7 +39,7 @@ export class SseStream {
         this.res.uncork()
       })
     }
-    this.res.write(`data: ${JSON.stringify(event)}\n\n`)
+    this.res.write(`${name ? `event: ${name}\n` : ''}data: ${JSON.stringify(event)}\n\n`)
   }
 
   /** A comment line: keeps proxies and clients from timing out an idle stream. */
@@ -46,9 +47,16 @@ export class SseStream {
     if (this.opened && !this.res.writableEnded) this.res.write(': ping\n\n')
   }
 
+  /** Ends the stream with OpenAI's `[DONE]` line. */
   done(): void {
     this.open()
     if (!this.res.writableEnded) this.res.end('data: [DONE]\n\n')
+  }
+
+  /** Ends the stream as it is (Anthropic's streams end with their message_stop event). */
+  end(): void {
+    this.open()
+    if (!this.res.writableEnded) this.res.end()
   }
 
   private open(): void {

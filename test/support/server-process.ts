@@ -71,7 +71,10 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
   )
 
   const url = await new Promise<string>((resolveUrl, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in time:\n${output}`)), 30_000)
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL') // a server that never listened must not outlive the suite
+      reject(new Error(`server did not start in time:\n${output}`))
+    }, 30_000)
     const check = () => {
       const m = /listening on (http:\/\/\S+)/.exec(output)
       if (m) {

@@ -37,6 +37,8 @@ const imagePart = z.object({
 })
 const contentPart = z.discriminatedUnion('type', [textPart, imagePart])
 const textContent = z.union([z.string(), z.array(textPart).min(1)])
+// Images are parsed in every role so the answer can say they belong in a user message (chat-request.ts).
+const anyContent = z.union([z.string(), z.array(contentPart).min(1)])
 
 const toolCall = z.object({
   id: z.string().min(1),
@@ -44,8 +46,8 @@ const toolCall = z.object({
   function: z.object({ name: z.string().min(1), arguments: z.string() }),
 })
 
-const systemMessage = z.object({ role: z.literal('system'), content: textContent, name: z.string().optional() })
-const developerMessage = z.object({ role: z.literal('developer'), content: textContent, name: z.string().optional() })
+const systemMessage = z.object({ role: z.literal('system'), content: anyContent, name: z.string().optional() })
+const developerMessage = z.object({ role: z.literal('developer'), content: anyContent, name: z.string().optional() })
 const userMessage = z.object({
   role: z.literal('user'),
   content: z.union([z.string(), z.array(contentPart).min(1)]),
@@ -53,7 +55,7 @@ const userMessage = z.object({
 })
 const assistantMessage = z.object({
   role: z.literal('assistant'),
-  content: z.union([z.string(), z.array(textPart).min(1)]).nullish(),
+  content: anyContent.nullish(),
   name: z.string().optional(),
   tool_calls: z.array(toolCall).min(1).nullish(),
   refusal: z.string().nullish(),

@@ -259,6 +259,7 @@ function toEngineMessage(m: ChatRequestMessage): ChatMessage {
   }
 }
 
-function joinText(content: string | ReadonlyArray<{ text: string }>): string {
-  return typeof content === 'string' ? content : content.map((p) => p.text).join('\n')
+/** Text-only content as one string (images outside user messages were refused by planChat). */
+function joinText(content: string | ReadonlyArray<{ type: string; text?: string }>): string {
+  return typeof content === 'string' ? content : content.map((p) => p.text ?? '').join('\n')
 }
