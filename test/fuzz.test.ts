@@ -368,6 +368,20 @@ describe('fuzz', () => {
     await expectBatch(cases)
   })
 
+  it('JSON bodies of the completions route', async () => {
+    const f = new Fuzz(SEED + 11)
+    const bases = [
+      { model: 'plain', prompt: 'Once upon a time', max_tokens: 3, temperature: 0.5, top_p: 0.9, stop: ['\n'], logprobs: 2, seed: 3 },
+      { model: 'chat', prompt: ['a', 'b'], max_tokens: 2, echo: true, presence_penalty: 0.2, logit_bias: { '7': -100 } },
+      { model: 'chat', prompt: 'def f(', suffix: ')\n', max_tokens: 2, stream: true, stream_options: { include_usage: true } },
+    ]
+    const cases = Array.from({ length: n(200) }, (_, i) => {
+      const { text, note } = f.mutateJson(bases[i % bases.length])
+      return jsonCase(`completions #${i} ${note}`, 'POST', '/v1/completions', text)
+    })
+    await expectBatch(cases)
+  })
+
   it('JSON bodies of the embeddings route', async () => {
     const f = new Fuzz(SEED + 1)
     const cases = Array.from({ length: n(350) }, (_, i) => {

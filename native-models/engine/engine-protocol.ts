@@ -135,6 +135,34 @@ export interface ChatResult {
   }
 }
 
+/** Text continued as it is, no chat template: `/v1/completions`, with fill-in-the-middle where `suffix` is set. */
+export interface CompleteJob {
+  type: 'complete'
+  prompt: string
+  /** Text after the gap (fill-in-the-middle); needs a model with FIM tokens. */
+  suffix: string | undefined
+  maxTokens: number
+  temperature: number
+  topP: number
+  topK: number
+  presencePenalty: number
+  frequencyPenalty: number
+  logitBias: Record<number, number> | undefined
+  stop: string[]
+  seed: number | undefined
+  /** Candidates to report per token (0–5, OpenAI's legacy `logprobs`); undefined = none. */
+  logprobs: number | undefined
+}
+
+export interface CompleteResult {
+  type: 'complete'
+  text: string
+  finishReason: 'stop' | 'length'
+  promptTokens: number
+  completionTokens: number
+  logprobs: TokenLogprob[] | undefined
+}
+
 /** Text, or token ids in the model's own vocabulary. */
 export type EmbedInput = string | number[]
 
@@ -190,8 +218,8 @@ export interface TranslateResult {
   processMs: number
 }
 
-export type EngineJob = ChatJob | EmbedJob | TranslateJob
-export type EngineResult = ChatResult | EmbedResult | TranslateResult
+export type EngineJob = ChatJob | CompleteJob | EmbedJob | TranslateJob
+export type EngineResult = ChatResult | CompleteResult | EmbedResult | TranslateResult
 
 /** Streamed while a job runs: generated text, thinking and tool calls (chat), or a finished piece of a translation. */
 export type JobProgress =

@@ -1,10 +1,11 @@
 /**
- * A Hearth chat job as the body of a llama-server `/v1/chat/completions` request, field by field.
+ * A Hearth chat job as the body of a llama-server `/v1/chat/completions` request (and a completion
+ * job as one for `/completion` or `/infill`), field by field.
  * Sampling is stated in full (min_p 0, no DRY or XTC…), so llama-server's own defaults never change
  * what the contract promises.
  */
 import { createHash } from 'node:crypto'
-import type { ChatJob, ChatMessage } from '../engine/engine-protocol.ts'
+import type { ChatJob, ChatMessage, CompleteJob } from '../engine/engine-protocol.ts'
 
 /** What the model's chat template demands beyond OpenAI's shapes. */
 export interface TemplateQuirks {
@@ -70,4 +71,30 @@ function withNineCharacterIds(m: ChatMessage): ChatMessage {
   if (m.role === 'tool') return { ...m, tool_call_id: nineCharacterId(m.tool_call_id) }
   if (m.role === 'assistant' && m.tool_calls) return { ...m, tool_calls: m.tool_calls.map((c) => ({ ...c, id: nineCharacterId(c.id) })) }
   return m
+}
+
+/** The body of a native `/completion` request, or `/infill` when the job has a suffix. */
+export function completionRequestBody(job: CompleteJob): Record<string, unknown> {
+  const greedy = job.temperature === 0
+  return {
+    ...(job.suffix === undefined ? { prompt: job.prompt } : { input_prefix: job.prompt, input_suffix: job.suffix, prompt: '' }),
+    stream: true,
+    return_progress: true,
+    n_predict: job.maxTokens,
+    temperature: job.temperature,
+    top_k: greedy ? 1 : job.topK,
+    top_p: greedy ? 1 : job.topP,
+    min_p: 0,
+    typical_p: 1,
+    repeat_penalty: 1,
+    presence_penalty: job.presencePenalty,
+    frequency_penalty: job.frequencyPenalty,
+    dry_multiplier: 0,
+    xtc_probability: 0,
+    seed: job.seed ?? (greedy ? 0 : Math.floor(Math.random() * 2 ** 31)),
+    stop: job.stop,
+    cache_prompt: true,
+    ...(job.logitBias ? { logit_bias: Object.entries(job.logitBias).map(([id, bias]) => [Number(id), bias]) } : {}),
+    ...(job.logprobs !== undefined ? { n_probs: Math.max(1, job.logprobs) } : {}),
+  }
 }

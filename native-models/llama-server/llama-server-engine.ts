@@ -14,6 +14,9 @@ import { ServerEngine } from '../engine/server-engine.ts'
 import type {
   ChatJob,
   ChatResult,
+  CompleteJob,
+  CompleteResult,
+  TokenLogprob,
   EmbedJob,
   EmbedResult,
   EngineJob,
@@ -25,7 +28,7 @@ import { programPath, type LlamaBuild } from '../native-build/llama-build.ts'
 import { EngineServerProcess } from '../engine/engine-server-process.ts'
 import type { IncomingMessage } from 'node:http'
 import { ProgressCoalescer } from '../engine/progress-coalescer.ts'
-import { chatRequestBody, templateQuirks, type TemplateQuirks } from './chat-request-body.ts'
+import { chatRequestBody, completionRequestBody, templateQuirks, type TemplateQuirks } from './chat-request-body.ts'
 import { ChatStreamReader, type UpstreamChunk } from './chat-stream-reader.ts'
 import { readEventStream } from './event-stream.ts'
 import { schemaProblemOf } from './schema-problem.ts'
@@ -106,6 +109,7 @@ export class LlamaServerEngine extends ServerEngine {
 
   run(job: EngineJob, options: RunOptions = {}): Promise<EngineResult> {
     if (job.type === 'chat' && this.spec.kind === 'chat') return this.chat(job, options)
+    if (job.type === 'complete' && this.spec.kind === 'chat') return this.complete(job, options)
     if (job.type === 'embed' && this.spec.kind === 'embedding') return this.embed(job, options)
     return Promise.reject(new ModelError('model_not_compatible', `this model cannot run '${job.type}' jobs`))
   }
@@ -159,8 +163,71 @@ export class LlamaServerEngine extends ServerEngine {
     }
   }
 
+  /**
+   * A raw completion on llama-server's own `/completion` (or `/infill` with a suffix): no chat
+   * template, the prompt continued as it is. Streams like chat, with the same context check.
+   */
+  private async complete(job: CompleteJob, { onProgress, signal }: RunOptions): Promise<CompleteResult> {
+    this.checkLogitBias(job)
+    const limit = this.spec.contextLength
+    const upstream = new AbortController()
+    const cancel = () => upstream.abort()
+    const progress = onProgress && new ProgressCoalescer(onProgress)
+    let finished = false
+    signal?.addEventListener('abort', cancel, { once: true })
+    try {
+      if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
+      const fim = job.suffix !== undefined
+      const res = await this.server.streamRequest(fim ? '/infill' : '/completion', completionRequestBody(job), upstream.signal)
+      if (res.statusCode !== 200) throw completionError(res.statusCode ?? 500, await textOf(res), limit, job)
+      let text = ''
+      let checked = false
+      let final: NativeFinal | undefined
+      const logprobs: TokenLogprob[] | undefined = job.logprobs === undefined ? undefined : []
+      for await (const data of readEventStream(res)) {
+        if (data === '[DONE]') break
+        const event = JSON.parse(data) as NativeChunk
+        if (event.error) throw completionError(500, JSON.stringify(event), limit, job)
+        if (event.prompt_progress && !checked) {
+          checked = true
+          checkContext(event.prompt_progress.total, job.maxTokens, limit)
+        }
+        const pieces = logprobs && event.completion_probabilities ? nativeLogprobs(event.completion_probabilities, job.logprobs!) : undefined
+        if (pieces) logprobs!.push(...pieces)
+        if (event.content) {
+          text += event.content
+          progress?.emit({ type: 'text', text: event.content, ...(pieces ? { logprobs: pieces } : {}) })
+        }
+        if (event.stop) {
+          final = event as NativeFinal
+          finished = true
+          break
+        }
+      }
+      if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
+      if (!final) throw await this.server.failureOf(new Error('the engine ended the answer early'))
+      progress?.flush()
+      return {
+        type: 'complete',
+        text,
+        finishReason: final.stop_type === 'limit' ? 'length' : 'stop',
+        promptTokens: final.tokens_evaluated ?? 0,
+        completionTokens: final.tokens_predicted ?? 0,
+        logprobs,
+      }
+    } catch (e) {
+      if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
+      if (e instanceof ModelError) throw e
+      throw await this.server.failureOf(e)
+    } finally {
+      progress?.flush()
+      signal?.removeEventListener('abort', cancel)
+      if (!finished) upstream.abort()
+    }
+  }
+
   /** Token ids must be this model's; llama-server would ignore the others without a word. */
-  private checkLogitBias(job: ChatJob): void {
+  private checkLogitBias(job: ChatJob | CompleteJob): void {
     const vocabulary = this.meta.vocabularySize
     const bad = Object.keys(job.logitBias ?? {}).find((id) => Number(id) >= vocabulary)
     if (bad !== undefined) {
@@ -242,6 +309,39 @@ async function textOf(res: IncomingMessage): Promise<string> {
   let text = ''
   for await (const chunk of res) text += chunk
   return text
+}
+
+interface NativeChunk {
+  content?: string
+  stop?: boolean
+  completion_probabilities?: Array<{ token: string; logprob: number; bytes?: number[]; top_logprobs?: Array<{ token: string; logprob: number; bytes?: number[] }> }>
+  prompt_progress?: { total: number }
+  error?: { message?: string; type?: string }
+}
+
+interface NativeFinal extends NativeChunk {
+  stop_type?: 'eos' | 'limit' | 'word' | 'none'
+  tokens_predicted?: number
+  tokens_evaluated?: number
+}
+
+function nativeLogprobs(entries: NonNullable<NativeChunk['completion_probabilities']>, top: number): TokenLogprob[] {
+  return entries.map((e) => ({
+    token: e.token,
+    logprob: e.logprob,
+    bytes: e.bytes ?? [...Buffer.from(e.token)],
+    top_logprobs: (e.top_logprobs ?? []).slice(0, top).map((t) => ({ token: t.token, logprob: t.logprob, bytes: t.bytes ?? [...Buffer.from(t.token)] })),
+  }))
+}
+
+/** An error llama-server answered to a completion, as the contract names it. */
+function completionError(status: number, body: string, limit: number, job: CompleteJob): ModelError {
+  const message = upstreamMessage(body)
+  if (/Infill is not supported/i.test(message)) {
+    return new ModelError('model_not_compatible', "This model has no fill-in-the-middle tokens, so it cannot complete with a 'suffix'", 'suffix')
+  }
+  if (/exceed|context/i.test(message)) return contextExceeded(limit, job.maxTokens, limit)
+  return new ModelError('internal_error', `the engine failed the request: ${message}`)
 }
 
 /** Our context rule: the prompt plus an explicit `max_tokens` must fit, and the prompt must leave room. */

@@ -18,13 +18,14 @@ export function parseOrThrow<T extends z.ZodType>(schema: T, body: unknown): z.i
   }
   const parsed = schema.safeParse(body)
   if (parsed.success) return parsed.data
-  throw zodToApiError(parsed.error)
+  throw zodToApiError(parsed.error, body)
 }
 
-function zodToApiError(error: z.ZodError): ApiError {
+function zodToApiError(error: z.ZodError, body: unknown): ApiError {
   const issue = pickIssue(error.issues)
   const param = paramPath(issue.path)
-  const missing = issue.code === 'invalid_type' && /received undefined/.test(issue.message)
+  // A field that is not there at all (a union's issue does not say "received undefined").
+  const missing = (issue.code === 'invalid_type' && /received undefined/.test(issue.message)) || (issue.path.length > 0 && valueAt(body, issue.path) === undefined)
   if (missing) return invalidRequest(`Missing required parameter: '${param}'`, param, 'missing_required_parameter')
   return invalidRequest(`Invalid value for '${param || 'body'}': ${describe(issue)}`, param || null)
 }
@@ -44,4 +45,13 @@ function pickIssue(issues: z.core.$ZodIssue[]): z.core.$ZodIssue {
 
 function describe(issue: z.core.$ZodIssue): string {
   return issue.message.replace(/^Invalid input: /, '')
+}
+
+function valueAt(body: unknown, path: ReadonlyArray<PropertyKey>): unknown {
+  let here = body
+  for (const key of path) {
+    if (here === null || typeof here !== 'object') return undefined
+    here = (here as Record<PropertyKey, unknown>)[key]
+  }
+  return here
 }

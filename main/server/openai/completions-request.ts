@@ -1,0 +1,101 @@
+/**
+ * The (legacy) completions request, `POST /v1/completions`: text continued without a chat template,
+ * as editors' autocomplete uses it, with fill-in-the-middle through `suffix`.
+ */
+import { z } from 'zod'
+import type { ModelRecord } from '../../../native-models/catalog/model-folder.ts'
+import type { CompleteJob } from '../../../native-models/engine/engine-protocol.ts'
+import { invalidRequest, modelNotCompatible, unsupportedParameter } from '../http-errors.ts'
+import { CHAT_DEFAULTS } from './chat-request.ts'
+import { parseOrThrow } from './validation.ts'
+
+const penalty = z.number().min(-2).max(2).nullish()
+
+export const completionsRequestSchema = z.object({
+  model: z.string().min(1),
+  prompt: z.union([z.string(), z.array(z.string()).min(1).max(16)]),
+  suffix: z.string().nullish(),
+  // OpenAI's default for this route is 16 tokens.
+  max_tokens: z.int().min(1).nullish(),
+  temperature: z.number().min(0).max(1).nullish(),
+  top_p: z.number().min(0).max(1).nullish(),
+  top_k: z.int().min(1).max(100).nullish(),
+  presence_penalty: penalty,
+  frequency_penalty: penalty,
+  logit_bias: z.record(z.string().regex(/^\d+$/, 'keys must be token ids'), z.number().min(-100).max(100)).nullish(),
+  stop: z.union([z.string().min(1), z.array(z.string().min(1)).max(4)]).nullish(),
+  stream: z.boolean().nullish(),
+  stream_options: z.object({ include_usage: z.boolean().optional() }).nullish(),
+  seed: z.int().nullish(),
+  echo: z.boolean().nullish(),
+  logprobs: z.int().min(0).max(5).nullish(),
+  n: z.literal(1, { message: 'only n = 1 is supported' }).nullish(),
+  best_of: z.literal(1, { message: 'only best_of = 1 is supported' }).nullish(),
+  user: z.string().nullish(),
+})
+
+export type CompletionsRequest = z.infer<typeof completionsRequestSchema>
+
+export interface CompletionsPlan {
+  request: CompletionsRequest
+  prompts: string[]
+  stream: boolean
+  includeUsage: boolean
+  /** One job per prompt, in order. */
+  jobs: CompleteJob[]
+}
+
+const DEFAULT_MAX_TOKENS = 16
+
+export function parseCompletionsRequest(body: unknown): CompletionsRequest {
+  if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
+    const { n, best_of: bestOf } = body as { n?: unknown; best_of?: unknown }
+    if (Number.isInteger(n) && (n as number) > 1) throw unsupportedParameter('n', 'only n = 1 is supported (one answer per prompt)')
+    if (Number.isInteger(bestOf) && (bestOf as number) > 1) throw unsupportedParameter('best_of', 'only best_of = 1 is supported')
+  }
+  const request = parseOrThrow(completionsRequestSchema, body)
+  if (request.stream_options != null && request.stream !== true) {
+    throw invalidRequest("'stream_options' is only allowed when 'stream' is true", 'stream_options')
+  }
+  if (request.echo === true && request.logprobs != null) {
+    throw unsupportedParameter('logprobs', "'logprobs' together with 'echo' (log probabilities of the prompt) is not supported")
+  }
+  if (request.echo === true && request.suffix != null) throw invalidRequest("'echo' cannot be combined with 'suffix'", 'echo')
+  if (Array.isArray(request.prompt) && request.stream === true && request.prompt.length > 1) {
+    throw invalidRequest('Streaming takes one prompt; send the prompts as separate requests', 'prompt')
+  }
+  return request
+}
+
+export function planCompletions(request: CompletionsRequest, model: ModelRecord): CompletionsPlan {
+  if (!model.capabilities.includes('chat')) throw modelNotCompatible(model.id, 'completions')
+  const maxTokens = request.max_tokens ?? DEFAULT_MAX_TOKENS
+  if (maxTokens > model.maxCompletionTokens) {
+    throw invalidRequest(`'max_tokens' is too large: ${maxTokens}. This model supports at most ${model.maxCompletionTokens} completion tokens`, 'max_tokens')
+  }
+  const prompts = typeof request.prompt === 'string' ? [request.prompt] : request.prompt
+  const stop = request.stop == null ? [] : typeof request.stop === 'string' ? [request.stop] : request.stop
+  const logitBias = request.logit_bias == null ? undefined : Object.fromEntries(Object.entries(request.logit_bias).map(([id, bias]) => [Number(id), bias]))
+  return {
+    request,
+    prompts,
+    stream: request.stream === true,
+    includeUsage: request.stream_options?.include_usage === true,
+    jobs: prompts.map((prompt) => ({
+      type: 'complete',
+      prompt,
+      suffix: request.suffix ?? undefined,
+      maxTokens,
+      // Completions keep the chat route's defaults (greedy unless asked), so the same text gives the same answer.
+      temperature: request.temperature ?? CHAT_DEFAULTS.temperature,
+      topP: request.top_p ?? CHAT_DEFAULTS.topP,
+      topK: request.top_k ?? CHAT_DEFAULTS.topK,
+      presencePenalty: request.presence_penalty ?? 0,
+      frequencyPenalty: request.frequency_penalty ?? 0,
+      logitBias,
+      stop,
+      seed: request.seed ?? undefined,
+      logprobs: request.logprobs ?? undefined,
+    })),
+  }
+}
