@@ -240,8 +240,9 @@ async function grammarCost(build: LlamaBuild, file: string, runs: number): Promi
     for (let run = 0; run < runs; run++) {
       for (const [side, endpoint] of [[0, hearth.endpoint], [1, upstream.endpoint]] as const) {
         // The same short prompt each time, so the prompt cache leaves only the grammar's work and the first token.
-        ttft.plain![side].push((await stream(endpoint, say('The forecast, please.'), 1)).ttftMs)
-        ttft.schema![side].push((await stream(endpoint, say('The forecast, please.'), 1, structured)).ttftMs)
+        // Whole answers of one token: a structured answer's first piece is held back until it parses.
+        ttft.plain![side].push(await oneTokenMs(endpoint, say('The forecast, please.'), {}))
+        ttft.schema![side].push(await oneTokenMs(endpoint, say('The forecast, please.'), structured))
       }
     }
     const added = [median(ttft.schema![0]) - median(ttft.plain![0]), median(ttft.schema![1]) - median(ttft.plain![1])]
@@ -250,6 +251,19 @@ async function grammarCost(build: LlamaBuild, file: string, runs: number): Promi
     )
     return { hearth_grammar_added_ms: added[0]!, upstream_grammar_added_ms: added[1]!, hearth_plain_ttft_ms: median(ttft.plain![0]), hearth_schema_ttft_ms: median(ttft.schema![0]) }
   })
+}
+
+/** Wall time of a non-streamed answer of one token. */
+async function oneTokenMs(endpoint: Endpoint, messages: unknown[], extra: Record<string, unknown>): Promise<number> {
+  const started = performance.now()
+  const res = await fetch(`${endpoint.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...endpoint.headers },
+    body: JSON.stringify({ model: endpoint.model, messages, max_tokens: 1, temperature: 0, ...extra }),
+  })
+  if (!res.ok) throw new Error(`${endpoint.url}: ${res.status} ${await res.text()}`)
+  await res.text()
+  return performance.now() - started
 }
 
 /** Four streams at once on four slots: aggregate decode rate. */
