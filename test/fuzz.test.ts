@@ -18,14 +18,14 @@ import { engineProcessIds } from './support/process-stats.ts'
 import { httpRequest, rawRequest, type RawResponse } from './support/raw-http.ts'
 import { startTestServer, type TestServer } from './support/server-process.ts'
 import { makeJpeg, makePixelBombPng, makePng } from './support/test-images.ts'
-import { generateTestModels } from './support/tiny-models.ts'
+import { generateTestModels, writeTinyBert } from './support/tiny-models.ts'
 
 const SEED = Number(process.env.HEARTH_FUZZ_SEED ?? 20_260_301)
 const SCALE = Number(process.env.HEARTH_FUZZ_SCALE ?? 1)
 const n = (count: number) => Math.max(1, Math.round(count * SCALE))
 const AUDIO = readFileSync(new URL('./fixtures/audio/speech.opus.ogg', import.meta.url))
 const AUDIO_WAV = readFileSync(new URL('./fixtures/audio/speech-8k.wav', import.meta.url))
-const REAL_IDS = ['chat', 'plain', 'bert', 'whisper']
+const REAL_IDS = ['chat', 'plain', 'bert', 'reranker', 'whisper']
 
 let server: TestServer
 let modelsDir: string
@@ -41,6 +41,7 @@ beforeAll(async () => {
   totals.started = performance.now()
   modelsDir = mkdtempSync(join(tmpdir(), 'hearth-fuzz-'))
   generateTestModels(modelsDir)
+  writeTinyBert(join(modelsDir, 'tiny-reranker.gguf'), { reranker: true })
   writeFileSync(
     join(modelsDir, 'models.json'),
     JSON.stringify({
@@ -48,6 +49,7 @@ beforeAll(async () => {
         { id: 'chat', file: 'tiny-llama-chat.gguf', mmproj: 'mmproj-tiny-llama-chat.gguf', context_length: 256 },
         { id: 'plain', file: 'tiny-llama-plain.gguf', context_length: 256 },
         { id: 'bert', file: 'tiny-bert.gguf' },
+        { id: 'reranker', file: 'tiny-reranker.gguf' },
         { id: 'whisper', file: 'ggml-tiny-whisper.bin' },
       ],
     }),
@@ -63,7 +65,7 @@ beforeAll(async () => {
   host = new URL(server.url).host
   for (const id of REAL_IDS) expect((await call('POST', `/api/models/${id}/load`)).status).toBe(200)
   enginesAtStart = engineProcessIds(server.process.pid)
-  expect(enginesAtStart).toHaveLength(4)
+  expect(enginesAtStart).toHaveLength(REAL_IDS.length)
   png = await makePng(24, 20)
   jpeg = await makeJpeg(24, 20)
   managedKeyId = (await call('POST', '/api/keys', { label: 'fuzz' })).json.id
@@ -382,6 +384,19 @@ describe('fuzz', () => {
     await expectBatch(cases)
   })
 
+  it('JSON bodies of the rerank route', async () => {
+    const f = new Fuzz(SEED + 13)
+    const bases = [
+      { model: 'reranker', query: 'where is the sea', documents: ['the river', 'the sea is deep', 'a tree'], top_n: 2, return_documents: true },
+      { model: 'reranker', query: 'music', documents: [{ text: 'a song' }, { text: 'the night' }] },
+    ]
+    const cases = Array.from({ length: n(150) }, (_, i) => {
+      const { text, note } = f.mutateJson(bases[i % bases.length])
+      return jsonCase(`rerank #${i} ${note}`, 'POST', '/v1/rerank', text)
+    })
+    await expectBatch(cases)
+  })
+
   it('JSON bodies of the embeddings route', async () => {
     const f = new Fuzz(SEED + 1)
     const cases = Array.from({ length: n(350) }, (_, i) => {
@@ -682,7 +697,7 @@ describe('fuzz', () => {
   it('ends where it started: the same engines, no stray files, the server serving', async () => {
     await expectHealthy()
     expect(readdirSync(modelsDir).filter((name) => !name.startsWith('.')).sort()).toEqual(
-      ['ggml-tiny-whisper.bin', 'mmproj-tiny-llama-chat.gguf', 'models.json', 'tiny-bert.gguf', 'tiny-llama-chat.gguf', 'tiny-llama-plain.gguf', 'tiny-models.json'].sort(),
+      ['ggml-tiny-whisper.bin', 'mmproj-tiny-llama-chat.gguf', 'models.json', 'tiny-bert.gguf', 'tiny-llama-chat.gguf', 'tiny-llama-plain.gguf', 'tiny-models.json', 'tiny-reranker.gguf'].sort(),
     )
     const scratch = join(dataDir, 'tmp')
     expect(existsSync(scratch) ? readdirSync(scratch) : []).toEqual([])

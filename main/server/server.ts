@@ -116,7 +116,8 @@ export async function startServer(
       const forwardLog = process.env.HEARTH_ENGINE_LOG === '1'
       if (model.kind === 'speech') {
         if (whisperBuild) return WhisperServerEngine.start(spec, whisperBuild, { forwardLog })
-      } else if (native && llamaBuild) {
+      } else if ((native || model.kind === 'rerank') && llamaBuild) {
+        // Rerankers run only on llama-server (the binding has no rank pooling), GPU build or not.
         return LlamaServerEngine.start(spec, llamaBuild, { forwardLog, slotCacheDir })
       }
       return EngineProcess.start(spec, { forwardLog, spawn: options.spawnEngine })

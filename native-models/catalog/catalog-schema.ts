@@ -7,7 +7,7 @@ export const catalogEntrySchema = z.looseObject({
   id: z.string().min(1).max(256).optional(),
   file: z.string().min(1),
   mmproj: z.string().min(1).optional(),
-  kind: z.enum(['chat', 'embedding', 'speech']).optional(),
+  kind: z.enum(['chat', 'embedding', 'rerank', 'speech']).optional(),
   owned_by: z.string().min(1).optional(),
   context_length: z.int().min(16).optional(),
   max_completion_tokens: z.int().min(1).optional(),

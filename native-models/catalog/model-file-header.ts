@@ -15,6 +15,8 @@ export type ModelFileHeader =
       headCount: number | undefined
       headCountKv: number | undefined
       vocabularySize: number | undefined
+      /** How an encoder pools its tokens (llama.cpp's enum: 1 mean, 2 cls, 4 rank, …). */
+      poolingType: number | undefined
       /** For a CLIP projector: the width of the embeddings it feeds to the language model. */
       projectorOutputWidth: number | undefined
     }
@@ -67,6 +69,7 @@ async function readGgufHeader(path: string): Promise<ModelFileHeader> {
     headCount: numberField(archKey('attention.head_count')),
     headCountKv: numberField(archKey('attention.head_count_kv')) ?? numberField(archKey('attention.head_count')),
     vocabularySize: arrayLength(metadata['tokenizer.ggml.tokens']),
+    poolingType: numberField(archKey('pooling_type')),
     projectorOutputWidth: architecture === 'clip' ? numberField(metadata['clip.vision.projection_dim']) : undefined,
   }
 }

@@ -243,7 +243,7 @@ export class ModelFolder {
       projectorSizeBytes = (await stat(projectorPath)).size
     }
 
-    const kind: ModelKind = entry?.kind ?? (header.format === 'whisper-ggml' ? 'speech' : kindFromArchitecture(header.architecture))
+    const kind: ModelKind = entry?.kind ?? (header.format === 'whisper-ggml' ? 'speech' : kindFromArchitecture(header.architecture, header.poolingType))
     const trained = header.format === 'gguf' ? header.trainedContext : header.textContext
     const contextLength = entry?.context_length ?? trained ?? DEFAULT_CONTEXT
     const maxCompletionTokens = Math.min(entry?.max_completion_tokens ?? contextLength, contextLength)

@@ -1,5 +1,8 @@
-export type ModelKind = 'chat' | 'embedding' | 'speech'
-export type Capability = 'chat' | 'vision' | 'embeddings' | 'translation'
+export type ModelKind = 'chat' | 'embedding' | 'rerank' | 'speech'
+export type Capability = 'chat' | 'vision' | 'embeddings' | 'rerank' | 'translation'
+
+/** llama.cpp's `pooling_type` of an encoder with a classification head: it scores query–document pairs. */
+const POOLING_RANK = 4
 
 /** GGUF architectures that are encoders: they embed text and cannot chat. */
 const EMBEDDING_ARCHITECTURES = new Set([
@@ -14,8 +17,9 @@ const EMBEDDING_ARCHITECTURES = new Set([
   'eurobert',
 ])
 
-export function kindFromArchitecture(architecture: string | undefined): ModelKind {
-  return architecture && EMBEDDING_ARCHITECTURES.has(architecture) ? 'embedding' : 'chat'
+export function kindFromArchitecture(architecture: string | undefined, poolingType?: number): ModelKind {
+  if (!architecture || !EMBEDDING_ARCHITECTURES.has(architecture)) return 'chat'
+  return poolingType === POOLING_RANK ? 'rerank' : 'embedding'
 }
 
 export function capabilitiesOf(kind: ModelKind, hasProjector: boolean): Capability[] {
@@ -24,6 +28,8 @@ export function capabilitiesOf(kind: ModelKind, hasProjector: boolean): Capabili
       return hasProjector ? ['chat', 'vision'] : ['chat']
     case 'embedding':
       return ['embeddings']
+    case 'rerank':
+      return ['rerank']
     case 'speech':
       return ['translation']
   }

@@ -51,6 +51,9 @@ function runOn(r: Runtime, job: EngineJob, emit: (p: JobProgress) => void, signa
   if (job.type === 'chat' && r instanceof LlamaRuntime) return r.chat(job, emit, signal)
   if (job.type === 'embed' && r instanceof EmbeddingRuntime) return r.embed(job, signal)
   if (job.type === 'translate' && r instanceof WhisperRuntime) return r.translate(job, emit, signal)
+  if (job.type === 'rerank') {
+    return Promise.reject(new ModelError('model_not_compatible', 'Reranking needs the llama-server engine, which is not built on this machine (run: npm run build:engines)', 'model'))
+  }
   if (job.type === 'complete') {
     return Promise.reject(new ModelError('model_not_compatible', 'Completions need the llama-server engine, which is not built on this machine (run: npm run build:engines)', 'model'))
   }

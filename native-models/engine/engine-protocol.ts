@@ -163,6 +163,20 @@ export interface CompleteResult {
   logprobs: TokenLogprob[] | undefined
 }
 
+/** How relevant each document is to the query, by a reranker (an encoder with a classification head). */
+export interface RerankJob {
+  type: 'rerank'
+  query: string
+  documents: string[]
+}
+
+export interface RerankResult {
+  type: 'rerank'
+  /** One score per document, in the documents' order (higher is more relevant). */
+  scores: number[]
+  promptTokens: number
+}
+
 /** Text, or token ids in the model's own vocabulary. */
 export type EmbedInput = string | number[]
 
@@ -218,8 +232,8 @@ export interface TranslateResult {
   processMs: number
 }
 
-export type EngineJob = ChatJob | CompleteJob | EmbedJob | TranslateJob
-export type EngineResult = ChatResult | CompleteResult | EmbedResult | TranslateResult
+export type EngineJob = ChatJob | CompleteJob | EmbedJob | RerankJob | TranslateJob
+export type EngineResult = ChatResult | CompleteResult | EmbedResult | RerankResult | TranslateResult
 
 /** Streamed while a job runs: generated text, thinking and tool calls (chat), or a finished piece of a translation. */
 export type JobProgress =

@@ -25,9 +25,9 @@ export function llamaServerArgs(spec: EngineLoadSpec, options: { slotCacheDir?: 
     // Lines per request through a pipe cost an embedding model a tenth of its throughput.
     '--log-verbosity', String(options.verbose ? VERBOSE : QUIET),
   ]
-  if (spec.kind === 'embedding') {
+  if (spec.kind === 'embedding' || spec.kind === 'rerank') {
     // An encoder sees a whole input in one batch; the batch must hold the longest one allowed.
-    args.push('--embedding', '--batch-size', String(spec.contextLength), '--ubatch-size', String(spec.contextLength))
+    args.push(spec.kind === 'rerank' ? '--reranking' : '--embedding', '--batch-size', String(spec.contextLength), '--ubatch-size', String(spec.contextLength))
   } else {
     // Thinking comes apart from the answer (`reasoning_content`), as OpenAI-style clients expect.
     args.push('--jinja', '--reasoning-format', 'deepseek', '--cache-ram', String(PROMPT_CACHE_MIB))

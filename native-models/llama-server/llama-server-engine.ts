@@ -16,6 +16,8 @@ import type {
   ChatResult,
   CompleteJob,
   CompleteResult,
+  RerankJob,
+  RerankResult,
   TokenLogprob,
   EmbedJob,
   EmbedResult,
@@ -111,6 +113,7 @@ export class LlamaServerEngine extends ServerEngine {
     if (job.type === 'chat' && this.spec.kind === 'chat') return this.chat(job, options)
     if (job.type === 'complete' && this.spec.kind === 'chat') return this.complete(job, options)
     if (job.type === 'embed' && this.spec.kind === 'embedding') return this.embed(job, options)
+    if (job.type === 'rerank' && this.spec.kind === 'rerank') return this.rerank(job, options)
     return Promise.reject(new ModelError('model_not_compatible', `this model cannot run '${job.type}' jobs`))
   }
 
@@ -275,6 +278,36 @@ export class LlamaServerEngine extends ServerEngine {
       normaliseInto(vectors, item.index * dimensions, vector, dimensions)
     }
     return { type: 'embed', vectors, dimensions, promptTokens: answer.usage.prompt_tokens }
+  }
+
+  private async rerank(job: RerankJob, { signal }: RunOptions): Promise<RerankResult> {
+    const res = await this.server.request('/v1/rerank', { signal, body: { query: job.query, documents: job.documents, top_n: job.documents.length } })
+    const body = await res.text().catch((e: unknown) => {
+      throw signal?.aborted ? new ModelError('cancelled', 'the request was cancelled') : e
+    })
+    if (!res.ok) throw await this.rerankError(job, body)
+    const answer = JSON.parse(body) as { results: Array<{ index: number; relevance_score: number }>; usage?: { prompt_tokens?: number } }
+    const scores = new Array<number>(job.documents.length).fill(Number.NaN)
+    for (const r of answer.results) scores[r.index] = r.relevance_score
+    if (scores.some((s) => Number.isNaN(s))) throw new ModelError('internal_error', 'the engine did not score every document')
+    return { type: 'rerank', scores, promptTokens: answer.usage?.prompt_tokens ?? 0 }
+  }
+
+  /** A query and document pair that does not fit the context, named; anything else as the engine said it. */
+  private async rerankError(job: RerankJob, body: string): Promise<ModelError> {
+    const max = this.spec.contextLength
+    const query = await this.countTokens(job.query)
+    for (const [i, document] of job.documents.entries()) {
+      const count = query + (await this.countTokens(document))
+      if (count > max) {
+        return new ModelError(
+          'context_length_exceeded',
+          `This model's maximum context length is ${max} tokens, however the query with 'documents[${i}]' has ${count} tokens. Shorten the document or split it.`,
+          `documents[${i}]`,
+        )
+      }
+    }
+    return new ModelError('internal_error', `the engine refused the rerank request: ${upstreamMessage(body)}`)
   }
 
   /** Which input llama-server refused, and why, in our words: it says how long, not which one. */

@@ -475,6 +475,8 @@ export interface TinyBertOptions {
   heads?: number
   ff?: number
   contextLength?: number
+  /** Rank pooling and a classification head: a reranker instead of an embedding model. */
+  reranker?: boolean
 }
 
 export interface TinyBertInfo {
@@ -509,7 +511,11 @@ function buildWordPieceVocab(): { tokens: string[]; types: number[] } {
   return { tokens, types }
 }
 
-/** Write a random BERT-style encoder with mean pooling (embedding model). */
+/**
+ * Write a random BERT-style encoder: mean pooling (an embedding model), or with `reranker` rank
+ * pooling and a classification head (cls → tanh → cls.output, one score), as cross-encoder
+ * rerankers such as bge-reranker are converted.
+ */
 export function writeTinyBert(path: string, opts: TinyBertOptions = {}): TinyBertInfo {
   const embd = opts.embd ?? 32
   const layers = opts.layers ?? 2
@@ -531,7 +537,7 @@ export function writeTinyBert(path: string, opts: TinyBertOptions = {}): TinyBer
     kv.u32('bert.attention.head_count', heads),
     kv.f32('bert.attention.layer_norm_epsilon', 1e-12),
     kv.bool('bert.attention.causal', false),
-    kv.u32('bert.pooling_type', 1), // MEAN
+    kv.u32('bert.pooling_type', opts.reranker ? 4 : 1), // RANK or MEAN
     kv.u32('tokenizer.ggml.token_type_count', 2),
     kv.str('tokenizer.ggml.model', 'bert'),
     kv.strs('tokenizer.ggml.tokens', tokens),
@@ -567,6 +573,12 @@ export function writeTinyBert(path: string, opts: TinyBertOptions = {}): TinyBer
     t.fill(p + 'ffn_down.bias', [embd], 0)
     t.fill(p + 'layer_output_norm.weight', [embd], 1)
     t.fill(p + 'layer_output_norm.bias', [embd], 0)
+  }
+  if (opts.reranker) {
+    t.random('cls.weight', [embd, embd])
+    t.fill('cls.bias', [embd], 0)
+    t.random('cls.output.weight', [embd, 1])
+    t.fill('cls.output.bias', [1], 0)
   }
 
   writeGguf(path, { metadata, tensors: t.tensors })
