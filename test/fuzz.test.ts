@@ -384,6 +384,33 @@ describe('fuzz', () => {
     await expectBatch(cases)
   })
 
+  it('JSON bodies of the responses route', async () => {
+    const f = new Fuzz(SEED + 17)
+    const bases = [
+      { model: 'chat', input: 'Hi', instructions: 'Be brief', max_output_tokens: 3, temperature: 0.5, store: false },
+      {
+        model: 'chat',
+        input: [
+          { role: 'user', content: [{ type: 'input_text', text: 'Weather?' }] },
+          { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
+          { type: 'function_call_output', call_id: 'call_1', output: 'Sunny' },
+        ],
+        tools: [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'] } }],
+        tool_choice: { type: 'function', name: 'get_weather' },
+        parallel_tool_calls: false,
+        max_output_tokens: 6,
+        stream: true,
+        store: false,
+      },
+      { model: 'chat', input: [{ role: 'user', content: [{ type: 'input_image', image_url: dataUrl(png, 'png') }] }], max_output_tokens: 2, text: { format: { type: 'json_object' } }, store: false },
+    ]
+    const cases = Array.from({ length: n(200) }, (_, i) => {
+      const { text, note } = f.mutateJson(bases[i % bases.length])
+      return jsonCase(`responses #${i} ${note}`, 'POST', '/v1/responses', text)
+    })
+    await expectBatch(cases)
+  })
+
   it('JSON bodies of the rerank route', async () => {
     const f = new Fuzz(SEED + 13)
     const bases = [

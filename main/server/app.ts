@@ -13,6 +13,7 @@ import { RequestHistory } from './request-history.ts'
 import { requestLog } from './request-log.ts'
 import { chatRoute } from './routes/chat-route.ts'
 import { rerankRoute } from './routes/rerank-route.ts'
+import { responsesRoute } from './routes/responses-route.ts'
 import { completionsRoute } from './routes/completions-route.ts'
 import { messagesRoute } from './routes/messages-route.ts'
 import { embeddingsRoute } from './routes/embeddings-route.ts'
@@ -44,7 +45,7 @@ export function createApp(ctx: ServerContext): Express {
   const authenticated = [auth, jsonBodyParser(ctx.settings.bodyLimitBytes)]
   // Anthropic's route answers every error (a missing key too) in Anthropic's shape.
   app.use('/v1/messages', useAnthropicErrors)
-  app.use('/v1', ...authenticated, modelsRoute(ctx), chatRoute(ctx), completionsRoute(ctx), messagesRoute(ctx), embeddingsRoute(ctx), rerankRoute(ctx), translationsRoute(ctx))
+  app.use('/v1', ...authenticated, modelsRoute(ctx), chatRoute(ctx), completionsRoute(ctx), responsesRoute(ctx), messagesRoute(ctx), embeddingsRoute(ctx), rerankRoute(ctx), translationsRoute(ctx))
   app.use('/api', ...authenticated, managementRoute(ctx), downloadsRoute(ctx), keysRoute(ctx), serverRoute(ctx, requests))
   // API paths no router took never reach the page's files (`/api/%2e%2e` is a directory there).
   app.use(['/v1', '/api'], unknownRoute)

@@ -1,0 +1,196 @@
+/**
+ * OpenAI's Response object and its stream events, built from Hearth's chat results and progress.
+ * Pure: no HTTP here. Streamed output items open in the order they come (reasoning, a message, each
+ * function call), and each closes before the next opens.
+ */
+import { randomBytes } from 'node:crypto'
+import type { ChatResult, JobProgress } from '../../../native-models/engine/engine-protocol.ts'
+import type { ResponsesRequest } from './responses-request.ts'
+
+const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`
+
+export interface ResponseIdentity {
+  id: string
+  createdAt: number
+  model: string
+}
+
+export type OutputItem =
+  | { type: 'reasoning'; id: string; summary: []; content: Array<{ type: 'reasoning_text'; text: string }> }
+  | {
+      type: 'message'
+      id: string
+      status: 'completed' | 'in_progress'
+      role: 'assistant'
+      content: Array<{ type: 'output_text'; text: string; annotations: []; logprobs: [] }>
+    }
+  | { type: 'function_call'; id: string; call_id: string; name: string; arguments: string; status: 'completed' | 'in_progress' }
+
+export function outputItemsOf(result: ChatResult): OutputItem[] {
+  const items: OutputItem[] = []
+  if (result.reasoning) items.push({ type: 'reasoning', id: newId('rs'), summary: [], content: [{ type: 'reasoning_text', text: result.reasoning }] })
+  if (result.text || result.toolCalls.length === 0) {
+    items.push({ type: 'message', id: newId('msg'), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: result.text, annotations: [], logprobs: [] }] })
+  }
+  for (const call of result.toolCalls) {
+    items.push({ type: 'function_call', id: newId('fc'), call_id: call.id, name: call.function.name, arguments: call.function.arguments, status: 'completed' })
+  }
+  return items
+}
+
+function usageOf(result: ChatResult) {
+  return {
+    input_tokens: result.promptTokens,
+    input_tokens_details: { cached_tokens: result.cachedTokens ?? 0 },
+    output_tokens: result.completionTokens,
+    output_tokens_details: { reasoning_tokens: result.reasoningTokens },
+    total_tokens: result.promptTokens + result.completionTokens,
+  }
+}
+
+/** The Response: `status` says whether it is done, and `output` holds what the model made. */
+export function responseObject(who: ResponseIdentity, request: ResponsesRequest, outcome: { result: ChatResult; output: OutputItem[] } | undefined) {
+  const incomplete = outcome?.result.finishReason === 'length'
+  const textFormat = request.text?.format ?? { type: 'text' }
+  return {
+    id: who.id,
+    object: 'response' as const,
+    created_at: who.createdAt,
+    status: outcome ? (incomplete ? 'incomplete' : 'completed') : 'in_progress',
+    error: null,
+    incomplete_details: incomplete ? { reason: 'max_output_tokens' } : null,
+    instructions: request.instructions ?? null,
+    max_output_tokens: request.max_output_tokens ?? null,
+    model: who.model,
+    output: outcome?.output ?? [],
+    parallel_tool_calls: request.parallel_tool_calls ?? true,
+    previous_response_id: request.previous_response_id ?? null,
+    reasoning: { effort: request.reasoning?.effort ?? null, summary: null },
+    store: request.store ?? true,
+    temperature: request.temperature ?? 0,
+    text: { format: textFormat },
+    tool_choice: request.tool_choice ?? 'auto',
+    tools: (request.tools ?? []).map((t) => ({ type: 'function', name: t.name, description: t.description ?? null, parameters: t.parameters ?? null, strict: t.strict ?? false })),
+    top_p: request.top_p ?? 0.9,
+    truncation: request.truncation ?? 'disabled',
+    usage: outcome ? usageOf(outcome.result) : null,
+    user: request.user ?? null,
+    metadata: request.metadata ?? {},
+  }
+}
+
+type StreamEvent = { type: string; [key: string]: unknown }
+
+/** Hearth's progress as Responses stream events, numbered in order. */
+export class ResponseStreamWriter {
+  private sequence = 0
+  private items: OutputItem[] = []
+  private open: OutputItem | undefined
+  private openToolIndex = -1
+
+  constructor(
+    private readonly who: ResponseIdentity,
+    private readonly request: ResponsesRequest,
+  ) {}
+
+  start(): StreamEvent[] {
+    const response = responseObject(this.who, this.request, undefined)
+    return [this.event({ type: 'response.created', response }), this.event({ type: 'response.in_progress', response })]
+  }
+
+  progress(p: JobProgress): StreamEvent[] {
+    switch (p.type) {
+      case 'reasoning': {
+        const events = this.openItem('reasoning')
+        const item = this.open as Extract<OutputItem, { type: 'reasoning' }>
+        item.content[0]!.text += p.text
+        events.push(this.event({ type: 'response.reasoning_text.delta', item_id: item.id, output_index: this.index, content_index: 0, delta: p.text }))
+        return events
+      }
+      case 'text': {
+        const events = this.openItem('message')
+        const item = this.open as Extract<OutputItem, { type: 'message' }>
+        item.content[0]!.text += p.text
+        events.push(this.event({ type: 'response.output_text.delta', item_id: item.id, output_index: this.index, content_index: 0, delta: p.text, logprobs: [] }))
+        return events
+      }
+      case 'tool_call': {
+        const events: StreamEvent[] = []
+        if (this.open?.type !== 'function_call' || this.openToolIndex !== p.index) {
+          events.push(...this.closeOpen())
+          const item: OutputItem = { type: 'function_call', id: newId('fc'), call_id: p.id ?? '', name: p.name ?? '', arguments: '', status: 'in_progress' }
+          this.open = item
+          this.openToolIndex = p.index
+          this.items.push(item)
+          events.push(this.event({ type: 'response.output_item.added', output_index: this.index, item: { ...item } }))
+        }
+        const item = this.open as Extract<OutputItem, { type: 'function_call' }>
+        if (p.arguments) {
+          item.arguments += p.arguments
+          events.push(this.event({ type: 'response.function_call_arguments.delta', item_id: item.id, output_index: this.index, delta: p.arguments }))
+        }
+        return events
+      }
+      default:
+        return []
+    }
+  }
+
+  /** Closes what is open and sends the finished Response; the items are the ones the client saw. */
+  finish(result: ChatResult): { events: StreamEvent[]; output: OutputItem[] } {
+    const events = this.closeOpen()
+    // An answer with nothing in it is still one (empty) message, as the non-streamed Response has.
+    if (this.items.length === 0) {
+      events.push(...this.openItem('message'), ...this.closeOpen())
+    }
+    const response = responseObject(this.who, this.request, { result, output: this.items })
+    events.push(this.event({ type: response.status === 'completed' ? 'response.completed' : 'response.incomplete', response }))
+    return { events, output: this.items }
+  }
+
+  private get index(): number {
+    return this.items.length - 1
+  }
+
+  private openItem(kind: 'reasoning' | 'message'): StreamEvent[] {
+    if (this.open?.type === kind) return []
+    const events = this.closeOpen()
+    const item: OutputItem =
+      kind === 'reasoning'
+        ? { type: 'reasoning', id: newId('rs'), summary: [], content: [{ type: 'reasoning_text', text: '' }] }
+        : { type: 'message', id: newId('msg'), status: 'in_progress', role: 'assistant', content: [] }
+    this.open = item
+    this.items.push(item)
+    events.push(this.event({ type: 'response.output_item.added', output_index: this.index, item: structuredClone(item) }))
+    if (item.type === 'message') {
+      const part = { type: 'output_text' as const, text: '', annotations: [] as [], logprobs: [] as [] }
+      item.content.push(part)
+      events.push(this.event({ type: 'response.content_part.added', item_id: item.id, output_index: this.index, content_index: 0, part: { ...part } }))
+    }
+    return events
+  }
+
+  private closeOpen(): StreamEvent[] {
+    const item = this.open
+    if (!item) return []
+    this.open = undefined
+    const events: StreamEvent[] = []
+    if (item.type === 'message') {
+      item.status = 'completed'
+      const part = item.content[0]!
+      events.push(this.event({ type: 'response.output_text.done', item_id: item.id, output_index: this.index, content_index: 0, text: part.text, logprobs: [] }))
+      events.push(this.event({ type: 'response.content_part.done', item_id: item.id, output_index: this.index, content_index: 0, part: { ...part } }))
+    } else if (item.type === 'reasoning') {
+      events.push(this.event({ type: 'response.reasoning_text.done', item_id: item.id, output_index: this.index, content_index: 0, text: item.content[0]!.text }))
+    } else {
+      item.status = 'completed'
+      events.push(this.event({ type: 'response.function_call_arguments.done', item_id: item.id, output_index: this.index, name: item.name, arguments: item.arguments }))
+    }
+    events.push(this.event({ type: 'response.output_item.done', output_index: this.index, item: structuredClone(item) }))
+    return events
+  }
+
+  private event(e: StreamEvent): StreamEvent {
+    return { ...e, sequence_number: this.sequence++ }
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * Stored responses (`store`, the default): each is kept in the data folder with the conversation
+ * items that led to it, so `previous_response_id` can continue from it, and `GET`/`DELETE` can find
+ * it. Each belongs to the key that made it (another key gets a 404); the folder keeps the newest
+ * MAX_STORED, the oldest going first.
+ */
+import { mkdir, readdir, readFile, rm, stat, writeFile, rename } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { InputItem } from './responses-request.ts'
+
+const MAX_STORED = 2000
+const ID_PATTERN = /^resp_[0-9a-f]{24}$/
+
+export interface StoredResponse {
+  owner: string
+  /** Every item of the conversation up to and including this response's output, in order. */
+  items: InputItem[]
+  /** The Response object as it was answered. */
+  response: Record<string, unknown>
+}
+
+export class ResponseStore {
+  private writes = 0
+
+  constructor(private readonly dir: string) {}
+
+  async save(id: string, stored: StoredResponse): Promise<void> {
+    await mkdir(this.dir, { recursive: true })
+    const path = join(this.dir, `${id}.json`)
+    await writeFile(`${path}.partial`, JSON.stringify(stored))
+    await rename(`${path}.partial`, path)
+    // Pruning reads the folder; once in a while is enough to keep it bounded.
+    if (++this.writes % 50 === 1) await this.prune()
+  }
+
+  /** The stored response, if it exists and belongs to `owner`. */
+  async load(id: string, owner: string): Promise<StoredResponse | undefined> {
+    if (!ID_PATTERN.test(id)) return undefined
+    try {
+      const stored = JSON.parse(await readFile(join(this.dir, `${id}.json`), 'utf8')) as StoredResponse
+      return stored.owner === owner ? stored : undefined
+    } catch {
+      return undefined
+    }
+  }
+
+  async delete(id: string, owner: string): Promise<boolean> {
+    if (!(await this.load(id, owner))) return false
+    await rm(join(this.dir, `${id}.json`), { force: true })
+    return true
+  }
+
+  private async prune(): Promise<void> {
+    const names = (await readdir(this.dir).catch(() => [])).filter((n) => n.endsWith('.json'))
+    if (names.length <= MAX_STORED) return
+    const dated = await Promise.all(names.map(async (n) => ({ n, t: (await stat(join(this.dir, n)).catch(() => undefined))?.mtimeMs ?? 0 })))
+    dated.sort((a, b) => a.t - b.t)
+    for (const { n } of dated.slice(0, names.length - MAX_STORED)) await rm(join(this.dir, n), { force: true })
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * POST /v1/responses, GET and DELETE /v1/responses/{id}: OpenAI's Responses API on the same models,
+ * scheduler and checks as chat completions. Responses are stored unless `store: false`, for
+ * `previous_response_id` and for reading back, each visible only to the key that made it.
+ */
+import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import { Router, type Response } from 'express'
+import type { ChatResult } from '../../../native-models/engine/engine-protocol.ts'
+import { requestKey } from '../auth.ts'
+import { ApiError, invalidRequest } from '../http-errors.ts'
+import { recordUsage } from '../key-quotas.ts'
+import { requireJsonBody } from '../json-body.ts'
+import { requireModel } from '../model-lookup.ts'
+import { planChat, prepareChatImage } from '../openai/chat-request.ts'
+import { requestLifetime } from '../request-lifetime.ts'
+import { outputItemsOf, responseObject, ResponseStreamWriter, type OutputItem, type ResponseIdentity } from '../responses/response-object.ts'
+import { ResponseStore } from '../responses/response-store.ts'
+import { inputItemsOf, parseResponsesRequest, toChatRequest, type InputItem } from '../responses/responses-request.ts'
+import type { ServerContext } from '../server-context.ts'
+import { SseStream } from '../sse.ts'
+
+export function responsesRoute(ctx: ServerContext): Router {
+  const router = Router()
+  const store = new ResponseStore(join(ctx.settings.dataDir, 'responses'))
+  const ownerOf = (res: Response) => requestKey(res)?.managed?.id ?? (ctx.keys ? 'server-key' : 'no-auth')
+
+  router.post('/responses', requireJsonBody, async (req, res) => {
+    const request = parseResponsesRequest(req.body)
+    const owner = ownerOf(res)
+    const earlier = request.previous_response_id ? await store.load(request.previous_response_id, owner) : undefined
+    if (request.previous_response_id && !earlier) {
+      throw invalidRequest(`Previous response with id '${request.previous_response_id}' not found`, 'previous_response_id', 'previous_response_not_found')
+    }
+    const chat = toChatRequest(request, earlier?.items ?? [])
+    const model = await requireModel(ctx.folder, chat.model)
+    const plan = planChat(chat, model)
+    await prepareChatImage(plan, model)
+    res.locals.model = model.id
+    const who: ResponseIdentity = { id: `resp_${randomBytes(12).toString('hex')}`, createdAt: Math.floor(Date.now() / 1000), model: model.id }
+    const keep = async (output: OutputItem[], response: Record<string, unknown>) => {
+      if (request.store === false) return
+      const items = [...(earlier?.items ?? []), ...inputItemsOf(request).map(withoutImages), ...(output as InputItem[])]
+      await store.save(who.id, { owner, items, response })
+    }
+    const lifetime = requestLifetime(res, ctx.settings.requestTimeoutMs)
+    try {
+      if (request.stream !== true) {
+        const result = (await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal })) as ChatResult
+        recordUsage(res, result)
+        const output = outputItemsOf(result)
+        const response = responseObject(who, request, { result, output })
+        await keep(output, response)
+        res.json(response)
+        return
+      }
+      const sse = new SseStream(res)
+      const writer = new ResponseStreamWriter(who, request)
+      const send = (events: Array<{ type: string }>) => events.forEach((e) => sse.send(e, e.type))
+      send(writer.start())
+      const result = (await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal, onProgress: (p) => send(writer.progress(p)) })) as ChatResult
+      recordUsage(res, result)
+      const { events, output } = writer.finish(result)
+      await keep(output, (events.at(-1) as unknown as { response: Record<string, unknown> }).response)
+      send(events)
+      sse.end()
+    } catch (e) {
+      throw lifetime.explain(e)
+    } finally {
+      lifetime.dispose()
+    }
+  })
+
+  router.get('/responses/:id', async (req, res) => {
+    const stored = await store.load(req.params.id, ownerOf(res))
+    if (!stored) throw notFound(req.params.id)
+    res.json(stored.response)
+  })
+
+  router.delete('/responses/:id', async (req, res) => {
+    if (!(await store.delete(req.params.id, ownerOf(res)))) throw notFound(req.params.id)
+    res.json({ id: req.params.id, object: 'response', deleted: true })
+  })
+
+  return router
+}
+
+function notFound(id: string): ApiError {
+  return new ApiError(404, 'invalid_request_error', 'response_not_found', `Response with id '${id}' not found`, 'response_id')
+}
+
+/**
+ * An earlier turn's picture is not sent again (one image per request, as on the chat route): a
+ * stored conversation keeps the words and notes where a picture was.
+ */
+function withoutImages(item: InputItem): InputItem {
+  if ('type' in item && item.type !== 'message' && item.type !== undefined) return item
+  const message = item as Extract<InputItem, { role: string }>
+  if (typeof message.content === 'string') return item
+  return { ...message, content: message.content.map((p) => (p.type === 'input_image' ? { type: 'input_text' as const, text: '(a picture)' } : p)) }
+}
+
