@@ -39,15 +39,15 @@ const llama = (template: string, row: Row): Family => ({ template, vocabulary: '
 const deepseek = (template: string, row: Row): Family => ({ template, vocabulary: 'deepseek_v3', ...row })
 /** Most rows: JSON arguments that satisfy the schema, parallel calls, schema output, no thinking. */
 const json: Row = { forced: 'valid', parallel: true, replaysParallel: true, schema: true, thinking: 'none' }
-/** Families that write arguments as tagged text: the call is forced, string values are not constrained. */
+/** Families that write arguments as tagged text: the call is forced; string values are free text unless their parser reads enums (Qwen3-Coder's does). */
 const tagged: Row = { forced: 'named', parallel: false, replaysParallel: true, schema: true, thinking: 'none' }
 
 const FAMILIES: Family[] = [
   qwen('Qwen-Qwen2.5-7B-Instruct', json),
   qwen('Qwen-Qwen3-0.6B', json),
   qwen('Qwen-QwQ-32B', { ...json, thinking: 'switchable' }),
-  qwen('Qwen3-Coder', tagged),
-  qwen('Qwen3.5-4B', { ...tagged, thinking: 'switchable' }),
+  qwen('Qwen3-Coder', { ...tagged, forced: 'valid' }),
+  qwen('Qwen3.5-4B', { ...tagged, forced: 'valid', parallel: true, thinking: 'switchable' }),
   llama('NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use', { ...json, parallel: false }),
   llama('NousResearch-Hermes-3-Llama-3.1-8B-tool_use', { ...json, parallel: false }),
   llama('meta-llama-Llama-3.1-8B-Instruct', { ...json, replaysParallel: false }),
@@ -71,7 +71,7 @@ const FAMILIES: Family[] = [
   qwen('google-gemma-4-31B-it', tagged),
   qwen('LFM2-8B-A1B', tagged),
   qwen('LFM2.5-8B-A1B', tagged),
-  qwen('NVIDIA-Nemotron-3-Nano-30B-A3B-BF16', { ...tagged, thinking: 'switchable' }),
+  qwen('NVIDIA-Nemotron-3-Nano-30B-A3B-BF16', { ...tagged, forced: 'valid', parallel: true, thinking: 'switchable' }),
   qwen('ByteDance-Seed-OSS', tagged),
   qwen('poolside-Laguna-XS.2', { ...tagged, thinking: 'switchable' }),
   qwen('tencent-Hy3', tagged),

@@ -25,7 +25,7 @@ function zodToApiError(error: z.ZodError, body: unknown): ApiError {
   const issue = pickIssue(error.issues)
   const param = paramPath(issue.path)
   // A field that is not there at all (a union's issue does not say "received undefined").
-  const missing = (issue.code === 'invalid_type' && /received undefined/.test(issue.message)) || (issue.path.length > 0 && valueAt(body, issue.path) === undefined)
+  const missing = (issue.code === 'invalid_type' && /received undefined/.test(issue.message)) || (issue.path.length > 0 && isAbsent(body, issue.path))
   if (missing) return invalidRequest(`Missing required parameter: '${param}'`, param, 'missing_required_parameter')
   return invalidRequest(`Invalid value for '${param || 'body'}': ${describe(issue)}`, param || null)
 }
@@ -47,11 +47,13 @@ function describe(issue: z.core.$ZodIssue): string {
   return issue.message.replace(/^Invalid input: /, '')
 }
 
-function valueAt(body: unknown, path: ReadonlyArray<PropertyKey>): unknown {
+/** Whether the field at `path` is simply not there (its parent is an object without it). */
+function isAbsent(body: unknown, path: ReadonlyArray<PropertyKey>): boolean {
   let here = body
   for (const key of path) {
-    if (here === null || typeof here !== 'object') return undefined
+    // A parent that is not an object (a string sent for an object, say) is a wrong value, not a missing one.
+    if (here === null || typeof here !== 'object') return false
     here = (here as Record<PropertyKey, unknown>)[key]
   }
-  return here
+  return here === undefined
 }
