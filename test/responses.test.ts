@@ -137,6 +137,24 @@ describe.skipIf(!llamaBuild || !qwen3)("OpenAI's Responses API", () => {
     expect(response.usage!.input_tokens).toBeGreaterThan(20)
   })
 
+  it('lists the input items of a stored response, earlier turns included, newest first', async () => {
+    const first = await client.responses.create({ model: MODEL, input: 'First question', max_output_tokens: 2 })
+    const second = await client.responses.create({ model: MODEL, previous_response_id: first.id, input: [{ role: 'user', content: 'Second question' }], max_output_tokens: 2 })
+    const page = await client.responses.inputItems.list(second.id)
+    const items = page.data as Array<{ id: string; type: string; role?: string; content?: Array<{ text?: string }> | string }>
+    // Newest first: this turn's question, the first answer, the first question.
+    expect(items.map((i) => i.type)).toEqual(['message', 'message', 'message'])
+    expect(items.map((i) => i.role)).toEqual(['user', 'assistant', 'user'])
+    for (const item of items) expect(item.id).toMatch(/^msg_/)
+    const ascending = await client.responses.inputItems.list(second.id, { order: 'asc', limit: 1 })
+    expect(ascending.data).toHaveLength(1)
+    expect(ascending.data[0]!.id).toBe(items.at(-1)!.id)
+    expect(ascending.has_more).toBe(true)
+    const bad = await fetch(`${server.url}/v1/responses/${second.id}/input_items?limit=500`, { headers: { authorization: `Bearer ${server.apiKey}` } })
+    expect(bad.status).toBe(400)
+    expect((await bad.json()).error.param).toBe('limit')
+  })
+
   it('keeps responses for their key: read back, then deleted', async () => {
     const made = await client.responses.create({ model: MODEL, input: 'Remember me', max_output_tokens: 3 })
     const read = await client.responses.retrieve(made.id)

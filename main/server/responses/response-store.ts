@@ -15,6 +15,8 @@ export interface StoredResponse {
   owner: string
   /** Every item of the conversation up to and including this response's output, in order. */
   items: InputItem[]
+  /** How many of `items` were its input (the rest are its output). */
+  inputCount: number
   /** The Response object as it was answered. */
   response: Record<string, unknown>
 }

@@ -40,8 +40,8 @@ export function responsesRoute(ctx: ServerContext): Router {
     const who: ResponseIdentity = { id: `resp_${randomBytes(12).toString('hex')}`, createdAt: Math.floor(Date.now() / 1000), model: model.id }
     const keep = async (output: OutputItem[], response: Record<string, unknown>) => {
       if (request.store === false) return
-      const items = [...(earlier?.items ?? []), ...inputItemsOf(request).map(withoutImages), ...(output as InputItem[])]
-      await store.save(who.id, { owner, items, response })
+      const input = [...(earlier?.items ?? []), ...inputItemsOf(request).map(withoutImages).map(withId)]
+      await store.save(who.id, { owner, items: [...input, ...(output as InputItem[])], inputCount: input.length, response })
     }
     const lifetime = requestLifetime(res, ctx.settings.requestTimeoutMs)
     try {
@@ -77,12 +77,45 @@ export function responsesRoute(ctx: ServerContext): Router {
     res.json(stored.response)
   })
 
+  // The conversation that led to a stored response (earlier turns included), newest first unless asked.
+  router.get('/responses/:id/input_items', async (req, res) => {
+    const stored = await store.load(req.params.id, ownerOf(res))
+    if (!stored) throw notFound(req.params.id)
+    const { order, limit, after } = parseListQuery(req.query)
+    let items = stored.items.slice(0, stored.inputCount ?? stored.items.length)
+    if (order === 'desc') items = items.reverse()
+    if (after !== undefined) {
+      const at = items.findIndex((item) => item.id === after)
+      if (at < 0) throw invalidRequest(`No input item has the id '${after}'`, 'after')
+      items = items.slice(at + 1)
+    }
+    const page = items.slice(0, limit)
+    res.json({ object: 'list', data: page, first_id: page[0]?.id ?? null, last_id: page.at(-1)?.id ?? null, has_more: items.length > page.length })
+  })
+
   router.delete('/responses/:id', async (req, res) => {
     if (!(await store.delete(req.params.id, ownerOf(res)))) throw notFound(req.params.id)
     res.json({ id: req.params.id, object: 'response', deleted: true })
   })
 
   return router
+}
+
+function parseListQuery(query: Record<string, unknown>): { order: 'asc' | 'desc'; limit: number; after: string | undefined } {
+  const order = query.order ?? 'desc'
+  if (order !== 'asc' && order !== 'desc') throw invalidRequest("'order' must be 'asc' or 'desc'", 'order')
+  const limit = query.limit === undefined ? 20 : Number(query.limit)
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw invalidRequest("'limit' must be an integer from 1 to 100", 'limit')
+  if (query.after !== undefined && typeof query.after !== 'string') throw invalidRequest("'after' must be an item id", 'after')
+  return { order, limit, after: query.after as string | undefined }
+}
+
+/** Input items get ids when stored, as OpenAI's list of them has. */
+function withId(item: InputItem): InputItem {
+  if (item.id) return item
+  const type = 'type' in item && item.type ? item.type : 'message'
+  const prefix = type === 'function_call' ? 'fc' : type === 'function_call_output' ? 'fco' : type === 'reasoning' ? 'rs' : 'msg'
+  return { ...(prefix === 'msg' ? { type: 'message' as const } : {}), ...item, id: `${prefix}_${randomBytes(12).toString('hex')}` } as InputItem
 }
 
 function notFound(id: string): ApiError {
