@@ -21,7 +21,6 @@ export function templateQuirks(chatTemplate: string | undefined): TemplateQuirks
 const TEMPLATE_EFFORT: Record<string, string> = { none: 'none', minimal: 'low', low: 'low', medium: 'medium', high: 'high', xhigh: 'high' }
 
 export function chatRequestBody(job: ChatJob, quirks: TemplateQuirks = { nineCharacterToolCallIds: false }): Record<string, unknown> {
-  const greedy = job.temperature === 0
   const body: Record<string, unknown> = {
     messages: quirks.nineCharacterToolCallIds ? job.messages.map(withNineCharacterIds) : job.messages,
     stream: true,
@@ -29,21 +28,8 @@ export function chatRequestBody(job: ChatJob, quirks: TemplateQuirks = { nineCha
     // The first event reports the prompt's size before any work, for our context check.
     return_progress: true,
     max_tokens: job.maxTokens ?? job.maxCompletionTokens,
-    temperature: job.temperature,
-    top_k: greedy ? 1 : job.topK,
-    top_p: greedy ? 1 : job.topP,
-    min_p: 0,
-    typical_p: 1,
-    repeat_penalty: 1,
-    presence_penalty: job.presencePenalty,
-    frequency_penalty: job.frequencyPenalty,
-    dry_multiplier: 0,
-    xtc_probability: 0,
-    seed: job.seed ?? (greedy ? 0 : Math.floor(Math.random() * 2 ** 31)),
-    stop: job.stop,
-    cache_prompt: true,
+    ...samplingFields(job),
   }
-  if (job.logitBias) body.logit_bias = Object.entries(job.logitBias).map(([id, bias]) => [Number(id), bias])
   if (job.tools.length > 0) {
     const named = typeof job.toolChoice === 'object' ? job.toolChoice.function : undefined
     // llama-server knows no named choice: the call is required, and that function is the only one offered.
@@ -75,12 +61,23 @@ function withNineCharacterIds(m: ChatMessage): ChatMessage {
 
 /** The body of a native `/completion` request, or `/infill` when the job has a suffix. */
 export function completionRequestBody(job: CompleteJob): Record<string, unknown> {
-  const greedy = job.temperature === 0
   return {
     ...(job.suffix === undefined ? { prompt: job.prompt } : { input_prefix: job.prompt, input_suffix: job.suffix, prompt: '' }),
     stream: true,
     return_progress: true,
     n_predict: job.maxTokens,
+    ...samplingFields(job),
+    ...(job.logprobs !== undefined ? { n_probs: Math.max(1, job.logprobs) } : {}),
+  }
+}
+
+/**
+ * Sampling stated in full, the same for chat and completions: greedy when the temperature is 0,
+ * and llama-server's extras (min_p, DRY, XTC, repeat penalty) off, as the contract promises.
+ */
+function samplingFields(job: ChatJob | CompleteJob): Record<string, unknown> {
+  const greedy = job.temperature === 0
+  return {
     temperature: job.temperature,
     top_k: greedy ? 1 : job.topK,
     top_p: greedy ? 1 : job.topP,
@@ -95,6 +92,5 @@ export function completionRequestBody(job: CompleteJob): Record<string, unknown>
     stop: job.stop,
     cache_prompt: true,
     ...(job.logitBias ? { logit_bias: Object.entries(job.logitBias).map(([id, bias]) => [Number(id), bias]) } : {}),
-    ...(job.logprobs !== undefined ? { n_probs: Math.max(1, job.logprobs) } : {}),
   }
 }
