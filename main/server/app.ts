@@ -23,7 +23,7 @@ import { keysRoute } from './routes/keys-route.ts'
 import { managementRoute } from './routes/management-route.ts'
 import { modelsRoute } from './routes/models-route.ts'
 import { serverRoute } from './routes/server-route.ts'
-import { translationsRoute } from './routes/translations-route.ts'
+import { speechRoute } from './routes/speech-route.ts'
 import type { ServerContext } from './server-context.ts'
 import { webUi } from './web-ui.ts'
 
@@ -45,7 +45,7 @@ export function createApp(ctx: ServerContext): Express {
   const authenticated = [auth, jsonBodyParser(ctx.settings.bodyLimitBytes)]
   // Anthropic's route answers every error (a missing key too) in Anthropic's shape.
   app.use('/v1/messages', useAnthropicErrors)
-  app.use('/v1', ...authenticated, modelsRoute(ctx), chatRoute(ctx), completionsRoute(ctx), responsesRoute(ctx), messagesRoute(ctx), embeddingsRoute(ctx), rerankRoute(ctx), translationsRoute(ctx))
+  app.use('/v1', ...authenticated, modelsRoute(ctx), chatRoute(ctx), completionsRoute(ctx), responsesRoute(ctx), messagesRoute(ctx), embeddingsRoute(ctx), rerankRoute(ctx), speechRoute(ctx))
   app.use('/api', ...authenticated, managementRoute(ctx), downloadsRoute(ctx), keysRoute(ctx), serverRoute(ctx, requests))
   // API paths no router took never reach the page's files (`/api/%2e%2e` is a directory there).
   app.use(['/v1', '/api'], unknownRoute)

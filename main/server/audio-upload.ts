@@ -16,6 +16,8 @@ export interface UploadedFile {
 
 export interface MultipartUpload {
   fields: Record<string, string>
+  /** Fields sent as lists (`include[]=a`, `include[]=b`), by name without the brackets. */
+  lists: Record<string, string[]>
   /** The first file part named `file`; undefined when there was none. */
   file: UploadedFile | undefined
 }
@@ -60,6 +62,7 @@ export function readAudioUpload(req: Request, res: Response, maxFileBytes: numbe
 
   return new Promise<MultipartUpload>((resolve, reject) => {
     const fields: Record<string, string> = {}
+    const lists: Record<string, string[]> = {}
     let file: UploadedFile | undefined
     let finished = false
     const fail = (error: ApiError) => {
@@ -107,7 +110,8 @@ export function readAudioUpload(req: Request, res: Response, maxFileBytes: numbe
         fail(invalidRequest("'file' must be a file upload (a part with a filename), not a text field", 'file'))
         return
       }
-      fields[name] = value
+      if (name.endsWith('[]')) (lists[name.slice(0, -2)] ??= []).push(value)
+      else fields[name] = value
     })
     parser.on('partsLimit', () => fail(invalidRequest(`The form has more than ${MAX_PARTS} parts`, null)))
     parser.on('fieldsLimit', () => fail(invalidRequest(`The form has more than ${MAX_FIELDS} fields`, null)))
@@ -115,7 +119,7 @@ export function readAudioUpload(req: Request, res: Response, maxFileBytes: numbe
     parser.on('close', () => {
       if (finished) return
       finished = true
-      resolve({ fields, file })
+      resolve({ fields, lists, file })
     })
     const aborted = () => fail(new ApiError(400, 'invalid_request_error', 'request_aborted', 'The client closed the connection during the upload'))
     req.on('aborted', aborted)

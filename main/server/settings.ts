@@ -41,7 +41,14 @@ export interface ServerSettings {
   corsOrigins?: string[]
   /** GET /metrics without a key (for a local Prometheus that cannot send one). */
   metricsPublic?: boolean
+  /** Speech skips silence unless a request says otherwise (needs a voice-activity model in the folder). */
+  vad?: boolean
+  /** The longest audio taken, decoded; longer uploads get 400. Default 3 hours. */
+  maxAudioSeconds?: number
 }
+
+/** Three hours: about 700 MB of decoded samples on disk while whisper works through them. */
+export const DEFAULT_MAX_AUDIO_SECONDS = 3 * 60 * 60
 
 const settingsFileSchema = z.looseObject({
   host: z.string().min(1).optional(),
@@ -61,6 +68,8 @@ const settingsFileSchema = z.looseObject({
   allowed_hosts: z.array(z.string().min(1)).optional(),
   cors_origins: z.array(z.string().min(1)).optional(),
   metrics_public: z.boolean().optional(),
+  vad: z.boolean().optional(),
+  max_audio_minutes: z.number().positive().optional(),
 })
 
 const FLAGS = {
@@ -79,6 +88,8 @@ const FLAGS = {
   'max-queue': { type: 'string' },
   'idle-ttl': { type: 'string' },
   'memory-budget': { type: 'string' },
+  vad: { type: 'boolean' },
+  'max-audio-minutes': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const
 
@@ -100,6 +111,8 @@ export const USAGE = `Usage: npm run serve -- [flags]
   --max-queue N          requests waiting per model (default 16)          HEARTH_MAX_QUEUE
   --idle-ttl S           unload a model idle this long, 0 = never (600)   HEARTH_IDLE_TTL
   --memory-budget MB     memory for loaded models (default: 90 % free)    HEARTH_MEMORY_BUDGET
+  --vad                  speech skips silence (needs a Silero VAD model)  HEARTH_VAD=1
+  --max-audio-minutes M  longest audio taken (default 180)                HEARTH_MAX_AUDIO_MINUTES
 `
 
 export class SettingsError extends Error {
@@ -147,6 +160,9 @@ export function resolveSettings(
     allowedHosts: env.HEARTH_ALLOWED_HOSTS?.split(',').map((h) => h.trim()).filter(Boolean) ?? file.allowed_hosts ?? [],
     corsOrigins: env.HEARTH_CORS_ORIGINS?.split(',').map((o) => o.trim()).filter(Boolean) ?? file.cors_origins ?? [],
     metricsPublic: isTrue(env.HEARTH_METRICS_PUBLIC) ?? file.metrics_public ?? false,
+    vad: flags.vad ?? isTrue(env.HEARTH_VAD) ?? file.vad ?? false,
+    maxAudioSeconds:
+      60 * (positive('max-audio-minutes', flags['max-audio-minutes'] ?? env.HEARTH_MAX_AUDIO_MINUTES) ?? file.max_audio_minutes ?? DEFAULT_MAX_AUDIO_SECONDS / 60),
     settingsFile,
   }
   if (!settings.auth && !isLoopback(settings.host)) {

@@ -9,7 +9,8 @@
  */
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
-import type { DecodeAudioOptions, DecodedAudio } from './decode-audio.ts'
+import type { DecodeAudioOptions, DecodedAudio, DecodedAudioFile } from './decode-audio.ts'
+import { AudioTooLongError } from './mono-16k-collector.ts'
 import { UnsupportedAudioError, type UnsupportedAudioReason } from './unsupported-audio-error.ts'
 
 /** Plain JavaScript entry: it makes sure the thread can load TypeScript, then runs decode-audio.worker.ts. */
@@ -21,15 +22,18 @@ const IDLE_WORKER_TTL_MS = 30_000
 export interface DecodeWorkerRequest {
   input: Uint8Array | string
   ffmpegPath: string | null | undefined
+  maxSeconds: number | undefined
+  /** Where the samples go; undefined = back in the reply. */
+  outputPath: string | undefined
 }
 
 export type DecodeWorkerReply =
-  | { ok: true; audio: DecodedAudio }
-  | { ok: false; error: { message: string; stack?: string; reason?: UnsupportedAudioReason; detail?: string } }
+  | { ok: true; audio: DecodedAudio | DecodedAudioFile }
+  | { ok: false; error: { message: string; stack?: string; reason?: UnsupportedAudioReason; detail?: string; maxSeconds?: number } }
 
 interface Job {
   request: DecodeWorkerRequest
-  resolve(audio: DecodedAudio): void
+  resolve(audio: DecodedAudio | DecodedAudioFile): void
   reject(error: unknown): void
 }
 
@@ -48,13 +52,22 @@ const waiting: Job[] = []
  * rejects with the signal's reason and stops the decode.
  */
 export async function decodeAudioInWorker(input: Uint8Array | string, options: DecodeAudioOptions = {}): Promise<DecodedAudio> {
+  return (await runInWorker(input, undefined, options)) as DecodedAudio
+}
+
+/** `decodeAudioToFile` off the main thread: the worker writes the samples, a few seconds at a time. */
+export async function decodeAudioToFileInWorker(input: Uint8Array | string, path: string, options: DecodeAudioOptions = {}): Promise<DecodedAudioFile> {
+  return (await runInWorker(input, path, options)) as DecodedAudioFile
+}
+
+function runInWorker(input: Uint8Array | string, outputPath: string | undefined, options: DecodeAudioOptions): Promise<DecodedAudio | DecodedAudioFile> {
   const { signal } = options
   signal?.throwIfAborted()
-  return new Promise<DecodedAudio>((resolve, reject) => {
+  return new Promise((resolve, reject) => {
     const onAbort = (): void => cancel(job, signal!.reason)
     const done = (): void => signal?.removeEventListener('abort', onAbort)
     const job: Job = {
-      request: { input, ffmpegPath: options.ffmpegPath },
+      request: { input, ffmpegPath: options.ffmpegPath, maxSeconds: options.maxSeconds, outputPath },
       resolve: (audio) => (done(), resolve(audio)),
       reject: (error) => (done(), reject(error)),
     }
@@ -131,6 +144,7 @@ async function retire(worker: PooledWorker, reason: unknown): Promise<void> {
 }
 
 function errorFromWorker(error: Extract<DecodeWorkerReply, { ok: false }>['error']): Error {
+  if (error.maxSeconds !== undefined) return new AudioTooLongError(error.maxSeconds)
   if (error.reason && error.detail !== undefined) return new UnsupportedAudioError(error.reason, error.detail)
   const rebuilt = new Error(error.message)
   if (error.stack) rebuilt.stack = error.stack

@@ -8,7 +8,7 @@ import { accessSync, constants } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
-import { WHISPER_SAMPLE_RATE } from './mono-16k-collector.ts'
+import { WHISPER_SAMPLE_RATE, type Mono16kCollector } from './mono-16k-collector.ts'
 import { UnsupportedAudioError } from './unsupported-audio-error.ts'
 
 /** Keeps the tail of ffmpeg's stderr for the error message without letting it grow without bound. */
@@ -39,20 +39,22 @@ export function findFfmpegOnPath(pathList = process.env.PATH ?? ''): string | nu
 export async function decodeWithFfmpeg(
   ffmpegPath: string,
   input: Uint8Array | string,
+  collector: Mono16kCollector,
   options: { signal?: AbortSignal } = {},
-): Promise<Float32Array> {
-  if (typeof input === 'string') return runFfmpeg(ffmpegPath, input, options.signal)
+): Promise<void> {
+  if (typeof input === 'string') return runFfmpeg(ffmpegPath, input, collector, options.signal)
   const directory = await mkdtemp(join(tmpdir(), 'hearth-audio-'))
   try {
     const path = join(directory, 'input')
     await writeFile(path, input)
-    return await runFfmpeg(ffmpegPath, path, options.signal)
+    return await runFfmpeg(ffmpegPath, path, collector, options.signal)
   } finally {
     await rm(directory, { recursive: true, force: true })
   }
 }
 
-function runFfmpeg(ffmpegPath: string, inputPath: string, signal?: AbortSignal): Promise<Float32Array> {
+/** ffmpeg's output goes to the collector as it comes, so a long file is never held whole. */
+function runFfmpeg(ffmpegPath: string, inputPath: string, collector: Mono16kCollector, signal?: AbortSignal): Promise<void> {
   const args = [
     ...['-nostdin', '-hide_banner', '-loglevel', 'error'],
     ...['-i', inputPath, '-map', '0:a:0', '-vn'],
@@ -60,9 +62,21 @@ function runFfmpeg(ffmpegPath: string, inputPath: string, signal?: AbortSignal):
   ]
   return new Promise((resolve, reject) => {
     const child = spawn(ffmpegPath, args, { stdio: ['ignore', 'pipe', 'pipe'], signal })
-    const chunks: Buffer[] = []
+    let carry = Buffer.alloc(0) // a sample split between two chunks
+    let failure: unknown
     let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk))
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (failure) return
+      const bytes = carry.length > 0 ? Buffer.concat([carry, chunk]) : chunk
+      const whole = bytes.length - (bytes.length % 4)
+      carry = Buffer.from(bytes.subarray(whole))
+      try {
+        collector.push([toFloat32(bytes.subarray(0, whole))], WHISPER_SAMPLE_RATE)
+      } catch (error) {
+        failure = error // too long, say: stop reading and stop ffmpeg
+        child.kill()
+      }
+    })
     child.stderr.setEncoding('utf8').on('data', (text: string) => {
       stderr = (stderr + text).slice(-STDERR_TAIL_CHARS)
     })
@@ -72,27 +86,21 @@ function runFfmpeg(ffmpegPath: string, inputPath: string, signal?: AbortSignal):
     })
     child.once('close', (code) => {
       if (signal?.aborted) return reject(signal.reason)
+      if (failure) return reject(failure)
       if (code !== 0) {
         const reason = lastLine(stderr) || `exit code ${code}`
         return reject(new UnsupportedAudioError('corrupt', `ffmpeg could not decode it: ${reason}`))
       }
-      const samples = toFloat32(chunks)
-      if (samples.length === 0) return reject(new UnsupportedAudioError('no_audio', 'ffmpeg found no audio in it'))
-      resolve(samples)
+      if (collector.sampleCount === 0) return reject(new UnsupportedAudioError('no_audio', 'ffmpeg found no audio in it'))
+      resolve()
     })
   })
 }
 
 /** Copies into a fresh, aligned Float32Array (Buffer chunks may sit at odd offsets in a shared pool). */
-function toFloat32(chunks: Buffer[]): Float32Array {
-  const byteLength = chunks.reduce((sum, chunk) => sum + chunk.length, 0)
-  const samples = new Float32Array(Math.floor(byteLength / 4))
-  const target = new Uint8Array(samples.buffer)
-  let at = 0
-  for (const chunk of chunks) {
-    target.set(chunk.subarray(0, Math.max(0, target.length - at)), at)
-    at += chunk.length
-  }
+function toFloat32(bytes: Buffer): Float32Array {
+  const samples = new Float32Array(bytes.length / 4)
+  new Uint8Array(samples.buffer).set(bytes)
   return samples
 }
 

@@ -1,7 +1,9 @@
 /**
  * Turns decoder output, block by block, into one 16 kHz mono signal (what Whisper eats).
  * Each block is downmixed and resampled as it arrives, so a long file never exists as a
- * full-rate multi-channel copy: only the 16 kHz result grows.
+ * full-rate multi-channel copy: only the 16 kHz result grows, in memory, or, given a sink, not at
+ * all: then blocks of a few seconds go out as they fill, and memory stays flat however long the
+ * audio is.
  */
 import { SincResampler } from './sinc-resampler.ts'
 
@@ -10,10 +12,40 @@ export const WHISPER_SAMPLE_RATE = 16_000
 const EMPTY = new Float32Array(0)
 /** Extra room in a reservation for the resampler's rounding and decoder padding (one second). */
 const RESERVE_SLACK = WHISPER_SAMPLE_RATE
+/** Samples gathered before a sink is handed them: four seconds, 256 KB. */
+const SINK_BLOCK_SAMPLES = 4 * WHISPER_SAMPLE_RATE
+
+/** Decoded audio longer than the caller allows: thrown as soon as the limit is passed. */
+export class AudioTooLongError extends Error {
+  override name = 'AudioTooLongError'
+  constructor(readonly maxSeconds: number) {
+    super(`the audio is longer than ${maxSeconds} seconds`)
+  }
+}
+
+export interface CollectorOptions {
+  /** Takes the signal block by block instead of keeping it. */
+  sink?: (block: Float32Array) => void
+  /** The most audio taken, in seconds; more throws AudioTooLongError. */
+  maxSeconds?: number
+}
 
 export class Mono16kCollector {
   private readonly blocks: Float32Array[] = []
   private length = 0
+  private pendingLength = 0
+  private readonly sink: ((block: Float32Array) => void) | undefined
+  private readonly maxSamples: number
+
+  constructor(private readonly options: CollectorOptions = {}) {
+    this.sink = options.sink
+    this.maxSamples = options.maxSeconds === undefined ? Infinity : Math.ceil(options.maxSeconds * WHISPER_SAMPLE_RATE)
+  }
+
+  /** Samples taken so far. */
+  get sampleCount(): number {
+    return this.length
+  }
   /** When the length is known up front, output goes straight here and `finish` needs no second copy. */
   private reserved: Float32Array | null = null
   private resampler: SincResampler | null = null
@@ -24,7 +56,8 @@ export class Mono16kCollector {
    * present (WAV data, MPEG frames), never from a header's claim, which could be anything.
    */
   reserveSeconds(seconds: number): void {
-    if (this.length > 0 || !(seconds > 0)) return
+    if (this.sink || this.length > 0 || !(seconds > 0)) return
+    if (seconds * WHISPER_SAMPLE_RATE > this.maxSamples) throw new AudioTooLongError(this.options.maxSeconds!)
     this.reserved = new Float32Array(Math.ceil(seconds * WHISPER_SAMPLE_RATE) + RESERVE_SLACK)
   }
 
@@ -39,9 +72,13 @@ export class Mono16kCollector {
     else this.append(mono, { borrowed: channels.length === 1 }) // a decoder's own array: copy before keeping it
   }
 
-  /** Flushes the resampler and returns the whole signal in one array. */
+  /** Flushes the resampler and returns the whole signal in one array (empty when a sink took it). */
   finish(): Float32Array {
     this.flushResampler()
+    if (this.sink) {
+      this.drainToSink()
+      return EMPTY
+    }
     const reserved = this.reserved
     if (reserved && this.blocks.length === 0) {
       this.reserved = null
@@ -72,6 +109,14 @@ export class Mono16kCollector {
 
   private append(block: Float32Array, { borrowed = false } = {}): void {
     if (block.length === 0) return
+    if (this.length + block.length > this.maxSamples) throw new AudioTooLongError(this.options.maxSeconds!)
+    if (this.sink) {
+      this.blocks.push(borrowed ? block.slice() : block)
+      this.length += block.length
+      this.pendingLength += block.length
+      if (this.pendingLength >= SINK_BLOCK_SAMPLES) this.drainToSink()
+      return
+    }
     if (this.reserved && this.length + block.length > this.reserved.length) {
       this.blocks.push(this.reserved.subarray(0, this.length)) // the estimate was short: carry on in blocks
       this.reserved = null
@@ -79,6 +124,19 @@ export class Mono16kCollector {
     if (this.reserved) this.reserved.set(block, this.length)
     else this.blocks.push(borrowed ? block.slice() : block)
     this.length += block.length
+  }
+
+  private drainToSink(): void {
+    if (this.pendingLength === 0) return
+    const block = new Float32Array(this.pendingLength)
+    let at = 0
+    for (const pending of this.blocks) {
+      block.set(pending, at)
+      at += pending.length
+    }
+    this.blocks.length = 0
+    this.pendingLength = 0
+    this.sink!(block)
   }
 }
 

@@ -21,7 +21,9 @@ export type ModelFileHeader =
       projectorOutputWidth: number | undefined
     }
   | { format: 'whisper-ggml'; vocabularySize: number; textContext: number }
-  /** A ggml file that is not a whisper model (a voice-activity model, say): not served on its own. */
+  /** Silero voice activity detection for whisper.cpp: used by the speech models, not served on its own. */
+  | { format: 'vad-ggml' }
+  /** Any other ggml file: not a model Hearth serves. */
   | { format: 'other-ggml' }
 
 const GGUF_MAGIC = 0x46554747 // "GGUF" read as little-endian uint32
@@ -81,6 +83,9 @@ async function readWhisperHeader(path: string): Promise<ModelFileHeader> {
     const buf = Buffer.alloc(4 + 11 * 4)
     const { bytesRead } = await handle.read(buf, 0, buf.length, 0)
     if (bytesRead < buf.length) throw new CorruptModelFileError('whisper ggml file is truncated')
+    // whisper.cpp's VAD files name their model first: a length, then "silero-…".
+    const nameLength = buf.readInt32LE(4)
+    if (nameLength > 6 && nameLength <= 32 && buf.toString('latin1', 8, 14) === 'silero') return { format: 'vad-ggml' }
     const vocabularySize = buf.readInt32LE(4)
     const textContext = buf.readInt32LE(4 + 5 * 4)
     const melBands = buf.readInt32LE(4 + 9 * 4)

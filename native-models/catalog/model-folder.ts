@@ -13,6 +13,8 @@ export interface ModelRecord {
   projectorPath: string | undefined
   /** The draft model for speculative decoding (catalog `draft`), when there is one. */
   draftPath?: string
+  /** Speech models: the voice-activity model found in the folder, when there is one. */
+  vadModelPath?: string
   ownedBy: string
   /** Unix seconds: when the file was last written. */
   created: number
@@ -144,10 +146,12 @@ export class ModelFolder {
 
     const unlisted = files.filter((f) => !claimedFiles.has(f))
     const projectors = await this.findProjectors(unlisted)
+    const vadModels: string[] = []
     for (const path of unlisted) {
       if (projectors.has(path)) continue
       const header = await this.header(path)
-      if (!(header instanceof Error) && header.format === 'other-ggml') continue
+      if (!(header instanceof Error) && header.format === 'vad-ggml') vadModels.push(path)
+      if (!(header instanceof Error) && (header.format === 'other-ggml' || header.format === 'vad-ggml')) continue
       const id = fileStemId(this.dir, path)
       if (takenIds.has(id)) continue
       takenIds.add(id)
@@ -159,6 +163,9 @@ export class ModelFolder {
     const projectorSizes = new Map<string, number>()
     for (const path of projectors.keys()) projectorSizes.set(path, (await stat(path).catch(() => ({ size: 0 }))).size)
     pairProjectors(models, projectors, projectorSizes)
+    // Every speech model skips silence with the same detector: the first one, by file name.
+    const vadModelPath = vadModels.sort()[0]
+    if (vadModelPath) for (const model of models) if (model.kind === 'speech') model.vadModelPath = vadModelPath
     models.sort((a, b) => a.id.localeCompare(b.id))
     return { models, broken, catalogProblem }
   }
@@ -234,6 +241,7 @@ export class ModelFolder {
     const header = await this.header(path)
     if (header instanceof Error) return { id, file, problem: `"${file}" is not a usable model file: ${header.message}` }
     if (header.format === 'other-ggml') return { id, file, problem: `"${file}" is a ggml file but not a whisper model` }
+    if (header.format === 'vad-ggml') return { id, file, problem: `"${file}" is a voice-activity model: leave it out of models.json, the speech models find it in the folder` }
     let projectorSizeBytes = 0
     if (projectorPath) {
       const projector = await this.header(projectorPath)

@@ -1,5 +1,5 @@
 export type ModelKind = 'chat' | 'embedding' | 'rerank' | 'speech'
-export type Capability = 'chat' | 'vision' | 'embeddings' | 'rerank' | 'translation'
+export type Capability = 'chat' | 'vision' | 'embeddings' | 'rerank' | 'transcription' | 'translation'
 
 /** llama.cpp's `pooling_type` of an encoder with a classification head: it scores query–document pairs. */
 const POOLING_RANK = 4
@@ -31,6 +31,6 @@ export function capabilitiesOf(kind: ModelKind, hasProjector: boolean): Capabili
     case 'rerank':
       return ['rerank']
     case 'speech':
-      return ['translation']
+      return ['transcription', 'translation']
   }
 }

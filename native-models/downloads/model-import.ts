@@ -117,6 +117,7 @@ async function checkSource(dir: string, path: unknown, param: 'path' | 'mmproj')
     throw bad(`${path} is not a model file: ${(e as Error).message}`)
   }
   if (header.format === 'other-ggml') throw bad(`${path} is a ggml file but not a whisper model`)
+  if (header.format === 'vad-ggml') throw bad(`${path} is a voice-activity model, not a model to serve: copy it into the models folder and the speech models use it`)
   // A symlink is followed: a hard link to the link itself would break when it is relative.
   return { param, path: real, fileName, size: info.size, reused: false }
 }

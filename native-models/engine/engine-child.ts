@@ -50,7 +50,7 @@ function loadRuntime(spec: EngineLoadSpec): Promise<Runtime> {
 function runOn(r: Runtime, job: EngineJob, emit: (p: JobProgress) => void, signal: AbortSignal): Promise<EngineResult> {
   if (job.type === 'chat' && r instanceof LlamaRuntime) return r.chat(job, emit, signal)
   if (job.type === 'embed' && r instanceof EmbeddingRuntime) return r.embed(job, signal)
-  if (job.type === 'translate' && r instanceof WhisperRuntime) return r.translate(job, emit, signal)
+  if (job.type === 'speech' && r instanceof WhisperRuntime) return r.run(job, emit, signal)
   if (job.type === 'rerank') {
     return Promise.reject(new ModelError('model_not_compatible', 'Reranking needs the llama-server engine, which is not built on this machine (run: npm run build:engines)', 'model'))
   }

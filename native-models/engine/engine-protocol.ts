@@ -21,6 +21,8 @@ export interface EngineLoadSpec {
   backend: GpuBackend
   /** Speculative decoding: a draft model's file, or n-gram drafting from the text; none by default. */
   speculative?: { draftPath: string } | { ngram: true }
+  /** Speech models: the voice-activity model (Silero) that `SpeechJob.vad` runs, when there is one. */
+  vadModelPath?: string
 }
 
 export type GpuBackend = 'default' | 'cuda' | 'vulkan'
@@ -199,13 +201,15 @@ export interface EmbedResult {
 }
 
 /**
- * Speech in any language to English text. The audio is a file the server wrote and deletes when the
- * request ends: 16 kHz mono float32 samples, little-endian, nothing else. A file rather than a typed
- * array in the message, so a 50-minute upload is never held whole in this process nor serialised
- * through the IPC channel (measured: 192 MB over IPC blocks the server's event loop ~0.5 s).
+ * Speech to text: transcribed in its own language, or translated to English. The audio is a file
+ * the server wrote and deletes when the request ends: 16 kHz mono float32 samples, little-endian,
+ * nothing else. A file rather than a typed array in the message, so a long upload is never held
+ * whole in this process nor serialised through the IPC channel (measured: 192 MB over IPC blocks
+ * the server's event loop ~0.5 s).
  */
-export interface TranslateJob {
-  type: 'translate'
+export interface SpeechJob {
+  type: 'speech'
+  task: 'transcribe' | 'translate'
   audioPath: string
   /** ISO-639-1 hint (whisper's code); undefined = detect. */
   language: string | undefined
@@ -213,18 +217,52 @@ export interface TranslateJob {
   prompt: string | undefined
   /** undefined = greedy decoding without fallback; a number = start there and let whisper raise it. */
   temperature: number | undefined
+  /** Each segment's tokens, probabilities and timings are wanted (verbose_json, word timings, logprobs). */
+  detailed: boolean
+  /** Skip silence with the model's voice-activity detector; undefined = off. */
+  vad?: VadOptions
+}
+
+/** whisper.cpp's voice-activity options; unset ones keep whisper.cpp's defaults. */
+export interface VadOptions {
+  /** Speech probability above which a frame counts as speech (0–1). */
+  threshold?: number
+  /** Silence shorter than this does not end a stretch of speech. */
+  minSilenceMs?: number
+  /** Audio kept on each side of a stretch of speech. */
+  speechPadMs?: number
+}
+
+/** One of whisper's tokens (or a few, when one character spans them), timed in the audio. */
+export interface SpeechToken {
+  text: string
+  probability: number
+  startMs: number
+  endMs: number
+}
+
+/** What whisper reports of a segment beyond its text, when the job asked for it. */
+export interface SegmentDetail {
+  /** The token ids of the text, special tokens left out. */
+  tokenIds: number[]
+  tokens: SpeechToken[]
+  /** The temperature the segment was decoded at. */
+  temperature: number
+  avgLogprob: number
+  noSpeechProb: number
 }
 
 /** Times in milliseconds from the start of the audio; `text` as whisper wrote it (leading space and all). */
-export interface TranslateSegment {
+export interface SpeechSegment {
   startMs: number
   endMs: number
   text: string
+  detail?: SegmentDetail
 }
 
-export interface TranslateResult {
-  type: 'translate'
-  segments: TranslateSegment[]
+export interface SpeechResult {
+  type: 'speech'
+  segments: SpeechSegment[]
   /** The language whisper detected (or was told), as its code. */
   language: string
   durationSeconds: number
@@ -232,16 +270,16 @@ export interface TranslateResult {
   processMs: number
 }
 
-export type EngineJob = ChatJob | CompleteJob | EmbedJob | RerankJob | TranslateJob
-export type EngineResult = ChatResult | CompleteResult | EmbedResult | RerankResult | TranslateResult
+export type EngineJob = ChatJob | CompleteJob | EmbedJob | RerankJob | SpeechJob
+export type EngineResult = ChatResult | CompleteResult | EmbedResult | RerankResult | SpeechResult
 
-/** Streamed while a job runs: generated text, thinking and tool calls (chat), or a finished piece of a translation. */
+/** Streamed while a job runs: generated text, thinking and tool calls (chat), or a finished segment of speech. */
 export type JobProgress =
   | { type: 'text'; text: string; logprobs?: TokenLogprob[] }
   | { type: 'reasoning'; text: string }
   /** A piece of a tool call: its first piece has the id and name, the rest carry arguments. */
   | { type: 'tool_call'; index: number; id?: string; name?: string; arguments: string }
-  | { type: 'segment'; segment: TranslateSegment }
+  | { type: 'segment'; segment: SpeechSegment }
 
 /** A compute device as the binding reports it (Metal, CUDA0, Vulkan0, CPU, …). */
 export interface BackendDevice {

@@ -29,6 +29,7 @@ export function loadSpecFor(model: ModelRecord, defaults: EngineDefaults): Engin
     gpuLayers: gpu === 'all' ? ALL_LAYERS : gpu === 'auto' ? AUTO_LAYERS : (gpu ?? defaults.gpuLayers),
     parallel: slotsFor(model, defaults),
     backend: defaults.backend,
+    ...(model.vadModelPath ? { vadModelPath: model.vadModelPath } : {}),
     ...(model.kind !== 'chat'
       ? {}
       : model.draftPath

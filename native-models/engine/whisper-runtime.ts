@@ -1,6 +1,8 @@
 /**
- * Runs inside an engine process: one whisper.cpp model through @fugood/whisper.node, turning speech
- * in any language into English text.
+ * Runs inside an engine process: one whisper.cpp model through @fugood/whisper.node, the fallback
+ * for machines where whisper-server is not built: speech to text, transcribed or translated. It
+ * reports segments' text and times only, so details (tokens, probabilities, word timings) and voice
+ * activity detection are refused with the command that builds the full engine.
  *
  * Known traps of the binding, designed around here:
  * - transcribeData() takes 16-bit PCM, not float samples (its typings do not say so), so each piece
@@ -15,8 +17,8 @@
  */
 import { ModelError } from '../errors.ts'
 import { toPcm16 } from './audio-chunks.ts'
-import type { EngineLoadSpec, EngineModelInfo, JobProgress, TranslateJob, TranslateResult } from './engine-protocol.ts'
-import { cancelled, inAudioTime, translateInPieces, type PieceOptions, type PieceResult } from './translate-in-pieces.ts'
+import type { EngineLoadSpec, EngineModelInfo, JobProgress, SpeechJob, SpeechResult } from './engine-protocol.ts'
+import { cancelled, inAudioTime, speechInPieces, type PieceOptions, type PieceResult } from './speech-in-pieces.ts'
 import { whisperNode, type TranscribeOptions, type WhisperContext } from './whisper-binding.ts'
 
 /** whisper.cpp's own fallback step, used when the client chose a temperature. */
@@ -40,8 +42,13 @@ export class WhisperRuntime {
     return new WhisperRuntime(spec, context, info)
   }
 
-  translate(job: TranslateJob, emit: (p: JobProgress) => void, signal: AbortSignal): Promise<TranslateResult> {
-    return translateInPieces(job, (samples, offset, options) => this.transcribe(samples, offset, options, emit, signal), signal)
+  run(job: SpeechJob, emit: (p: JobProgress) => void, signal: AbortSignal): Promise<SpeechResult> {
+    const needsServer = job.vad ? 'Voice activity detection' : job.detailed ? 'Each segment\'s tokens, probabilities and word timings' : undefined
+    if (needsServer) {
+      const message = `${needsServer} come from the whisper-server engine, which is not built on this machine (run: npm run build:engines)`
+      return Promise.reject(new ModelError('model_not_compatible', message, job.vad ? 'chunking_strategy' : null))
+    }
+    return speechInPieces(job, (samples, offset, options) => this.transcribe(job, samples, offset, options, emit, signal), signal)
   }
 
   async release(): Promise<void> {
@@ -52,6 +59,7 @@ export class WhisperRuntime {
 
   /** One piece through whisper.cpp; segments are emitted as it finishes them, in audio time. */
   private async transcribe(
+    job: SpeechJob,
     samples: Float32Array,
     offset: number,
     options: PieceOptions,
@@ -61,7 +69,7 @@ export class WhisperRuntime {
     const timed = (s: { text: string; t0: number; t1: number }) => inAudioTime({ text: s.text, startMs: s.t0, endMs: s.t1 }, offset, samples.length)
     const transcribeOptions: TranscribeOptions = {
       language: options.language ?? 'auto',
-      translate: true,
+      translate: job.task === 'translate',
       maxThreads: this.spec.threads,
       prompt: options.prompt || undefined,
       onNewSegments: ({ segments }) => {

@@ -1,6 +1,6 @@
 /**
- * A loaded whisper model served by whisper.cpp's own whisper-server, built for this machine. The
- * audio goes in pieces (translate-in-pieces.ts), each a 16 kHz 16-bit WAV posted to /inference
+ * A loaded whisper model served by whisper.cpp's own whisper-server, built for this machine: speech
+ * transcribed or translated. The audio goes in pieces (speech-in-pieces.ts), each a 16 kHz 16-bit WAV posted to /inference
  * with explicit options; the segments of each piece stream out as it finishes. whisper-server
  * cannot stop a piece it has started: a cancelled job ends with its piece, or the process is killed
  * after a grace period and the next request loads the model again.
@@ -9,9 +9,9 @@ import { ModelError } from '../errors.ts'
 import { toPcm16, WHISPER_SAMPLE_RATE } from '../engine/audio-chunks.ts'
 import type { RunOptions } from '../engine/engine-process.ts'
 import { ServerEngine } from '../engine/server-engine.ts'
-import type { EngineJob, EngineLoadSpec, EngineModelInfo, EngineResult, JobProgress, TranslateJob, TranslateResult } from '../engine/engine-protocol.ts'
+import type { EngineJob, EngineLoadSpec, EngineModelInfo, EngineResult, JobProgress, SpeechJob, SpeechResult, SpeechSegment } from '../engine/engine-protocol.ts'
 import { EngineServerProcess } from '../engine/engine-server-process.ts'
-import { cancelled, inAudioTime, translateInPieces, type PieceOptions, type PieceResult } from '../engine/translate-in-pieces.ts'
+import { cancelled, inAudioTime, speechInPieces, type PieceOptions, type PieceResult } from '../engine/speech-in-pieces.ts'
 import { whisperCodeOfName } from '../audio/whisper-languages.ts'
 import { programPath, type NativeBuild } from '../native-build/cmake-build.ts'
 
@@ -20,14 +20,28 @@ const TEMPERATURE_STEP = 0.2
 /** How long a cancelled piece may run on before its engine is stopped the hard way. */
 const CANCEL_GRACE_MS = 5_000
 
+/** whisper-server's verbose_json: `words` are its tokens (a few merged where a character spans them). */
 interface VerboseJson {
   /** The language whisper decoded in, by name ("english"). */
   language?: string
-  segments?: Array<{ text: string; start: number; end: number }>
+  segments?: Array<{
+    text: string
+    start: number
+    end: number
+    tokens?: number[]
+    words?: Array<{ word: string; start?: number; end?: number; probability: number }>
+    temperature?: number
+    avg_logprob?: number
+    no_speech_prob?: number
+  }>
 }
 
 export class WhisperServerEngine extends ServerEngine {
-  private constructor(server: EngineServerProcess, info: EngineModelInfo) {
+  private constructor(
+    server: EngineServerProcess,
+    info: EngineModelInfo,
+    private readonly hasVadModel: boolean,
+  ) {
     super(server, info)
   }
 
@@ -39,6 +53,8 @@ export class WhisperServerEngine extends ServerEngine {
       // verbose_json would otherwise run language detection a second time for its probabilities.
       '--no-language-probabilities',
       ...(spec.gpuLayers === 0 ? ['--no-gpu'] : []),
+      // The detector is loaded per request that asks for it (form field `vad`).
+      ...(spec.vadModelPath ? ['--vad-model', spec.vadModelPath] : []),
     ]
     const server = await EngineServerProcess.start({
       program: programPath(build.dir, 'whisper-server'),
@@ -53,20 +69,28 @@ export class WhisperServerEngine extends ServerEngine {
       vision: false,
       engine: { name: 'whisper-server', commit: build.commit, cpuFeatures: build.cpuFeatures, gpu: build.gpu },
     }
-    return new WhisperServerEngine(server, info)
+    return new WhisperServerEngine(server, info, spec.vadModelPath !== undefined)
   }
 
   run(job: EngineJob, options: RunOptions = {}): Promise<EngineResult> {
-    if (job.type !== 'translate') return Promise.reject(new ModelError('model_not_compatible', `this model cannot run '${job.type}' jobs`))
-    return this.translate(job, options)
+    if (job.type !== 'speech') return Promise.reject(new ModelError('model_not_compatible', `this model cannot run '${job.type}' jobs`))
+    return this.speech(job, options)
   }
 
-  private async translate(job: TranslateJob, { onProgress, signal }: RunOptions): Promise<TranslateResult> {
+  private async speech(job: SpeechJob, { onProgress, signal }: RunOptions): Promise<SpeechResult> {
+    if (job.vad && !this.hasVadModel) {
+      throw new ModelError(
+        'model_not_compatible',
+        'Voice activity detection needs a voice-activity model (Silero, such as ggml-silero-v5.1.2.bin from ggml-org/whisper-vad) in the models folder',
+        'chunking_strategy',
+      )
+    }
     const abort = signal ?? new AbortController().signal
-    return translateInPieces(job, (samples, offset, options) => this.transcribe(samples, offset, options, onProgress, abort), abort)
+    return speechInPieces(job, (samples, offset, options) => this.transcribe(job, samples, offset, options, onProgress, abort), abort)
   }
 
   private async transcribe(
+    job: SpeechJob,
     samples: Float32Array,
     offset: number,
     options: PieceOptions,
@@ -75,8 +99,15 @@ export class WhisperServerEngine extends ServerEngine {
   ): Promise<PieceResult> {
     const form = new FormData()
     form.append('file', new Blob([new Uint8Array(wavOf(samples))], { type: 'audio/wav' }), 'piece.wav')
-    form.append('translate', 'true')
+    form.append('translate', String(job.task === 'translate'))
     form.append('response_format', 'verbose_json')
+    form.append('token_timestamps', String(job.detailed))
+    if (job.vad) {
+      form.append('vad', 'true')
+      if (job.vad.threshold !== undefined) form.append('vad_threshold', String(job.vad.threshold))
+      if (job.vad.minSilenceMs !== undefined) form.append('vad_min_silence_duration_ms', String(job.vad.minSilenceMs))
+      if (job.vad.speechPadMs !== undefined) form.append('vad_speech_pad_ms', String(job.vad.speechPadMs))
+    }
     form.append('language', options.language ?? 'auto')
     if (options.prompt) form.append('prompt', options.prompt)
     if (options.temperature === undefined) {
@@ -104,9 +135,7 @@ export class WhisperServerEngine extends ServerEngine {
       if (!res.ok) throw new ModelError('internal_error', `whisper.cpp failed: ${text.slice(0, 300)}`)
       const answer = JSON.parse(text) as VerboseJson & { error?: string }
       if (answer.error) throw new ModelError('internal_error', `whisper.cpp failed: ${answer.error}`)
-      const segments = (answer.segments ?? []).map((s) =>
-        inAudioTime({ text: s.text, startMs: s.start * 1000, endMs: s.end * 1000 }, offset, samples.length),
-      )
+      const segments = (answer.segments ?? []).map((s) => inAudioTime(segmentOf(s, job.detailed), offset, samples.length))
       for (const segment of segments) emit?.({ type: 'segment', segment })
       return { segments, language: whisperCodeOfName(answer.language) }
     } catch (e) {
@@ -117,6 +146,25 @@ export class WhisperServerEngine extends ServerEngine {
       signal.removeEventListener('abort', onAbort)
     }
   }
+}
+
+/** A segment of whisper-server's answer in the piece's time, with its details when they were asked for. */
+function segmentOf(s: NonNullable<VerboseJson['segments']>[number], detailed: boolean): SpeechSegment {
+  const segment: SpeechSegment = { text: s.text, startMs: s.start * 1000, endMs: s.end * 1000 }
+  if (!detailed) return segment
+  segment.detail = {
+    tokenIds: s.tokens ?? [],
+    tokens: (s.words ?? []).map((w) => ({
+      text: w.word,
+      probability: w.probability,
+      startMs: (w.start ?? -1) * 1000,
+      endMs: (w.end ?? -1) * 1000,
+    })),
+    temperature: s.temperature ?? 0,
+    avgLogprob: s.avg_logprob ?? 0,
+    noSpeechProb: s.no_speech_prob ?? 0,
+  }
+  return segment
 }
 
 /** 16 kHz mono 16-bit PCM in a WAV container, what whisper-server reads without converting. */

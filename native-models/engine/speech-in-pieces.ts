@@ -1,12 +1,12 @@
 /**
- * Long audio through whisper in pieces (a short first one, then at most CHUNK_SECONDS), cut at quiet moments, each piece's
- * text carried into the next as its prompt, as whisper does between its own windows. Whatever runs
- * whisper (the binding, whisper-server) only transcribes one piece.
+ * Long audio through whisper in pieces (a short first one, then at most CHUNK_SECONDS), cut at
+ * quiet moments, each piece's text carried into the next as its prompt, as whisper does between its
+ * own windows. Whatever runs whisper (the binding, whisper-server) only transcribes one piece.
  */
 import { open, type FileHandle } from 'node:fs/promises'
 import { ModelError } from '../errors.ts'
 import { CHUNK_SECONDS, FIRST_CHUNK_SECONDS, WHISPER_SAMPLE_RATE, carriedPrompt, chunkEnd } from './audio-chunks.ts'
-import type { TranslateJob, TranslateResult, TranslateSegment } from './engine-protocol.ts'
+import type { SpeechJob, SpeechResult, SpeechSegment } from './engine-protocol.ts'
 
 const BYTES_PER_SAMPLE = Float32Array.BYTES_PER_ELEMENT
 /**
@@ -24,17 +24,17 @@ export interface PieceOptions {
 
 /** One piece's segments in audio time (the piece's offset added), and the language whisper heard. */
 export interface PieceResult {
-  segments: TranslateSegment[]
+  segments: SpeechSegment[]
   language: string | undefined
 }
 
 export type TranscribePiece = (samples: Float32Array, offsetSamples: number, options: PieceOptions) => Promise<PieceResult>
 
-export async function translateInPieces(job: TranslateJob, transcribe: TranscribePiece, signal: AbortSignal): Promise<TranslateResult> {
+export async function speechInPieces(job: SpeechJob, transcribe: TranscribePiece, signal: AbortSignal): Promise<SpeechResult> {
   const file = await open(job.audioPath, 'r')
   try {
     const total = Math.floor((await file.stat()).size / BYTES_PER_SAMPLE)
-    const segments: TranslateSegment[] = []
+    const segments: SpeechSegment[] = []
     let language = job.language
     let prompt = job.prompt
     let processMs = 0
@@ -56,18 +56,35 @@ export async function translateInPieces(job: TranslateJob, transcribe: Transcrib
       }
       start = end
     }
-    return { type: 'translate', segments, language: language ?? 'en', durationSeconds: total / WHISPER_SAMPLE_RATE, processMs }
+    return { type: 'speech', segments, language: language ?? 'en', durationSeconds: total / WHISPER_SAMPLE_RATE, processMs }
   } finally {
     await file.close()
   }
 }
 
-/** A segment whisper timed within a piece, in the audio's time; whisper may run past a short piece's end. */
-export function inAudioTime(segment: { text: string; startMs: number; endMs: number }, offsetSamples: number, lengthSamples: number): TranslateSegment {
+/**
+ * A segment whisper timed within a piece, in the audio's time: whisper may run past a short
+ * piece's end, and its token times may stray outside their segment, so both are held inside.
+ */
+export function inAudioTime(segment: SpeechSegment, offsetSamples: number, lengthSamples: number): SpeechSegment {
   const offsetMs = (offsetSamples / WHISPER_SAMPLE_RATE) * 1000
   const lengthMs = (lengthSamples / WHISPER_SAMPLE_RATE) * 1000
-  const endMs = Math.min(segment.endMs, lengthMs)
-  return { startMs: offsetMs + Math.min(segment.startMs, endMs), endMs: offsetMs + endMs, text: segment.text }
+  const endMs = Math.min(Math.max(segment.endMs, 0), lengthMs)
+  const startMs = Math.min(Math.max(segment.startMs, 0), endMs)
+  const within = (ms: number) => offsetMs + Math.min(Math.max(ms, startMs), endMs)
+  const timed: SpeechSegment = { startMs: offsetMs + startMs, endMs: offsetMs + endMs, text: segment.text }
+  if (segment.detail) {
+    let previousEnd = startMs
+    const tokens = segment.detail.tokens.map((t) => {
+      // Unknown (-1) or backwards times take the previous token's end: timings stay in order.
+      const tokenStart = Math.max(t.startMs, previousEnd)
+      const tokenEnd = Math.max(t.endMs, tokenStart)
+      previousEnd = Math.min(tokenEnd, endMs)
+      return { ...t, startMs: within(tokenStart), endMs: within(tokenEnd) }
+    })
+    timed.detail = { ...segment.detail, tokens }
+  }
+  return timed
 }
 
 export function cancelled(): ModelError {

@@ -1,0 +1,160 @@
+/**
+ * POST /v1/audio/transcriptions and /v1/audio/translations, one pipeline: read the upload → check
+ * the fields → decode the audio off the event loop into a scratch file, a few seconds at a time →
+ * hand the file to the model's engine → answer in the asked format, or stream one delta per
+ * segment as whisper finishes it.
+ */
+import { randomBytes } from 'node:crypto'
+import { mkdir, readdir, rm, stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import { Router, type Request, type Response } from 'express'
+import { AudioTooLongError, decodeAudioToFileInWorker, UnsupportedAudioError, type DecodedAudioFile } from '../../../native-models/audio/decode-audio.ts'
+import type { SpeechResult } from '../../../native-models/engine/engine-protocol.ts'
+import { readAudioUpload } from '../audio-upload.ts'
+import { invalidRequest } from '../http-errors.ts'
+import { recordUsage } from '../key-quotas.ts'
+import { requireModel } from '../model-lookup.ts'
+import { MAX_AUDIO_FILE_BYTES, parseSpeechForm, planSpeech, type SpeechTask } from '../openai/speech-request.ts'
+import { formatSpeech, SegmentText, textDeltaEvent, textDoneEvent, tokenLogprobs } from '../openai/speech-response.ts'
+import { requestLifetime } from '../request-lifetime.ts'
+import type { ServerContext } from '../server-context.ts'
+import { DEFAULT_MAX_AUDIO_SECONDS } from '../settings.ts'
+import { SseStream } from '../sse.ts'
+
+export function speechRoute(ctx: ServerContext): Router {
+  const router = Router()
+  const scratch = new AudioScratch(join(ctx.settings.dataDir, 'tmp'))
+  router.post('/audio/transcriptions', (req, res) => answerSpeech(ctx, scratch, 'transcribe', req, res))
+  router.post('/audio/translations', (req, res) => answerSpeech(ctx, scratch, 'translate', req, res))
+  return router
+}
+
+async function answerSpeech(ctx: ServerContext, scratch: AudioScratch, task: SpeechTask, req: Request, res: Response): Promise<void> {
+  const lifetime = requestLifetime(res, ctx.settings.requestTimeoutMs)
+  let audioPath: string | undefined
+  try {
+    const upload = await readAudioUpload(req, res, MAX_AUDIO_FILE_BYTES)
+    const request = parseSpeechForm(upload.fields, upload.lists)
+    if (!upload.file) throw invalidRequest("Missing required parameter: 'file'", 'file', 'missing_required_parameter')
+    const model = await requireModel(ctx.folder, request.model)
+    res.locals.model = model.id
+    const job = planSpeech(task, request, model, ctx.settings.vad ?? false)
+
+    audioPath = await scratch.newPath()
+    const maxSeconds = ctx.settings.maxAudioSeconds ?? DEFAULT_MAX_AUDIO_SECONDS
+    const audio = await decode(upload.file.bytes, audioPath, maxSeconds, lifetime.signal)
+    upload.file.bytes = Buffer.alloc(0) // the upload's memory goes back while whisper works
+    const durationSeconds = audio.durationSeconds
+
+    const text = new SegmentText()
+    let streamed = 0
+    const sse = request.stream ? new SseStream(res) : undefined
+    const sendSegment = (segment: SpeechResult['segments'][number]) => {
+      const delta = text.push(segment.text)
+      const logprobs = request.logprobs ? tokenLogprobs(segment) : undefined
+      if (delta || logprobs?.length) sse?.send(textDeltaEvent(delta, logprobs))
+    }
+    const result = (await ctx.scheduler.run(
+      model,
+      { ...job, audioPath },
+      {
+        signal: lifetime.signal,
+        onProgress: sse
+          ? (p) => {
+              if (p.type !== 'segment') return
+              streamed++
+              sendSegment(p.segment)
+            }
+          : undefined,
+      },
+    )) as SpeechResult
+    recordUsage(res, { audioSeconds: durationSeconds })
+
+    if (sse) {
+      for (const segment of result.segments.slice(streamed)) sendSegment(segment)
+      const logprobs = request.logprobs ? result.segments.flatMap(tokenLogprobs) : undefined
+      sse.send(textDoneEvent(text.text, request.includeUsage ? durationSeconds : undefined, logprobs))
+      sse.done()
+      return
+    }
+    const output = { task, segments: result.segments, language: result.language, durationSeconds }
+    const { contentType, body } = formatSpeech(request, output)
+    res.status(200).type(contentType).send(body)
+  } catch (e) {
+    throw lifetime.explain(e)
+  } finally {
+    lifetime.dispose()
+    if (audioPath) await scratch.remove(audioPath)
+  }
+}
+
+/** What the client is told, by reason: the decoder's own detail may name server paths (ffmpeg's). */
+const UNSUPPORTED_AUDIO: Record<UnsupportedAudioError['reason'], string> = {
+  empty: 'the file is empty',
+  unrecognized: 'the bytes are not a known audio or video format',
+  unsupported_codec: 'the audio inside is in a codec that cannot be decoded',
+  no_audio: 'the file has no audio in it',
+  truncated: 'the file is truncated',
+  corrupt: 'the audio data is corrupt',
+}
+
+/**
+ * Any upload to a file of 16 kHz samples, on a worker thread; bytes that are not audio, or audio
+ * longer than the server takes, are the client's error.
+ */
+async function decode(bytes: Buffer, path: string, maxSeconds: number, signal: AbortSignal): Promise<DecodedAudioFile> {
+  try {
+    return await decodeAudioToFileInWorker(bytes, path, { signal, maxSeconds })
+  } catch (e) {
+    if (e instanceof AudioTooLongError) {
+      throw invalidRequest(
+        `The audio is longer than this server takes: at most ${formatMinutes(maxSeconds)} (the max_audio_minutes setting). Split the recording and send the parts.`,
+        'file',
+        'audio_too_long',
+      )
+    }
+    if (!(e instanceof UnsupportedAudioError)) throw e
+    throw invalidRequest(
+      `Unsupported or invalid audio file: ${UNSUPPORTED_AUDIO[e.reason]}. Send FLAC, MP3, MP4, MPEG, MPGA, M4A, Ogg, WAV or WebM.`,
+      'file',
+      'unsupported_audio_format',
+    )
+  }
+}
+
+function formatMinutes(seconds: number): string {
+  const minutes = Math.round((seconds / 60) * 100) / 100
+  return `${minutes} minute${minutes === 1 ? '' : 's'}`
+}
+
+/**
+ * Decoded audio on its way to an engine: raw float32 files in the data folder, deleted when the
+ * request ends. Files a crashed server left behind are cleared the first time the folder is used.
+ */
+class AudioScratch {
+  private ready: Promise<void> | undefined
+
+  constructor(private readonly dir: string) {}
+
+  /** A fresh file name in the folder, for the decoder to write. */
+  async newPath(): Promise<string> {
+    this.ready ??= this.prepare()
+    await this.ready
+    return join(this.dir, `audio-${randomBytes(8).toString('hex')}.f32`)
+  }
+
+  async remove(path: string): Promise<void> {
+    await rm(path, { force: true }).catch(() => undefined)
+  }
+
+  private async prepare(): Promise<void> {
+    await mkdir(this.dir, { recursive: true })
+    const stale = Date.now() - 60 * 60 * 1000
+    for (const name of await readdir(this.dir).catch(() => [])) {
+      if (!/^audio-[0-9a-f]+\.f32$/.test(name)) continue
+      const path = join(this.dir, name)
+      const info = await stat(path).catch(() => undefined)
+      if (info && info.mtimeMs < stale) await this.remove(path)
+    }
+  }
+}
