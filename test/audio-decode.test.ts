@@ -13,12 +13,19 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { closeAudioDecodeWorkers } from '../native-models/audio/decode-audio-in-worker.ts'
-import { decodeAudio, decodeAudioInWorker, UnsupportedAudioError, type DecodedAudio } from '../native-models/audio/decode-audio.ts'
+import {
+  AudioTooLongError,
+  decodeAudio,
+  decodeAudioInWorker,
+  decodeAudioToFileInWorker,
+  UnsupportedAudioError,
+  type DecodedAudio,
+} from '../native-models/audio/decode-audio.ts'
 import { findFfmpegOnPath } from '../native-models/audio/ffmpeg-fallback.ts'
 import { SincResampler } from '../native-models/audio/sinc-resampler.ts'
 import { sniffAudioFormat, type SniffedAudioFormat } from '../native-models/audio/sniff-audio-format.ts'
 import { bestCorrelation, energyEnvelope, peak, rms } from './audio/signal-measures.ts'
-import { aiffFile, concat, mpeg2ProgramStream, pngFile, wavFile } from './audio/synthesize-audio-files.ts'
+import { aiffFile, concat, mpeg2ProgramStream, oggOpusSilence, pngFile, wavFile } from './audio/synthesize-audio-files.ts'
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/audio/', import.meta.url))
 const fixture = (name: string): string => join(FIXTURES, name)
@@ -316,6 +323,35 @@ describe('decodeAudioInWorker', () => {
       expect(fromBytes.samples).toEqual(expected)
       expect(bytes.byteLength).toBeGreaterThan(0) // copied to the worker, not transferred away
     }
+  })
+
+  it('decodes into a file the same samples it would return, and removes the file when decoding fails', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'hearth-decode-file-'))
+    try {
+      for (const name of ['speech.flac', 'speech.opus.ogg', 'speech-44k-stereo.wav']) {
+        const expected = (await decodeFixture(name)).samples
+        const path = join(dir, `${name}.f32`)
+        const audio = await decodeAudioToFileInWorker(await readFixture(name), path)
+        expect(audio).toMatchObject({ path, sampleRate: 16_000, durationSeconds: expected.length / 16_000, decodedBy: 'javascript' })
+        const written = await readFile(path)
+        expect(new Float32Array(written.buffer, written.byteOffset, written.byteLength / 4)).toEqual(expected)
+      }
+      const bad = join(dir, 'bad.f32')
+      await expectUnsupported(decodeAudioToFileInWorker(pngFile(), bad), 'unrecognized')
+      expect(await readdir(dir)).not.toContain('bad.f32')
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('stops at the length limit, on either path, whatever the file claims', async () => {
+    const minute = oggOpusSilence(60) // 1.6 KB for a minute of sound
+    expect((await decodeAudio(minute, { maxSeconds: 61 })).durationSeconds).toBeCloseTo(60, 1)
+    await expect(decodeAudio(minute, { maxSeconds: 59 })).rejects.toBeInstanceOf(AudioTooLongError)
+    await expect(decodeAudioInWorker(minute, { maxSeconds: 59 })).rejects.toMatchObject({ name: 'AudioTooLongError', maxSeconds: 59 })
+    // WAV and MP3 know their length up front: refused before anything is decoded.
+    const wav = wavFile(new Float32Array(16_000 * 3), { sampleRate: 16_000, encoding: 'int', bitsPerSample: 16 })
+    await expect(decodeAudio(wav, { maxSeconds: 2 })).rejects.toBeInstanceOf(AudioTooLongError)
   })
 
   it('rejects with UnsupportedAudioError from the worker', async () => {

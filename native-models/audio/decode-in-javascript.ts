@@ -8,14 +8,18 @@ import { readFlacStreamInfo } from './containers/flac-stream-info.ts'
 import { assertTopLevelBoxesComplete } from './containers/isobmff.ts'
 import { findFirstMpegAudioFrame, id3v2Length, summarizeMpegAudioStream } from './containers/mpeg-audio-frames.ts'
 import { mpegAudioPayloads, readProgramStreamContents } from './containers/mpeg-program-stream.ts'
-import { assertOggPagesComplete } from './containers/ogg-pages.ts'
+import { assertOggPagesComplete, oggPageSlices } from './containers/ogg-pages.ts'
 import { readWavLayout, readWavSamples } from './containers/wav.ts'
-import type { Mono16kCollector } from './mono-16k-collector.ts'
+import { AudioTooLongError, type Mono16kCollector } from './mono-16k-collector.ts'
 import type { SniffedAudioFormat } from './sniff-audio-format.ts'
 import { UnsupportedAudioError } from './unsupported-audio-error.ts'
 
-/** Encoded bytes handed to a decoder per call: small enough to keep decoded blocks small. */
-const FEED_BYTES = 64 * 1024
+/**
+ * Encoded bytes handed to a decoder per call, which returns everything they decode to at once. A
+ * few bytes can stand for seconds of silence (two-byte Opus packets, FLAC constant frames), so the
+ * feed is small (8 KB of constant FLAC frames is about a minute), and Ogg goes a page at a time.
+ */
+const FEED_BYTES = 8 * 1024
 
 /** What the @audio/decode-* packages return per call. */
 interface DecodedBlock {
@@ -127,7 +131,7 @@ async function decodeOgg(
   assertOggPagesComplete(bytes)
   if (codec === 'none') throw new UnsupportedAudioError('no_audio', 'the Ogg file has no audio stream')
   if (codec !== 'vorbis' && codec !== 'opus') throw new UnsupportedAudioError('unsupported_codec', `Ogg ${codec} is not supported`)
-  expectAudio(await runDecoder(codec, slices(bytes), collector, signal), `Ogg ${codec}`)
+  expectAudio(await runDecoder(codec, oggPageSlices(bytes), collector, signal), `Ogg ${codec}`)
 }
 
 /**
@@ -157,7 +161,7 @@ async function runDecoder(
     if (decoder.flush) take(await decoder.flush())
     return frames
   } catch (error) {
-    if (error instanceof UnsupportedAudioError || signal?.aborted) throw error
+    if (error instanceof UnsupportedAudioError || error instanceof AudioTooLongError || signal?.aborted) throw error
     throw new UnsupportedAudioError('corrupt', `the ${name} decoder failed: ${messageOf(error)}`, { cause: error })
   } finally {
     decoder.free()

@@ -80,6 +80,66 @@ export function mpeg2ProgramStream(audio: Uint8Array, payloadPerPacket = 2000): 
   return concat(parts)
 }
 
+/**
+ * The most audio per byte an upload can carry: Ogg Opus whose packets are two bytes each, six
+ * empty 20 ms frames (120 ms of silence, which the decoder fills in). 25 MB of it is about 280
+ * hours of sound, 60 GB as 16 kHz float samples: what a server must not try to hold.
+ */
+export function oggOpusSilence(seconds: number): Uint8Array {
+  const PACKET = Uint8Array.of((31 << 3) | 3, 6) // CELT fullband 20 ms, code 3 (CBR), 6 frames of 0 bytes
+  const SAMPLES_PER_PACKET = 6 * 960 // at Opus's 48 kHz
+  const head = new Uint8Array(19)
+  writeAscii(head, 0, 'OpusHead')
+  const headView = new DataView(head.buffer)
+  head[8] = 1 // version
+  head[9] = 1 // mono
+  headView.setUint16(10, 312, true) // pre-skip
+  headView.setUint32(12, 16_000, true) // the rate the audio was made at
+  const tags = new Uint8Array(8 + 4 + 6 + 4)
+  writeAscii(tags, 0, 'OpusTags')
+  new DataView(tags.buffer).setUint32(8, 6, true)
+  writeAscii(tags, 12, 'hearth')
+  const pages: Uint8Array[] = [oggPage([head], 0, 0x02, 0n), oggPage([tags], 1, 0, 0n)]
+  const packets = Math.ceil((seconds * 48_000) / SAMPLES_PER_PACKET)
+  let granule = 0n
+  for (let done = 0, sequence = 2; done < packets; sequence++) {
+    const count = Math.min(255, packets - done)
+    done += count
+    granule += BigInt(count * SAMPLES_PER_PACKET)
+    pages.push(oggPage(Array.from({ length: count }, () => PACKET), sequence, done === packets ? 0x04 : 0, granule))
+  }
+  return concat(pages)
+}
+
+/** One Ogg page holding whole packets (each under 255 bytes) of stream 1. */
+function oggPage(packets: Uint8Array[], sequence: number, flags: number, granule: bigint): Uint8Array {
+  const lacing = packets.flatMap((p) => (p.length < 255 ? [p.length] : [255, p.length - 255]))
+  const header = new Uint8Array(27 + lacing.length)
+  const view = new DataView(header.buffer)
+  writeAscii(header, 0, 'OggS')
+  header[5] = flags
+  view.setBigUint64(6, granule, true)
+  view.setUint32(14, 1, true) // stream serial number
+  view.setUint32(18, sequence, true)
+  header[26] = lacing.length
+  header.set(lacing, 27)
+  const page = concat([header, ...packets])
+  new DataView(page.buffer).setUint32(22, oggCrc(page), true)
+  return page
+}
+
+const OGG_CRC_TABLE = Array.from({ length: 256 }, (_, i) => {
+  let r = i << 24
+  for (let k = 0; k < 8; k++) r = r & 0x80000000 ? (r << 1) ^ 0x04c11db7 : r << 1
+  return r >>> 0
+})
+
+function oggCrc(bytes: Uint8Array): number {
+  let crc = 0
+  for (const byte of bytes) crc = ((crc << 8) ^ OGG_CRC_TABLE[((crc >>> 24) ^ byte) & 0xff]!) >>> 0
+  return crc
+}
+
 /** A valid 1×1 PNG. */
 export function pngFile(): Uint8Array {
   return Uint8Array.from(

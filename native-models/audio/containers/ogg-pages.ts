@@ -71,6 +71,21 @@ export function assertOggPagesComplete(bytes: Uint8Array): void {
   }
 }
 
+/**
+ * The file page by page (junk between pages as it lies): what an Ogg decoder is fed, so one call
+ * never decodes more than a page, at most 255 packets (30 s of Opus).
+ */
+export function* oggPageSlices(bytes: Uint8Array): Generator<Uint8Array> {
+  let at = 0
+  while (at < bytes.length) {
+    const page = readPage(bytes, at)
+    const end = page && page !== 'cut' ? page.end : indexOfCapturePattern(bytes, at + 1)
+    const next = end < 0 ? bytes.length : end
+    yield bytes.subarray(at, next)
+    at = next
+  }
+}
+
 function indexOfCapturePattern(bytes: Uint8Array, from: number): number {
   for (let at = from; at + 4 <= bytes.length; at++) if (bytes[at] === 0x4f && hasAscii(bytes, at, 'OggS')) return at
   return -1
