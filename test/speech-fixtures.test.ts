@@ -1,8 +1,9 @@
 /**
- * Translation with the shared fixtures: real speech (jfk.wav, jfk.mp3, fr-multipiece-16k.wav)
- * through ggml-tiny-random-multilingual.bin. Its weights are random, so its words are too: the
- * checks are on shapes, timings, determinism, and that the API gives exactly what the binding
- * gives when driven directly.
+ * Speech with the shared fixtures: real speech (jfk.wav, jfk.mp3, fr-multipiece-16k.wav) through
+ * ggml-tiny-random-multilingual.bin, and the trained Silero voice-activity model. The whisper
+ * weights are random, so its words are too: the checks are on shapes, timings, determinism, that
+ * the API gives exactly what whisper-server gives when driven directly, and that silence is
+ * skipped when asked.
  */
 import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -14,11 +15,13 @@ import { sharedFixture } from './support/shared-fixtures.ts'
 import { decodeAudio } from '../native-models/audio/decode-audio.ts'
 import { startTestServer, type TestServer } from './support/server-process.ts'
 import { startUpstreamWhisperServer, whisperBuild } from './support/upstream-servers.ts'
+import { wavFile } from './audio/synthesize-audio-files.ts'
 
 const modelFile = sharedFixture('models/ggml-tiny-random-multilingual.bin')
 const jfkWav = sharedFixture('audio/jfk.wav')
 const jfkMp3 = sharedFixture('audio/jfk.mp3')
 const french = sharedFixture('audio/fr-multipiece-16k.wav')
+const silero = sharedFixture('models/for-tests-silero-v6.2.0-ggml.bin')
 const MODEL = 'ggml-tiny-random-multilingual'
 
 describe.skipIf(!modelFile || !jfkWav || !jfkMp3 || !french)('ggml-tiny-random-multilingual with real speech (shared fixtures)', () => {
@@ -26,7 +29,7 @@ describe.skipIf(!modelFile || !jfkWav || !jfkMp3 || !french)('ggml-tiny-random-m
   let client: OpenAI
 
   beforeAll(async () => {
-    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-translation-fixtures-'))
+    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-speech-fixtures-'))
     copyFileSync(modelFile!, join(modelsDir, `${MODEL}.bin`))
     server = await startTestServer({ modelsDir })
     client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: server.apiKey, maxRetries: 0 })
@@ -99,6 +102,54 @@ describe.skipIf(!modelFile || !jfkWav || !jfkMp3 || !french)('ggml-tiny-random-m
     }
   })
 
+  it.skipIf(!whisperBuild)('transcribes with the same tokens and probabilities whisper-server reports', async () => {
+    const api = (await client.audio.transcriptions.create({
+      model: MODEL,
+      file: await toFile(readFileSync(jfkWav!), 'jfk.wav'),
+      response_format: 'verbose_json',
+    })) as any
+    const upstream = await startUpstreamWhisperServer(['--model', modelFile!, '--threads', '1', '--no-language-probabilities'])
+    try {
+      const body = new FormData()
+      body.append('file', new Blob([readFileSync(jfkWav!)]), 'jfk.wav')
+      const options = { translate: 'false', response_format: 'verbose_json', token_timestamps: 'true', language: 'auto', temperature: '0', temperature_inc: '0', best_of: '1', beam_size: '-1' }
+      for (const [k, v] of Object.entries(options)) body.append(k, v)
+      const direct = await (await fetch(`${upstream.url}/inference`, { method: 'POST', body })).json()
+      expect(api.task).toBe('transcribe')
+      expect(api.segments.map((s: any) => s.text)).toEqual(direct.segments.map((s: any) => s.text))
+      expect(api.segments.map((s: any) => s.tokens)).toEqual(direct.segments.map((s: any) => s.tokens))
+      for (const [i, s] of api.segments.entries()) {
+        expect(s.avg_logprob).toBeCloseTo(direct.segments[i].avg_logprob, 5)
+        expect(s.no_speech_prob).toBeCloseTo(direct.segments[i].no_speech_prob, 5)
+      }
+    } finally {
+      await upstream.stop()
+    }
+  })
+
+  it('transcribes jfk.wav with word and segment timings in order and inside the audio', async () => {
+    const body = (await client.audio.transcriptions.create({
+      model: MODEL,
+      file: await toFile(readFileSync(jfkWav!), 'jfk.wav'),
+      response_format: 'verbose_json',
+      timestamp_granularities: ['word', 'segment'],
+    })) as any
+    expect(body.task).toBe('transcribe')
+    expect(body.duration).toBeCloseTo(11, 1)
+    expect(body.words.length).toBeGreaterThan(0)
+    for (const items of [body.segments, body.words]) {
+      let previousStart = 0
+      for (const item of items) {
+        expect(item.start).toBeGreaterThanOrEqual(previousStart)
+        expect(item.end).toBeGreaterThanOrEqual(item.start)
+        expect(item.end).toBeLessThanOrEqual(body.duration + 0.001)
+        previousStart = item.start
+      }
+    }
+    // Every word lies inside the segment it came from.
+    expect(body.words.every((w: any) => body.segments.some((s: any) => w.start >= s.start && w.end <= s.end))).toBe(true)
+  })
+
   it('streams deltas that add up to the done text, and subtitles with a cue per segment', async () => {
     const body = new FormData()
     body.append('model', MODEL)
@@ -123,5 +174,55 @@ describe.skipIf(!modelFile || !jfkWav || !jfkMp3 || !french)('ggml-tiny-random-m
     const vtt = (await client.audio.translations.create({ model: MODEL, file: await toFile(readFileSync(jfkMp3!), 'a'), response_format: 'vtt' })) as unknown as string
     expect(vtt.startsWith('WEBVTT\n\n')).toBe(true)
     expect(vtt.match(/^\d\d:\d\d:\d\d\.\d{3} --> \d\d:\d\d:\d\d\.\d{3}$/gm)).toHaveLength(segments.length)
+  })
+})
+
+describe.skipIf(!modelFile || !jfkWav || !silero)('voice activity detection with the Silero model (shared fixtures)', () => {
+  let server: TestServer
+
+  beforeAll(async () => {
+    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-vad-'))
+    copyFileSync(modelFile!, join(modelsDir, `${MODEL}.bin`))
+    // Beside the whisper model, not in models.json: every speech model finds it.
+    copyFileSync(silero!, join(modelsDir, 'ggml-silero-v6.2.0.bin'))
+    server = await startTestServer({ modelsDir })
+  })
+
+  afterAll(async () => {
+    await server?.stop()
+  })
+
+  /** jfk.wav (11 s of speech) with five seconds of silence before and after it. */
+  async function paddedJfk(): Promise<Uint8Array> {
+    const speech = (await decodeAudio(new Uint8Array(readFileSync(jfkWav!)))).samples
+    const padded = new Float32Array(speech.length + 2 * 5 * 16_000)
+    padded.set(speech, 5 * 16_000)
+    return wavFile(padded, { sampleRate: 16_000, encoding: 'int', bitsPerSample: 16 })
+  }
+
+  async function transcribeSegments(fields: Record<string, string>) {
+    const body = new FormData()
+    for (const [k, v] of Object.entries({ model: MODEL, response_format: 'verbose_json', ...fields })) body.append(k, v)
+    body.append('file', new Blob([new Uint8Array(await paddedJfk())]), 'padded.wav')
+    const res = await fetch(`${server.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${server.apiKey}` }, body })
+    expect(res.status).toBe(200)
+    return ((await res.json()) as { duration: number; segments: Array<{ start: number; end: number }> })
+  }
+
+  it('the silence around the speech gets no text with chunking_strategy auto, and times stay in the whole audio', async () => {
+    const plain = await transcribeSegments({})
+    expect(plain.duration).toBeCloseTo(21, 1)
+    // Without the detector, the random model writes text over the silence too.
+    expect(plain.segments.some((s) => s.start < 4.5 || s.end > 16.5)).toBe(true)
+
+    for (const strategy of ['auto', '{"type":"server_vad","threshold":0.5,"silence_duration_ms":300,"prefix_padding_ms":100}']) {
+      const skipped = await transcribeSegments({ chunking_strategy: strategy })
+      expect(skipped.duration).toBeCloseTo(21, 1)
+      expect(skipped.segments.length).toBeGreaterThan(0)
+      for (const s of skipped.segments) {
+        expect(s.start).toBeGreaterThanOrEqual(4.5)
+        expect(s.end).toBeLessThanOrEqual(16.5)
+      }
+    }
   })
 })
