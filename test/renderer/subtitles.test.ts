@@ -1,6 +1,6 @@
-/** Saving a translation as .txt, .srt and .vtt. */
+/** Saving a transcript or translation as .txt, .srt and .vtt, by segment or word-timed. */
 import { describe, expect, it } from 'vitest'
-import { formatTimestamp, savedFileName, subtitleFile, toPlainText, toSrt, toVtt } from '../../renderer/src/lib/services/subtitles.ts'
+import { formatTimestamp, savedFileName, subtitleFile, toPlainText, toSrt, toVtt, wordCues } from '../../renderer/src/lib/services/subtitles.ts'
 
 const segments = [
   { start: 0, end: 2.5, text: ' Hello world.' },
@@ -48,6 +48,19 @@ describe('subtitles', () => {
   it('names the file after the recording', () => {
     expect(savedFileName('interview.final.m4a', 'srt')).toBe('interview.final.srt')
     expect(savedFileName('recording', 'vtt')).toBe('recording.vtt')
-    expect(savedFileName('.webm', 'txt')).toBe('translation.txt')
+    expect(savedFileName('.webm', 'txt')).toBe('transcript.txt')
+  })
+
+  it('times word-timed lines from their first word to their last, breaking at 42 characters and at pauses', () => {
+    const word = (w: string, start: number) => ({ word: w, start, end: start + 0.3 })
+    const words = ['And', 'so', 'my', 'fellow', 'Americans', 'ask', 'not', 'what', 'your', 'country', 'can', 'do'].map((w, i) => word(w, i * 0.4))
+    words.push(word('for', 8), word('you', 8.4))
+    const cues = wordCues(words)
+    expect(cues.map((c) => c.text)).toEqual(['And so my fellow Americans ask not what', 'your country can do', 'for you'])
+    expect(cues.every((c) => c.text.length <= 42)).toBe(true)
+    expect(cues[0]).toMatchObject({ start: 0, end: 7 * 0.4 + 0.3 })
+    expect(cues[2]!.start).toBe(8)
+    expect(cues[2]!.end).toBeCloseTo(8.7, 9)
+    expect(wordCues([])).toEqual([])
   })
 })

@@ -1,4 +1,4 @@
-/** A translation saved as plain text or as subtitles (SubRip .srt, WebVTT .vtt). */
+/** A transcript or translation saved as plain text or as subtitles (SubRip .srt, WebVTT .vtt). */
 
 export interface TimedSegment {
   /** Seconds from the start of the recording. */
@@ -8,6 +8,38 @@ export interface TimedSegment {
 }
 
 export type SaveFormat = 'txt' | 'srt' | 'vtt'
+
+/** A word as verbose_json times it (`timestamp_granularities[]=word`). */
+export interface TimedWord {
+  word: string
+  start: number
+  end: number
+}
+
+/** Subtitle lines no longer than broadcasters allow, and a pause that starts a new one. */
+const MAX_LINE_CHARS = 42
+const PAUSE_SECONDS = 0.8
+
+/**
+ * Word-timed cues: words gathered into short lines, each shown from its first word's start to its
+ * last word's end, so the text follows the voice more closely than whisper's long segments do.
+ */
+export function wordCues(words: readonly TimedWord[]): TimedSegment[] {
+  const cues: TimedSegment[] = []
+  let line: TimedWord[] = []
+  const flush = () => {
+    if (line.length > 0) cues.push({ start: line[0]!.start, end: line.at(-1)!.end, text: line.map((w) => w.word).join(' ') })
+    line = []
+  }
+  for (const word of words) {
+    const last = line.at(-1)
+    const length = line.reduce((sum, w) => sum + w.word.length + 1, 0) + word.word.length
+    if (last && (length > MAX_LINE_CHARS || word.start - last.end > PAUSE_SECONDS)) flush()
+    line.push(word)
+  }
+  flush()
+  return cues
+}
 
 /** 3725.5 → "01:02:05,500" (SRT) or "01:02:05.500" (VTT). */
 export function formatTimestamp(seconds: number, decimalMark: ',' | '.'): string {
@@ -58,6 +90,6 @@ export function subtitleFile(format: SaveFormat, segments: readonly TimedSegment
 
 /** "interview.m4a" → "interview.srt". */
 export function savedFileName(audioName: string, format: SaveFormat): string {
-  const base = audioName.replace(/\.[^.\\/]*$/, '') || 'translation'
+  const base = audioName.replace(/\.[^.\\/]*$/, '') || 'transcript'
   return `${base}.${format}`
 }

@@ -6,7 +6,7 @@
 import { ApiError } from '../services/api-client.ts'
 import { api } from './connection.svelte.ts'
 
-export type Capability = 'chat' | 'vision' | 'embeddings' | 'translation'
+export type Capability = 'chat' | 'vision' | 'embeddings' | 'rerank' | 'transcription' | 'translation'
 
 export interface ModelInfo {
   id: string
@@ -101,7 +101,8 @@ class ModelsStore {
   importError = $state<string | undefined>(undefined)
 
   chatModels = $derived(this.models.filter((m) => m.capabilities.includes('chat')))
-  translationModels = $derived(this.models.filter((m) => m.capabilities.includes('translation')))
+  /** Whisper models: they transcribe, and most also translate. */
+  speechModels = $derived(this.models.filter((m) => m.capabilities.includes('transcription') || m.capabilities.includes('translation')))
 
   private watching = new Set<string>()
 

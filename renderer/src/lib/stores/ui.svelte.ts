@@ -1,14 +1,18 @@
 /** Which page shows (kept in the URL's hash, so reloads and the back button work) and the theme. */
 
-export const PAGES = ['chat', 'translate', 'models', 'server'] as const
+export const PAGES = ['chat', 'speech', 'models', 'server'] as const
 export type Page = (typeof PAGES)[number]
 export type Theme = 'system' | 'light' | 'dark'
 
 const THEME_KEY = 'hearth.theme'
 
+/** Pages that were renamed, so old links and bookmarks still land. */
+const FORMER_NAMES: Record<string, Page> = { translate: 'speech' }
+
 function pageFromHash(): Page {
   const name = location.hash.replace(/^#\/?/, '')
-  return (PAGES as readonly string[]).includes(name) ? (name as Page) : 'chat'
+  if ((PAGES as readonly string[]).includes(name)) return name as Page
+  return FORMER_NAMES[name] ?? 'chat'
 }
 
 class UiStore {
