@@ -472,7 +472,7 @@ describe('fuzz', () => {
         const path = template(oddId(f))
         cases.push(rawCase(`${method} ${path.slice(0, 100)} #${i}`, httpRequest(method, path, host, { authorization: auth })))
       } else if (kind < 8) {
-        const path = f.pick([...listings, '/v1/chat/completions', '/v1/embeddings', '/v1/audio/translations', '/api/models/pull', '/api/keys/regenerate'])
+        const path = f.pick([...listings, '/v1/chat/completions', '/v1/embeddings', '/v1/audio/translations', '/v1/audio/transcriptions', '/api/models/pull', '/api/keys/regenerate'])
         const method = f.pick(methods)
         cases.push(rawCase(`${method} ${path} #${i}`, httpRequest(method, path, host, { authorization: auth })))
       } else {
@@ -635,6 +635,14 @@ describe('fuzz', () => {
       stream_options: ['{"include_usage":true}', '{bad json', '{"include_usage":"yes"}', '[]'],
       'stream_options[include_usage]': ['true', 'nope'],
       prompt: ['names: Ana', '\u0000', 'word '.repeat(2000)],
+      'timestamp_granularities[]': ['word', 'segment', 'sentence', '', 'WORD'],
+      timestamp_granularities: ['word', '["word"]', 'x'],
+      'include[]': ['logprobs', 'everything', ''],
+      chunking_strategy: ['auto', 'manual', '{"type":"server_vad"}', '{"type":"server_vad","threshold":7}', '{', 'null', '[]'],
+      'chunking_strategy[type]': ['server_vad', 'semantic', ''],
+      'chunking_strategy[threshold]': ['0.5', '-1', 'x'],
+      'known_speaker_names[]': ['Ann'],
+      keywords: ['Hearth'],
     }
     for (let i = 0; i < n(160); i++) {
       const kind = f.int(6)
@@ -657,7 +665,8 @@ describe('fuzz', () => {
         const form = new FormData()
         for (const [k, v] of Object.entries(fields)) form.append(k, v)
         if (f.chance(0.95)) form.append('file', new Blob([new Uint8Array(audio)]), f.pick(['a.ogg', '../../../etc/passwd', 'x.mp3', '', 'C:\\x.wav', '\u0000.wav']))
-        cases.push(fetchCase(`audio #${i} ${note}`, 'POST', '/v1/audio/translations', { body: form }))
+        const route = f.pick(['/v1/audio/translations', '/v1/audio/transcriptions'])
+        cases.push(fetchCase(`audio #${i} ${route.slice(10)} ${note}`, 'POST', route, { body: form }))
       } else {
         const boundary = 'fuzzboundary'
         const part = (headers: string, body: Buffer | string) => Buffer.concat([Buffer.from(`--${boundary}\r\n${headers}\r\n\r\n`), typeof body === 'string' ? Buffer.from(body) : body, Buffer.from('\r\n')])
