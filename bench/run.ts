@@ -1,9 +1,8 @@
 /**
- * `npm run bench -- [--runs N] [--only real-size,grammar,overhead,embeddings,translation]`
+ * `npm run bench -- [--runs N] [--only real-size,grammar,overhead,embeddings,speech]`
  * Measures Hearth against the upstream programs it runs, built from the same source (see
- * bench/upstream-bench.ts), and prints each figure with its target. Not a test: numbers vary with
- * the machine. Translation still runs on the whisper binding, so it is measured against that
- * binding driven directly.
+ * bench/upstream-bench.ts and bench/speech-bench.ts), and prints each figure with its target. Not
+ * a test: numbers vary with the machine.
  *
  * With two servers (`--base-url A --base-url B`, a key and model ids per server or one for both)
  * it runs bench/compare.ts instead: the same workload on both and the ratio per figure.
@@ -14,7 +13,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { COMPARE_FLAGS, compareFromFlags } from './compare.ts'
-import { runTranslationBench, translationBenchInputs } from './translation-bench.ts'
+import { runSpeechBench, speechBenchInputs } from './speech-bench.ts'
 import { runUpstreamBench } from './upstream-bench.ts'
 
 // The same flags as the two-server comparison, which takes over when two --base-url are given.
@@ -50,15 +49,18 @@ async function embeddingModelPath(): Promise<string> {
   return path
 }
 
-const results: Record<string, Record<string, number>> = await runUpstreamBench({
+const results: Record<string, Record<string, number | Record<string, number>>> = await runUpstreamBench({
   smallChatModel: await chatModelPath(),
   embeddingModel: await embeddingModelPath(),
   runs,
   only: wanted,
 })
-if (wanted('translation')) {
-  const common = { baseUrl: flags['base-url']?.[0], apiKey: flags['api-key']?.[0], threads, runs }
-  results.translation = await runTranslationBench({ ...common, model: flags['translation-model']?.[0], ...(await translationBenchInputs()) })
+if (wanted('speech') || wanted('translation')) {
+  const inputs = await speechBenchInputs()
+  results.speech = {}
+  for (const [i, input] of inputs.entries()) {
+    results.speech[input.label] = await runSpeechBench({ ...input, threads, runs, decodeTimes: i === inputs.length - 1 })
+  }
 }
 console.log(`\n${JSON.stringify(results, null, 2)}`)
 process.exit(0)
