@@ -371,18 +371,20 @@ describe('import and remove', () => {
 })
 
 describe('recommended models', () => {
-  it('covers vision chat, embeddings and a multilingual whisper, with hub references that parse', () => {
+  it('covers vision chat, embeddings, a multilingual whisper and a voice-activity model, with hub references that parse', () => {
     const list = recommendedModels()
     expect(list.some((m) => m.kind === 'chat' && m.mmproj && m.mmproj_source)).toBe(true)
     expect(list.some((m) => m.kind === 'embedding')).toBe(true)
     const speech = list.filter((m) => m.kind === 'speech')
     expect(speech.length).toBeGreaterThan(0)
     for (const m of speech) expect(m.file).not.toMatch(/\.en\b|turbo/)
+    expect(list.filter((m) => m.kind === 'vad').map((m) => m.file)).toEqual([expect.stringMatching(/^ggml-silero-.*\.bin$/)])
     for (const m of list) {
       const parsed = parseModelSource(m.source, 'source', 'https://huggingface.co')
       expect(parsed.fileName).toBe(m.file)
       if (m.mmproj_source) expect(parseModelSource(m.mmproj_source, 'mmproj', 'https://huggingface.co').fileName).toBe(m.mmproj)
-      expect(m.size_bytes).toBeGreaterThan(10_000_000)
+      // Models are tens of megabytes and more; the voice-activity model is under one.
+      expect(m.size_bytes).toBeGreaterThan(m.kind === 'vad' ? 500_000 : 10_000_000)
     }
   })
 })

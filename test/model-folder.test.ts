@@ -59,7 +59,7 @@ describe('ModelFolder', () => {
     const byId = Object.fromEntries(models.map((m) => [m.id, m]))
     expect(byId.chatty).toMatchObject({ kind: 'chat', contextLength: 512, maxCompletionTokens: 512, hasChatTemplate: true })
     expect(byId.encoder).toMatchObject({ kind: 'embedding', capabilities: ['embeddings'], architecture: 'bert' })
-    expect(byId['ggml-whisper']).toMatchObject({ kind: 'speech', capabilities: ['translation'], contextLength: 448 })
+    expect(byId['ggml-whisper']).toMatchObject({ kind: 'speech', capabilities: ['transcription', 'translation'], contextLength: 448 })
     expect(byId.chatty!.pricing).toEqual({ prompt: '0.00000000', completion: '0.00000000' })
   })
 
@@ -96,5 +96,37 @@ describe('ModelFolder', () => {
     expect((await folder.scan()).models).toEqual([])
     writeTinyLlama(join(other, 'late.gguf'))
     expect((await folder.scan()).models.map((m) => m.id)).toEqual(['late'])
+  })
+})
+
+describe('voice-activity models', () => {
+  /** The start of whisper.cpp's Silero VAD file: magic, the model's name, then its parameters. */
+  function sileroHeader(): Buffer {
+    const header = Buffer.alloc(64)
+    header.writeUInt32LE(0x67676d6c, 0)
+    header.writeInt32LE(10, 4)
+    header.write('silero-16k', 8, 'latin1')
+    return header
+  }
+
+  it('are used by every speech model, not served, whether listed in models.json or not', async () => {
+    for (const listed of [false, true]) {
+      const folder = mkdtempSync(join(tmpdir(), 'hearth-vad-folder-'))
+      writeTinyWhisper(join(folder, 'ggml-whisper.bin'))
+      writeTinyLlama(join(folder, 'chat.gguf'))
+      writeFileSync(join(folder, 'ggml-silero-v5.1.2.bin'), sileroHeader())
+      // A pulled detector gets a catalog entry like any download.
+      if (listed) writeFileSync(join(folder, 'models.json'), JSON.stringify({ models: [{ id: 'silero', file: 'ggml-silero-v5.1.2.bin' }] }))
+      const { models, broken } = await new ModelFolder(folder).scan()
+      expect(models.map((m) => m.id).sort()).toEqual(['chat', 'ggml-whisper'])
+      expect(broken).toEqual([])
+      expect(models.find((m) => m.id === 'ggml-whisper')!.vadModelPath).toBe(join(folder, 'ggml-silero-v5.1.2.bin'))
+      expect(models.find((m) => m.id === 'chat')!.vadModelPath).toBeUndefined()
+    }
+  })
+
+  it('leave speech models without one when the folder has none', async () => {
+    const { models } = await new ModelFolder(dir).scan()
+    expect(models.find((m) => m.id === 'ggml-whisper')!.vadModelPath).toBeUndefined()
   })
 })

@@ -53,6 +53,8 @@ export interface FolderSnapshot {
   broken: BrokenModel[]
   /** Set when models.json itself is unreadable; discovered files are still served. */
   catalogProblem: string | undefined
+  /** Voice-activity model files found, by name: the speech models use the first. */
+  vadModels: string[]
 }
 
 const CATALOG_FILE = 'models.json'
@@ -103,6 +105,8 @@ export class ModelFolder {
     const broken: BrokenModel[] = []
     const takenIds = new Set<string>()
     const claimedFiles = new Set<string>()
+    /** Voice-activity models: not served, but used by every speech model. */
+    const vadModels: string[] = []
 
     for (const raw of entries) {
       const parsed = catalogEntrySchema.safeParse(raw)
@@ -139,6 +143,12 @@ export class ModelFolder {
         }
         claimedFiles.add(draftPath!)
       }
+      // A pulled voice-activity model gets a catalog entry like any download.
+      const header = await this.header(path)
+      if (!(header instanceof Error) && header.format === 'vad-ggml') {
+        vadModels.push(path)
+        continue
+      }
       const result = await this.describe(id, path, entry, projectorPath)
       if ('problem' in result) broken.push(result)
       else models.push(draftPath ? { ...result, draftPath } : result)
@@ -146,7 +156,6 @@ export class ModelFolder {
 
     const unlisted = files.filter((f) => !claimedFiles.has(f))
     const projectors = await this.findProjectors(unlisted)
-    const vadModels: string[] = []
     for (const path of unlisted) {
       if (projectors.has(path)) continue
       const header = await this.header(path)
@@ -164,10 +173,11 @@ export class ModelFolder {
     for (const path of projectors.keys()) projectorSizes.set(path, (await stat(path).catch(() => ({ size: 0 }))).size)
     pairProjectors(models, projectors, projectorSizes)
     // Every speech model skips silence with the same detector: the first one, by file name.
-    const vadModelPath = vadModels.sort()[0]
+    vadModels.sort()
+    const vadModelPath = vadModels[0]
     if (vadModelPath) for (const model of models) if (model.kind === 'speech') model.vadModelPath = vadModelPath
     models.sort((a, b) => a.id.localeCompare(b.id))
-    return { models, broken, catalogProblem }
+    return { models, broken, catalogProblem, vadModels }
   }
 
   private async readCatalog(): Promise<{ entries: unknown[]; problem: string | undefined }> {
@@ -240,8 +250,7 @@ export class ModelFolder {
     if (!info.isFile()) return { id, file, problem: `"${file}" is not a file` }
     const header = await this.header(path)
     if (header instanceof Error) return { id, file, problem: `"${file}" is not a usable model file: ${header.message}` }
-    if (header.format === 'other-ggml') return { id, file, problem: `"${file}" is a ggml file but not a whisper model` }
-    if (header.format === 'vad-ggml') return { id, file, problem: `"${file}" is a voice-activity model: leave it out of models.json, the speech models find it in the folder` }
+    if (header.format === 'other-ggml' || header.format === 'vad-ggml') return { id, file, problem: `"${file}" is a ggml file but not a whisper model` }
     let projectorSizeBytes = 0
     if (projectorPath) {
       const projector = await this.header(projectorPath)

@@ -12,7 +12,8 @@ const recommendedSchema = z.object({
       id: z.string().min(1),
       file: z.string().regex(/\.(gguf|bin)$/),
       mmproj: z.string().regex(/\.gguf$/).optional(),
-      kind: z.enum(['chat', 'embedding', 'rerank', 'speech']),
+      /** `vad`: the voice-activity model the speech models use to skip silence, not served itself. */
+      kind: z.enum(['chat', 'embedding', 'rerank', 'speech', 'vad']),
       source: z.string().startsWith('hf://'),
       mmproj_source: z.string().startsWith('hf://').optional(),
       /** Everything the pull downloads: the model and its projector. */

@@ -114,9 +114,9 @@ export function downloadsRoute(ctx: ServerContext): Router {
   })
 
   router.get('/recommended', async (_req, res) => {
-    const { models } = await ctx.folder.scan()
+    const { models, vadModels } = await ctx.folder.scan()
     const installedIds = new Set(models.map((m) => m.id))
-    const installedFiles = new Set(models.map((m) => m.path.slice(ctx.folder.dir.length + 1)))
+    const installedFiles = new Set([...models.map((m) => m.path), ...vadModels].map((path) => path.slice(ctx.folder.dir.length + 1)))
     res.json({
       models: recommendedModels().map((m) => ({ ...m, installed: installedIds.has(m.id) || installedFiles.has(m.file) })),
     })
