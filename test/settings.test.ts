@@ -31,6 +31,17 @@ describe('resolveSettings', () => {
     expect(fromFlags).toMatchObject({ port: 0, apiKeys: ['flag-key-1234', 'flag-key-5678'], auth: false })
   })
 
+  it('speech: skipping silence and the longest audio, from flags, environment or the file', () => {
+    const defaults = resolveSettings([], { HEARTH_DATA_DIR: dataDirWith() }, 2).settings
+    expect(defaults).toMatchObject({ vad: false, maxAudioSeconds: 3 * 60 * 60 })
+    const fromFile = resolveSettings([], { HEARTH_DATA_DIR: dataDirWith({ vad: true, max_audio_minutes: 30 }) }, 2).settings
+    expect(fromFile).toMatchObject({ vad: true, maxAudioSeconds: 1800 })
+    const fromEnv = resolveSettings([], { HEARTH_DATA_DIR: dataDirWith(), HEARTH_VAD: '1', HEARTH_MAX_AUDIO_MINUTES: '1.5' }, 2).settings
+    expect(fromEnv).toMatchObject({ vad: true, maxAudioSeconds: 90 })
+    expect(resolveSettings(['--vad', '--max-audio-minutes', '10'], { HEARTH_DATA_DIR: dataDirWith() }, 2).settings).toMatchObject({ vad: true, maxAudioSeconds: 600 })
+    expect(() => resolveSettings(['--max-audio-minutes', '0'], { HEARTH_DATA_DIR: dataDirWith() }, 2)).toThrow(/--max-audio-minutes must be a positive number/)
+  })
+
   it('refuses bad values with a message that names them', () => {
     const env = { HEARTH_DATA_DIR: dataDirWith() }
     expect(() => resolveSettings(['--port', '70000'], env, 2)).toThrow(/--port must be an integer/)
