@@ -20,6 +20,8 @@ export type ModelErrorCode =
   | 'engine_load_failed'
   | 'insufficient_memory'
   | 'internal_error'
+  /** A remote model's server could not be reached or failed. */
+  | 'remote_unavailable'
 
 export class ModelError extends Error {
   override name = 'ModelError'

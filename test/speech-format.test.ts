@@ -273,7 +273,7 @@ describe('form fields', () => {
   it('plans a transcription or a translation, with details only when the answer needs them', () => {
     const model = { id: 'w', capabilities: ['transcription', 'translation'], vadModelPath: '/m/silero.bin' } as unknown as ModelRecord
     const plain = planSpeech('transcribe', parseSpeechForm({ model: 'w' }), model, false)
-    expect(plain).toEqual({ type: 'speech', task: 'transcribe', language: undefined, prompt: undefined, temperature: undefined, detailed: false })
+    expect(plain).toEqual({ type: 'speech', task: 'transcribe', language: undefined, prompt: undefined, temperature: undefined, detailed: false, logprobs: false })
     expect(planSpeech('translate', parseSpeechForm({ model: 'w', response_format: 'verbose_json' }), model, false)).toMatchObject({ task: 'translate', detailed: true })
     // The server's setting turns the detector on where the model has one; a request's own choice wins.
     expect(planSpeech('transcribe', parseSpeechForm({ model: 'w' }), model, true).vad).toEqual({})

@@ -4,6 +4,7 @@
  */
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express'
 import { isModelError, type ModelErrorCode } from '../../native-models/errors.ts'
+import { RemoteModelError } from '../../native-models/remote/remote-error.ts'
 
 export type ErrorType = 'invalid_request_error' | 'invalid_authentication' | 'request_timeout' | 'insufficient_quota' | 'server_error'
 
@@ -62,11 +63,16 @@ const statusByModelCode: Record<ModelErrorCode, { status: number; type: ErrorTyp
   engine_crashed: { status: 500, type: 'server_error' },
   engine_load_failed: { status: 500, type: 'server_error' },
   internal_error: { status: 500, type: 'server_error' },
+  remote_unavailable: { status: 502, type: 'server_error' },
 }
 
 /** Anything thrown anywhere, as the ApiError the client will see. */
 export function toApiError(e: unknown): ApiError {
   if (e instanceof ApiError) return e
+  if (e instanceof RemoteModelError) {
+    const headers: Record<string, string> = e.status === 503 || e.status === 429 ? { 'Retry-After': RETRY_AFTER_SECONDS } : {}
+    return new ApiError(e.status, e.status >= 500 ? 'server_error' : 'invalid_request_error', e.clientCode, e.message, e.param, headers)
+  }
   if (isModelError(e)) {
     const { status, type } = statusByModelCode[e.code]
     const headers: Record<string, string> = status === 503 ? { 'Retry-After': RETRY_AFTER_SECONDS } : {}

@@ -2,6 +2,7 @@ import type { DownloadManager } from '../../native-models/downloads/download-man
 import type { ModelFolder } from '../../native-models/catalog/model-folder.ts'
 import type { BackendDevice, EngineBuildInfo, GpuBackend } from '../../native-models/engine/engine-protocol.ts'
 import type { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
+import type { RemotePool } from '../../native-models/remote/remote-pool.ts'
 import type { ApiKeys } from './api-keys.ts'
 import type { ServerSettings } from './settings.ts'
 
@@ -17,6 +18,8 @@ export interface ServerContext {
   log: (line: string) => void
   /** The llama.cpp build in use and the devices it sees, once known. */
   hardware: Promise<Hardware>
+  /** The remote servers the catalog's remote models run on, and their health. */
+  remotes?: RemotePool
 }
 
 export interface Hardware {

@@ -5,7 +5,9 @@
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import { createServer, type Server } from 'node:http'
-import { ModelFolder } from '../../native-models/catalog/model-folder.ts'
+import { ModelFolder, type ModelRecord } from '../../native-models/catalog/model-folder.ts'
+import { RemoteEngine } from '../../native-models/remote/remote-engine.ts'
+import { RemotePool } from '../../native-models/remote/remote-pool.ts'
 import { DownloadManager } from '../../native-models/downloads/download-manager.ts'
 import { chooseBackend, EngineProcess, type SpawnEngine } from '../../native-models/engine/engine-process.ts'
 import { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
@@ -31,6 +33,12 @@ import { join } from 'node:path'
 
 const CPU_SLOTS = 2
 const GPU_SLOTS = 4
+/** Requests sent on at once to each copy of a remote model: its server batches them. */
+const REMOTE_SLOTS_PER_REPLICA = 16
+
+function remoteSlots(model: ModelRecord): number {
+  return model.catalogEntry?.parallel ?? REMOTE_SLOTS_PER_REPLICA * (model.remote?.replicas.length ?? 1)
+}
 
 export interface RunningServer {
   url: string
@@ -67,7 +75,12 @@ export async function startServer(
     throw new Error(`refusing to serve ${settings.host} without an API key: anyone on the network could use it`)
   }
   await mkdir(settings.modelsDir, { recursive: true })
-  const folder = new ModelFolder(settings.modelsDir)
+  const remotes = new RemotePool({ intervalMs: settings.remoteCheckMs })
+  const folder = new ModelFolder(settings.modelsDir, { remotes })
+  // The remote servers the catalog names are asked once before the first request: what they serve
+  // (context lengths, capabilities, whole lists to import) is known from the start.
+  await folder.scan()
+  await remotes.checkAll()
   const { keys, keyFile } = await resolveKeys(settings)
   const onCpu = settings.backend === 'cpu'
   const engineDefaults: EngineDefaults = {
@@ -106,11 +119,13 @@ export async function startServer(
   await mkdir(slotCacheDir, { recursive: true })
   const scheduler: ModelScheduler = new ModelScheduler({
     maxQueuePerModel: settings.maxQueuePerModel,
-    slotsFor: (model) => slotsFor(model, engineDefaults),
-    estimateBytes: (model) => estimateModelMemory(model, slotsFor(model, engineDefaults)).total,
+    slotsFor: (model) => (model.remote ? remoteSlots(model) : slotsFor(model, engineDefaults)),
+    // A remote model uses the other machine's memory, none of ours.
+    estimateBytes: (model) => (model.remote ? 0 : estimateModelMemory(model, slotsFor(model, engineDefaults)).total),
     idleTtlMs: (model) => (model.catalogEntry?.ttl !== undefined ? model.catalogEntry.ttl * 1000 : settings.idleTtlMs),
     memoryBudget: () => memoryBudget(settings, scheduler),
     startEngine: async (model) => {
+      if (model.remote) return new RemoteEngine(model.id, model.remote.replicas, remotes, model.capabilities.includes('vision'))
       const { native } = await choice
       const spec = loadSpecFor(model, engineDefaults)
       const forwardLog = process.env.HEARTH_ENGINE_LOG === '1'
@@ -124,7 +139,7 @@ export async function startServer(
     },
   })
   const downloads = new DownloadManager({ folder })
-  const context: ServerContext = { settings, folder, scheduler, downloads, keys, log, hardware }
+  const context: ServerContext = { settings, folder, scheduler, downloads, keys, log, hardware, remotes }
   const app = createApp(context)
   const http: Server = createServer(
     {
@@ -152,6 +167,7 @@ export async function startServer(
       (closing ??= (async () => {
         const stopped = new Promise<void>((resolve) => http.close(() => resolve()))
         http.closeIdleConnections()
+        remotes.close()
         await Promise.all([scheduler.shutdown(), downloads.shutdown(), keys?.store?.flush()])
         http.closeAllConnections()
         await stopped

@@ -45,6 +45,8 @@ export interface ServerSettings {
   vad?: boolean
   /** The longest audio taken, decoded; longer uploads get 400. Default 3 hours. */
   maxAudioSeconds?: number
+  /** How often remote models' servers are checked. Default 10 s. */
+  remoteCheckMs?: number
 }
 
 /** Three hours: about 700 MB of decoded samples on disk while whisper works through them. */
@@ -70,6 +72,7 @@ const settingsFileSchema = z.looseObject({
   metrics_public: z.boolean().optional(),
   vad: z.boolean().optional(),
   max_audio_minutes: z.number().positive().optional(),
+  remote_check_seconds: z.number().min(0.1).max(3600).optional(),
 })
 
 const FLAGS = {
@@ -161,6 +164,7 @@ export function resolveSettings(
     corsOrigins: env.HEARTH_CORS_ORIGINS?.split(',').map((o) => o.trim()).filter(Boolean) ?? file.cors_origins ?? [],
     metricsPublic: isTrue(env.HEARTH_METRICS_PUBLIC) ?? file.metrics_public ?? false,
     vad: flags.vad ?? isTrue(env.HEARTH_VAD) ?? file.vad ?? false,
+    remoteCheckMs: 1000 * (positive('remote-check-seconds', env.HEARTH_REMOTE_CHECK_SECONDS) ?? file.remote_check_seconds ?? 10),
     maxAudioSeconds:
       60 * (positive('max-audio-minutes', flags['max-audio-minutes'] ?? env.HEARTH_MAX_AUDIO_MINUTES) ?? file.max_audio_minutes ?? DEFAULT_MAX_AUDIO_SECONDS / 60),
     settingsFile,

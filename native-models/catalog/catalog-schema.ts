@@ -1,11 +1,17 @@
 import { z } from 'zod'
+import { remoteImportSchema, remoteTargetSchema } from '../remote/remote-target.ts'
 
 const pricePattern = /^\d+\.\d{8}$/
 
-/** One entry of models.json. Only `file` is required; unknown keys are kept for newer versions. */
+/**
+ * One entry of models.json: a model file, or a model on another machine (`remote`, or several
+ * copies of it as `replicas`). Unknown keys are kept for newer versions.
+ */
 export const catalogEntrySchema = z.looseObject({
   id: z.string().min(1).max(256).optional(),
-  file: z.string().min(1),
+  file: z.string().min(1).optional(),
+  remote: z.union([remoteTargetSchema, remoteImportSchema]).optional(),
+  replicas: z.array(remoteTargetSchema).min(1).max(32).optional(),
   mmproj: z.string().min(1).optional(),
   kind: z.enum(['chat', 'embedding', 'rerank', 'speech']).optional(),
   owned_by: z.string().min(1).optional(),
@@ -29,6 +35,11 @@ export const catalogEntrySchema = z.looseObject({
       completion: z.string().regex(pricePattern, 'a decimal string with 8 fractional digits, e.g. "0.00000000"'),
     })
     .optional(),
+}).superRefine((entry, ctx) => {
+  const sources = ['file', 'remote', 'replicas'].filter((key) => entry[key as 'file'] !== undefined)
+  if (sources.length !== 1) {
+    ctx.addIssue({ code: 'custom', message: sources.length === 0 ? 'needs "file", "remote" or "replicas"' : `give one of ${sources.join(' and ')}, not both` })
+  }
 })
 
 export type CatalogEntry = z.infer<typeof catalogEntrySchema>

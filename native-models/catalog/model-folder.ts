@@ -3,6 +3,9 @@ import { basename, dirname, extname, join, relative, resolve, sep } from 'node:p
 import { catalogEntrySchema, catalogFileSchema, type CatalogEntry } from './catalog-schema.ts'
 import { readModelFileHeader, type ModelFileHeader } from './model-file-header.ts'
 import { capabilitiesOf, kindFromArchitecture, type Capability, type ModelKind } from './model-kinds.ts'
+import type { RemotePool } from '../remote/remote-pool.ts'
+import { remoteRecords } from '../remote/remote-records.ts'
+import type { RemoteReplica } from '../remote/remote-target.ts'
 
 /** A model the server can serve: everything /v1/models shows and an engine needs to load it. */
 export interface ModelRecord {
@@ -15,6 +18,8 @@ export interface ModelRecord {
   draftPath?: string
   /** Speech models: the voice-activity model found in the folder, when there is one. */
   vadModelPath?: string
+  /** A model on other machines (catalog `remote` or `replicas`); `path` is empty then. */
+  remote?: { replicas: RemoteReplica[] }
   ownedBy: string
   /** Unix seconds: when the file was last written. */
   created: number
@@ -75,11 +80,21 @@ interface HeaderCacheEntry {
  * The models folder: `models.json` plus every model file found beside it. Scanning is cheap to
  * repeat (headers are cached by mtime and size), so new files show up without a restart.
  */
+export interface ModelFolderOptions {
+  /** Watches the remote servers the catalog names, and says what they serve. */
+  remotes?: RemotePool
+  /** Where remote keys are read from (their variables' names are in the catalog). */
+  env?: NodeJS.ProcessEnv
+}
+
 export class ModelFolder {
   readonly dir: string
   private readonly headers = new Map<string, HeaderCacheEntry>()
 
-  constructor(dir: string) {
+  constructor(
+    dir: string,
+    private readonly options: ModelFolderOptions = {},
+  ) {
     this.dir = resolve(dir)
   }
 
@@ -107,6 +122,7 @@ export class ModelFolder {
     const claimedFiles = new Set<string>()
     /** Voice-activity models: not served, but used by every speech model. */
     const vadModels: string[] = []
+    const remoteReplicas: RemoteReplica[] = []
 
     for (const raw of entries) {
       const parsed = catalogEntrySchema.safeParse(raw)
@@ -116,29 +132,37 @@ export class ModelFolder {
         continue
       }
       const entry = parsed.data
-      const path = this.resolveInside(entry.file)
-      const id = entry.id ?? fileStemId(this.dir, path ?? entry.file)
+      if (entry.file === undefined) {
+        const remote = this.remoteModels(entry, takenIds)
+        models.push(...remote.models)
+        broken.push(...remote.broken)
+        remoteReplicas.push(...remote.replicas)
+        continue
+      }
+      const file = entry.file
+      const path = this.resolveInside(file)
+      const id = entry.id ?? fileStemId(this.dir, path ?? file)
       if (path) claimedFiles.add(path)
       const projectorPath = entry.mmproj ? this.resolveInside(entry.mmproj) : undefined
       if (projectorPath) claimedFiles.add(projectorPath)
       if (takenIds.has(id)) {
-        broken.push({ id, file: entry.file, problem: `duplicate model id "${id}" in models.json` })
+        broken.push({ id, file: file, problem: `duplicate model id "${id}" in models.json` })
         continue
       }
       takenIds.add(id)
       if (!path) {
-        broken.push({ id, file: entry.file, problem: `file "${entry.file}" is outside the models folder` })
+        broken.push({ id, file: file, problem: `file "${file}" is outside the models folder` })
         continue
       }
       if (entry.mmproj && !projectorPath) {
-        broken.push({ id, file: entry.file, problem: `mmproj "${entry.mmproj}" is outside the models folder` })
+        broken.push({ id, file: file, problem: `mmproj "${entry.mmproj}" is outside the models folder` })
         continue
       }
       const draftPath = entry.draft ? this.resolveInside(entry.draft) : undefined
       if (entry.draft) {
         const problem = !draftPath ? 'is outside the models folder' : await this.draftProblem(draftPath)
         if (problem) {
-          broken.push({ id, file: entry.file, problem: `draft "${entry.draft}" ${problem}` })
+          broken.push({ id, file: file, problem: `draft "${entry.draft}" ${problem}` })
           continue
         }
         claimedFiles.add(draftPath!)
@@ -173,6 +197,7 @@ export class ModelFolder {
     for (const path of projectors.keys()) projectorSizes.set(path, (await stat(path).catch(() => ({ size: 0 }))).size)
     pairProjectors(models, projectors, projectorSizes)
     // Every speech model skips silence with the same detector: the first one, by file name.
+    this.options.remotes?.track(remoteReplicas)
     vadModels.sort()
     const vadModelPath = vadModels[0]
     if (vadModelPath) for (const model of models) if (model.kind === 'speech') model.vadModelPath = vadModelPath
@@ -283,6 +308,23 @@ export class ModelFolder {
       projectorSizeBytes,
       catalogEntry: entry,
     }
+  }
+
+  /** A remote entry's models, or why it cannot serve; ids already taken are refused. */
+  private remoteModels(entry: CatalogEntry, takenIds: Set<string>): { models: ModelRecord[]; broken: BrokenModel[]; replicas: RemoteReplica[] } {
+    const where = entry.remote?.base_url ?? entry.replicas?.[0]?.base_url ?? '?'
+    if (!this.options.remotes) return { models: [], broken: [{ id: entry.id ?? where, file: where, problem: 'remote models are not served here' }], replicas: [] }
+    const result = remoteRecords(entry, this.options.remotes, this.options.env ?? process.env)
+    const models: ModelRecord[] = []
+    for (const model of result.models) {
+      if (takenIds.has(model.id)) {
+        result.broken.push({ id: model.id, file: where, problem: `duplicate model id "${model.id}" in models.json` })
+        continue
+      }
+      takenIds.add(model.id)
+      models.push(model)
+    }
+    return { models, broken: result.broken, replicas: result.replicas }
   }
 
   /** Why a draft model file cannot serve (missing, not a GGUF chat model), or undefined. */

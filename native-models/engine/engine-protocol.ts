@@ -219,6 +219,8 @@ export interface SpeechJob {
   temperature: number | undefined
   /** Each segment's tokens, probabilities and timings are wanted (verbose_json, word timings, logprobs). */
   detailed: boolean
+  /** Of those, each token's probability in particular (`include[]=logprobs`). */
+  logprobs: boolean
   /** Skip silence with the model's voice-activity detector; undefined = off. */
   vad?: VadOptions
 }

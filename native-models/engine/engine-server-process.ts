@@ -228,7 +228,8 @@ export class EngineServerProcess {
   }
 }
 
-function isClosedConnection(e: unknown): boolean {
+/** A kept-alive connection the other side had closed: the request never reached it. */
+export function isClosedConnection(e: unknown): boolean {
   const code = (e as { cause?: { code?: string } }).cause?.code
   return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE'
 }

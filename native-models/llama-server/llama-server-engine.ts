@@ -31,8 +31,9 @@ import { EngineServerProcess } from '../engine/engine-server-process.ts'
 import type { IncomingMessage } from 'node:http'
 import { ProgressCoalescer } from '../engine/progress-coalescer.ts'
 import { chatRequestBody, completionRequestBody, templateQuirks, type TemplateQuirks } from './chat-request-body.ts'
-import { ChatStreamReader, type UpstreamChunk } from './chat-stream-reader.ts'
-import { readEventStream } from './event-stream.ts'
+import { ChatStreamReader, type UpstreamChunk } from '../engine/chat-stream-reader.ts'
+import { readEventStream } from '../engine/event-stream.ts'
+import { decodeBase64Floats, normaliseInto } from '../engine/embedding-vectors.ts'
 import { schemaProblemOf } from './schema-problem.ts'
 import { llamaServerArgs } from './llama-server-args.ts'
 import { SlotCache } from './slot-cache.ts'
@@ -439,16 +440,3 @@ function devicesOf(build: LlamaBuild, spec: EngineLoadSpec): string[] {
   return build.gpu === 'none' || spec.gpuLayers === 0 ? ['CPU'] : [build.gpu.toUpperCase(), 'CPU']
 }
 
-function decodeBase64Floats(base64: string): Float32Array {
-  const bytes = Buffer.from(base64, 'base64')
-  const copy = new Uint8Array(bytes) // aligned for the float view
-  return new Float32Array(copy.buffer, 0, copy.byteLength / 4)
-}
-
-/** Writes the first `dimensions` values of `vector`, scaled to unit length, at `offset`. */
-function normaliseInto(out: Float32Array, offset: number, vector: Float32Array, dimensions: number): void {
-  let sum = 0
-  for (let d = 0; d < dimensions; d++) sum += vector[d]! * vector[d]!
-  const scale = sum > 0 ? 1 / Math.sqrt(sum) : 0
-  for (let d = 0; d < dimensions; d++) out[offset + d] = vector[d]! * scale
-}

@@ -10,7 +10,8 @@ import { findWhisperBuild } from '../../native-models/native-build/whisper-build
 export interface UpstreamServer {
   url: string
   pid: number
-  stop(): Promise<void>
+  /** SIGTERM by default; SIGKILL for a crash. */
+  stop(signal?: NodeJS.Signals): Promise<void>
 }
 
 /** Undefined when llama.cpp has not been built on this machine (the server then runs the fallback binding). */
@@ -28,8 +29,8 @@ export function startUpstreamWhisperServer(args: string[]): Promise<UpstreamServ
 }
 
 /** `program` of `build` on a free loopback port, ready when its /health answers; `cpus` pins it (taskset) for benchmarks. */
-export async function startUpstreamProgram(build: LlamaBuild, program: string, args: string[], options: { cpus?: string } = {}): Promise<UpstreamServer> {
-  const port = await new Promise<number>((resolve) => {
+export async function startUpstreamProgram(build: LlamaBuild, program: string, args: string[], options: { cpus?: string; port?: number } = {}): Promise<UpstreamServer> {
+  const port = options.port ?? await new Promise<number>((resolve) => {
     const probe = createServer().listen(0, '127.0.0.1', () => {
       const { port } = probe.address() as { port: number }
       probe.close(() => resolve(port))
@@ -52,8 +53,8 @@ export async function startUpstreamProgram(build: LlamaBuild, program: string, a
   return {
     url,
     pid: child.pid!,
-    async stop() {
-      child.kill('SIGTERM')
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      child.kill(signal)
       await exited
     },
   }

@@ -200,6 +200,7 @@ export function planSpeech(task: SpeechTask, request: SpeechRequest, model: Mode
     prompt: request.prompt,
     temperature: request.temperature,
     detailed: request.responseFormat === 'verbose_json' || request.wordTimestamps || request.logprobs,
+    logprobs: request.logprobs,
     ...(vad ? { vad } : {}),
   }
 }

@@ -39,8 +39,19 @@ export function managementRoute(ctx: ServerContext): Router {
 /** A model as GET /api/models lists it (also what an import answers with): the /v1 object and more. */
 export function managedModel(ctx: ServerContext, m: ModelRecord, loaded: boolean) {
   return {
-    ...modelObject(m, loaded),
-    file: m.path,
+    ...modelObject(m, loaded, ctx.remotes),
+    file: m.remote ? null : m.path,
+    ...(m.remote && ctx.remotes
+      ? {
+          replicas: m.remote.replicas.map((r) => ({
+            base_url: r.baseUrl,
+            model: r.model,
+            health: ctx.remotes!.health(r),
+            problem: ctx.remotes!.problem(r) ?? null,
+            busy: ctx.remotes!.busy(r),
+          })),
+        }
+      : {}),
     mmproj: m.projectorPath ?? null,
     kind: m.kind,
     architecture: m.architecture ?? null,

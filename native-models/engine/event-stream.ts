@@ -1,6 +1,7 @@
 /**
- * The `data:` payloads of a server-sent event stream, in order. llama-server sends one `data:` line
- * per event and nothing else of SSE, so this reads just that, without a parser's overhead per token.
+ * The `data:` payloads of a server-sent event stream, in order. llama-server (and the OpenAI-style
+ * servers remote models run on) send `data:` lines and little else of SSE, so this reads just
+ * that, without a parser's overhead per token.
  */
 export async function* readEventStream(body: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
   const decoder = new TextDecoder()
@@ -10,7 +11,7 @@ export async function* readEventStream(body: AsyncIterable<Uint8Array>): AsyncGe
     for (;;) {
       const { value, done } = await iterator.next()
       if (done) break
-      buffered += decoder.decode(value, { stream: true })
+      buffered += decoder.decode(value, { stream: true }).replaceAll('\r\n', '\n')
       let end: number
       while ((end = buffered.indexOf('\n\n')) >= 0) {
         const event = buffered.slice(0, end)

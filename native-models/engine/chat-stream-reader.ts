@@ -1,10 +1,10 @@
 /**
- * Reads llama-server's streamed chat answer into Hearth's result and progress: text, thinking, tool
- * calls (with ids of our own, `call_…`, the same in every piece and in the result) and log
- * probabilities in OpenAI's shape.
+ * Reads a streamed chat answer (llama-server's, or a remote OpenAI-style server's) into Hearth's
+ * result and progress: text, thinking, tool calls (with ids of our own, `call_…`, the same in every
+ * piece and in the result) and log probabilities in OpenAI's shape.
  */
 import { randomBytes } from 'node:crypto'
-import type { ChatResult, FinishReason, JobProgress, TokenLogprob, ToolCall } from '../engine/engine-protocol.ts'
+import type { ChatResult, FinishReason, JobProgress, TokenLogprob, ToolCall } from './engine-protocol.ts'
 
 export interface UpstreamTimings {
   cache_n?: number
@@ -29,13 +29,21 @@ interface UpstreamToolCallDelta {
   function?: { name?: string; arguments?: string }
 }
 
+export interface UpstreamUsage {
+  prompt_tokens: number
+  completion_tokens: number
+  prompt_tokens_details?: { cached_tokens?: number } | null
+  completion_tokens_details?: { reasoning_tokens?: number } | null
+}
+
 export interface UpstreamChunk {
   choices?: Array<{
-    delta?: { content?: string | null; reasoning_content?: string | null; tool_calls?: UpstreamToolCallDelta[] }
+    /** Thinking is `reasoning_content` on llama-server and Hearth, `reasoning` on newer vLLM. */
+    delta?: { content?: string | null; reasoning_content?: string | null; reasoning?: string | null; tool_calls?: UpstreamToolCallDelta[] }
     finish_reason?: string | null
     logprobs?: { content?: UpstreamLogprob[] | null } | null
   }>
-  usage?: { prompt_tokens: number; completion_tokens: number }
+  usage?: UpstreamUsage
   timings?: UpstreamTimings
   prompt_progress?: { total: number; cache: number; processed: number }
   error?: { message?: string; type?: string }
@@ -47,7 +55,7 @@ export class ChatStreamReader {
   readonly toolCalls: ToolCall[] = []
   logprobs: TokenLogprob[] | undefined
   finishReason: FinishReason = 'stop'
-  usage: { prompt_tokens: number; completion_tokens: number } | undefined
+  usage: UpstreamUsage | undefined
   timings: UpstreamTimings | undefined
 
   constructor(
@@ -61,9 +69,10 @@ export class ChatStreamReader {
   read(event: UpstreamChunk): void {
     const choice = event.choices?.[0]
     const delta = choice?.delta
-    if (delta?.reasoning_content) {
-      this.reasoning += delta.reasoning_content
-      this.emit?.({ type: 'reasoning', text: delta.reasoning_content })
+    const thinking = delta?.reasoning_content || delta?.reasoning
+    if (thinking) {
+      this.reasoning += thinking
+      this.emit?.({ type: 'reasoning', text: thinking })
     }
     const logprobs = this.logprobsOf(choice?.logprobs?.content)
     if (delta?.content) {

@@ -1,0 +1,389 @@
+/**
+ * A model served by another machine, behind the same engine interface as a local one, so every
+ * route, key, quota, log and metric works unchanged. Each job becomes a plain OpenAI request
+ * (Hearth's validated job, never the client's body), sent to the least busy healthy copy; a copy
+ * that fails before answering is retried on the next. The client's cancellation and timeout close
+ * the remote connection, which stops the work there.
+ */
+import { openAsBlob } from 'node:fs'
+import { ChatStreamReader, type UpstreamChunk } from '../engine/chat-stream-reader.ts'
+import { decodeBase64Floats, normaliseInto } from '../engine/embedding-vectors.ts'
+import type { Engine, RunOptions } from '../engine/engine-process.ts'
+import type {
+  ChatJob,
+  ChatResult,
+  CompleteJob,
+  CompleteResult,
+  EmbedJob,
+  EmbedResult,
+  EngineJob,
+  EngineModelInfo,
+  EngineResult,
+  RerankJob,
+  RerankResult,
+  SpeechJob,
+  SpeechResult,
+  SpeechSegment,
+  TokenLogprob,
+} from '../engine/engine-protocol.ts'
+import { isClosedConnection } from '../engine/engine-server-process.ts'
+import { readEventStream } from '../engine/event-stream.ts'
+import { whisperCodeOfName } from '../audio/whisper-languages.ts'
+import { ModelError } from '../errors.ts'
+import { RemoteModelError, remoteErrorOf } from './remote-error.ts'
+import type { RemotePool } from './remote-pool.ts'
+import { replicaKey, type RemoteReplica } from './remote-target.ts'
+
+/** Sends of one request over closed kept-alive connections before the copy counts as failed. */
+const MAX_SEND_ATTEMPTS = 8
+/** Answers that mean "this copy cannot serve now": the next copy is tried. */
+const TRY_ANOTHER = new Set([502, 503, 504])
+
+export class RemoteEngine implements Engine {
+  readonly pid = undefined
+  readonly info: EngineModelInfo
+  private stopped = false
+
+  constructor(
+    private readonly modelId: string,
+    private readonly replicas: RemoteReplica[],
+    private readonly pool: RemotePool,
+    vision: boolean,
+  ) {
+    const where = [...new Set(replicas.map((r) => new URL(r.baseUrl).host))].join(', ')
+    this.info = { devices: [`remote: ${where}`], loadMs: 0, vision }
+  }
+
+  get alive(): boolean {
+    return !this.stopped
+  }
+
+  onExit(): void {}
+
+  async memoryBytes(): Promise<number> {
+    return 0
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+  }
+
+  run(job: EngineJob, options: RunOptions = {}): Promise<EngineResult> {
+    switch (job.type) {
+      case 'chat':
+        return this.chat(job, options)
+      case 'embed':
+        return this.embed(job, options)
+      case 'rerank':
+        return this.rerank(job, options)
+      case 'complete':
+        return this.complete(job, options)
+      case 'speech':
+        return this.speech(job, options)
+    }
+  }
+
+  private async chat(job: ChatJob, { signal, onProgress }: RunOptions): Promise<ChatResult> {
+    return this.post('/chat/completions', (model) => JSON.stringify(chatBody(job, model)), signal, async (res, where) => {
+      const reader = new ChatStreamReader(onProgress, job.topLogprobs)
+      await readEvents(res, where, signal, (event) => reader.read(event as UpstreamChunk))
+      if (!reader.usage) throw new RemoteModelError(502, 'remote_error', `${where} ended the answer without its usage`)
+      const details = reader.usage
+      return reader.result(details.completion_tokens_details?.reasoning_tokens ?? 0, details.prompt_tokens_details?.cached_tokens ?? 0)
+    })
+  }
+
+  private async complete(job: CompleteJob, { signal, onProgress }: RunOptions): Promise<CompleteResult> {
+    return this.post('/completions', (model) => JSON.stringify(completionBody(job, model)), signal, async (res, where) => {
+      let text = ''
+      let finishReason: CompleteResult['finishReason'] = 'stop'
+      let usage: { prompt_tokens: number; completion_tokens: number } | undefined
+      const logprobs: TokenLogprob[] | undefined = job.logprobs === undefined ? undefined : []
+      await readEvents(res, where, signal, (raw) => {
+        const event = raw as CompletionChunk
+        const choice = event.choices?.[0]
+        if (choice?.text) {
+          text += choice.text
+          onProgress?.({ type: 'text', text: choice.text })
+        }
+        if (logprobs && choice?.logprobs?.tokens) logprobs.push(...legacyLogprobs(choice.logprobs))
+        if (choice?.finish_reason) finishReason = choice.finish_reason === 'length' ? 'length' : 'stop'
+        if (event.usage) usage = event.usage
+      })
+      return { type: 'complete', text, finishReason, promptTokens: usage?.prompt_tokens ?? 0, completionTokens: usage?.completion_tokens ?? 0, logprobs }
+    })
+  }
+
+  private async embed(job: EmbedJob, { signal }: RunOptions): Promise<EmbedResult> {
+    if (job.inputs.length === 0) return { type: 'embed', vectors: new Float32Array(0), dimensions: job.dimensions ?? 0, promptTokens: 0 }
+    const body = (model: string) => JSON.stringify({ model, input: job.inputs, encoding_format: 'base64' })
+    return this.post('/embeddings', body, signal, async (res, where) => {
+      const answer = (await res.json()) as { data?: Array<{ index: number; embedding: string | number[] }>; usage?: { prompt_tokens?: number } }
+      const data = answer.data ?? []
+      const first = data[0]
+      if (data.length !== job.inputs.length || !first) throw new RemoteModelError(502, 'remote_error', `${where} answered ${data.length} embeddings for ${job.inputs.length} inputs`)
+      const native = vectorOf(first.embedding).length
+      const dimensions = job.dimensions ?? native
+      if (dimensions > native) {
+        throw new ModelError('invalid_value', `'dimensions' is too large: ${dimensions}. This model's embeddings have ${native} dimensions`, 'dimensions')
+      }
+      const vectors = new Float32Array(job.inputs.length * dimensions)
+      for (const item of data) normaliseInto(vectors, item.index * dimensions, vectorOf(item.embedding), dimensions)
+      return { type: 'embed', vectors, dimensions, promptTokens: answer.usage?.prompt_tokens ?? 0 }
+    })
+  }
+
+  private async rerank(job: RerankJob, { signal }: RunOptions): Promise<RerankResult> {
+    const body = (model: string) => JSON.stringify({ model, query: job.query, documents: job.documents, top_n: job.documents.length })
+    return this.post('/rerank', body, signal, async (res, where) => {
+      const answer = (await res.json()) as { results?: Array<{ index: number; relevance_score: number }>; usage?: { prompt_tokens?: number; total_tokens?: number } }
+      const scores = new Array<number>(job.documents.length).fill(Number.NaN)
+      for (const r of answer.results ?? []) scores[r.index] = r.relevance_score
+      if (scores.some((s) => Number.isNaN(s))) throw new RemoteModelError(502, 'remote_error', `${where} did not score every document`)
+      return { type: 'rerank', scores, promptTokens: answer.usage?.prompt_tokens ?? answer.usage?.total_tokens ?? 0 }
+    })
+  }
+
+  /** The decoded audio goes as a float WAV read from the scratch file as it is sent, never whole in memory. */
+  private async speech(job: SpeechJob, { signal, onProgress }: RunOptions): Promise<SpeechResult> {
+    if (job.logprobs) throw new ModelError('model_not_compatible', `model "${this.modelId}" is remote, and its server does not report token probabilities`, 'include')
+    const samples = await openAsBlob(job.audioPath)
+    const durationSeconds = samples.size / 4 / 16_000
+    const audio = new Blob([new Uint8Array(floatWavHeader(samples.size)), samples], { type: 'audio/wav' })
+    const form = (model: string) => {
+      const body = new FormData()
+      body.append('model', model)
+      body.append('file', audio, 'audio.wav')
+      body.append('response_format', 'verbose_json')
+      body.append('timestamp_granularities[]', 'segment')
+      if (job.detailed) body.append('timestamp_granularities[]', 'word')
+      if (job.language) body.append('language', job.language)
+      if (job.prompt) body.append('prompt', job.prompt)
+      if (job.temperature !== undefined) body.append('temperature', String(job.temperature))
+      if (job.vad) body.append('chunking_strategy', JSON.stringify({ type: 'server_vad', threshold: job.vad.threshold, silence_duration_ms: job.vad.minSilenceMs, prefix_padding_ms: job.vad.speechPadMs }))
+      return body
+    }
+    const path = job.task === 'transcribe' ? '/audio/transcriptions' : '/audio/translations'
+    const started = performance.now()
+    return this.post(path, form, signal, async (res) => {
+      const answer = (await res.json()) as RemoteVerbose
+      const segments = speechSegments(answer, job.detailed)
+      for (const segment of segments) onProgress?.({ type: 'segment', segment })
+      return { type: 'speech', segments, language: whisperCodeOfName(answer.language) ?? 'en', durationSeconds: answer.duration ?? durationSeconds, processMs: performance.now() - started }
+    })
+  }
+
+  /**
+   * Sends a request to a copy of the model and reads its answer with `read`. Copies that cannot
+   * be reached, or answer 502/503/504, are counted as failures and the next copy is tried; an
+   * answer once begun is never sent again elsewhere.
+   */
+  private async post<T>(
+    path: string,
+    body: (model: string) => string | FormData,
+    signal: AbortSignal | undefined,
+    read: (res: Response, where: string) => Promise<T>,
+  ): Promise<T> {
+    const tried = new Set<string>()
+    const problems: string[] = []
+    for (;;) {
+      const replica = this.pool.pick(this.replicas, tried)
+      if (!replica) {
+        const untried = this.replicas.filter((r) => !tried.has(replicaKey(r))).map((r) => this.pool.problem(r))
+        const why = [...problems, ...untried].filter(Boolean).join('; ') || 'no copy is reachable'
+        throw new RemoteModelError(503, 'remote_unavailable', `The model '${this.modelId}' runs on another machine, and no copy of it can serve now: ${why}`)
+      }
+      tried.add(replicaKey(replica))
+      const where = replica.baseUrl
+      const end = this.pool.begin(replica)
+      try {
+        const payload = body(replica.model)
+        const headers: Record<string, string> = typeof payload === 'string' ? { 'content-type': 'application/json' } : {}
+        if (replica.apiKey) headers.authorization = `Bearer ${replica.apiKey}`
+        let res: Response
+        try {
+          res = await send(`${replica.baseUrl}${path}`, { method: 'POST', headers, body: payload, signal })
+        } catch (e) {
+          if (signal?.aborted) throw cancelled()
+          this.pool.failed(replica)
+          problems.push(`${where} could not be reached (${causeOf(e)})`)
+          continue
+        }
+        if (TRY_ANOTHER.has(res.status)) {
+          this.pool.failed(replica)
+          problems.push(`${where} answered ${res.status}`)
+          await res.body?.cancel()
+          continue
+        }
+        if (!res.ok) throw remoteErrorOf(res.status, await res.text(), where, replica.apiKeyEnv)
+        this.pool.succeeded(replica)
+        try {
+          return await read(res, where)
+        } catch (e) {
+          if (signal?.aborted) throw cancelled()
+          if (e instanceof ModelError) throw e
+          throw new RemoteModelError(502, 'remote_error', `${where} stopped answering part way (${causeOf(e)})`)
+        }
+      } finally {
+        end()
+      }
+    }
+  }
+}
+
+/**
+ * fetch, sent again when a kept-alive connection turns out closed (llama-server closes one after
+ * each streamed answer, so a pool may hold several): such a request never reached the server.
+ */
+async function send(url: string, init: RequestInit): Promise<Response> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fetch(url, init)
+    } catch (e) {
+      if (init.signal?.aborted || !isClosedConnection(e) || attempt >= MAX_SEND_ATTEMPTS) throw e
+    }
+  }
+}
+
+/** A chat job as a plain OpenAI request: the sampling stated in full, as the contract promises. */
+export function chatBody(job: ChatJob, model: string): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    model,
+    messages: job.messages,
+    stream: true,
+    stream_options: { include_usage: true },
+    temperature: job.temperature,
+    top_p: job.topP,
+    top_k: job.topK,
+    presence_penalty: job.presencePenalty,
+    frequency_penalty: job.frequencyPenalty,
+  }
+  if (job.maxTokens !== undefined) body.max_tokens = job.maxTokens
+  if (job.stop.length > 0) body.stop = job.stop
+  if (job.seed !== undefined) body.seed = job.seed
+  if (job.logitBias) body.logit_bias = job.logitBias
+  if (job.tools.length > 0) {
+    body.tools = job.tools
+    body.tool_choice = typeof job.toolChoice === 'object' ? { type: 'function', function: { name: job.toolChoice.function } } : job.toolChoice
+    body.parallel_tool_calls = job.parallelToolCalls
+  }
+  if (job.jsonSchema) {
+    body.response_format =
+      Object.keys(job.jsonSchema).length === 0 ? { type: 'json_object' } : { type: 'json_schema', json_schema: { name: 'response', schema: job.jsonSchema } }
+  }
+  if (job.reasoningEffort) body.reasoning_effort = job.reasoningEffort
+  if (job.topLogprobs !== undefined) {
+    body.logprobs = true
+    body.top_logprobs = job.topLogprobs
+  }
+  return body
+}
+
+function completionBody(job: CompleteJob, model: string): Record<string, unknown> {
+  return {
+    model,
+    prompt: job.prompt,
+    ...(job.suffix !== undefined ? { suffix: job.suffix } : {}),
+    max_tokens: job.maxTokens,
+    stream: true,
+    stream_options: { include_usage: true },
+    temperature: job.temperature,
+    top_p: job.topP,
+    top_k: job.topK,
+    presence_penalty: job.presencePenalty,
+    frequency_penalty: job.frequencyPenalty,
+    ...(job.stop.length > 0 ? { stop: job.stop } : {}),
+    ...(job.seed !== undefined ? { seed: job.seed } : {}),
+    ...(job.logitBias ? { logit_bias: job.logitBias } : {}),
+    ...(job.logprobs !== undefined ? { logprobs: job.logprobs } : {}),
+  }
+}
+
+interface CompletionChunk {
+  choices?: Array<{
+    text?: string
+    finish_reason?: string | null
+    logprobs?: { tokens?: string[]; token_logprobs?: number[]; top_logprobs?: Array<Record<string, number>> | null } | null
+  }>
+  usage?: { prompt_tokens: number; completion_tokens: number }
+}
+
+/** The legacy completions' logprobs (parallel arrays) as Hearth's entries. */
+function legacyLogprobs(l: NonNullable<NonNullable<CompletionChunk['choices']>[number]['logprobs']>): TokenLogprob[] {
+  return (l.tokens ?? []).map((token, i) => ({
+    token,
+    logprob: l.token_logprobs?.[i] ?? 0,
+    bytes: [...Buffer.from(token)],
+    top_logprobs: Object.entries(l.top_logprobs?.[i] ?? {}).map(([t, logprob]) => ({ token: t, logprob, bytes: [...Buffer.from(t)] })),
+  }))
+}
+
+/** Every `data:` event of a streamed answer, parsed; an error event from the remote is thrown as ours. */
+async function readEvents(res: Response, where: string, signal: AbortSignal | undefined, onEvent: (event: unknown) => void): Promise<void> {
+  if (!res.body) throw new RemoteModelError(502, 'remote_error', `${where} sent no answer`)
+  for await (const data of readEventStream(res.body as unknown as AsyncIterable<Uint8Array>)) {
+    if (signal?.aborted) throw cancelled()
+    if (data === '[DONE]') return
+    const event = JSON.parse(data) as { error?: { message?: string } }
+    if (event.error) throw new RemoteModelError(502, 'remote_error', `${where} failed part way: ${event.error.message ?? JSON.stringify(event.error)}`)
+    onEvent(event)
+  }
+}
+
+function vectorOf(embedding: string | number[]): Float32Array {
+  return typeof embedding === 'string' ? decodeBase64Floats(embedding) : Float32Array.from(embedding)
+}
+
+interface RemoteVerbose {
+  language?: string
+  duration?: number
+  segments?: Array<{ start: number; end: number; text: string; tokens?: number[]; temperature?: number; avg_logprob?: number; no_speech_prob?: number }>
+  words?: Array<{ word: string; start: number; end: number }>
+}
+
+/** verbose_json's segments as Hearth's, with the remote's words as the timed pieces they are made of. */
+function speechSegments(answer: RemoteVerbose, detailed: boolean): SpeechSegment[] {
+  const words = answer.words ?? []
+  return (answer.segments ?? []).map((s) => {
+    const segment: SpeechSegment = { startMs: s.start * 1000, endMs: s.end * 1000, text: s.text }
+    if (detailed) {
+      const inside = words.filter((w) => w.start >= s.start && w.start < s.end)
+      segment.detail = {
+        tokenIds: s.tokens ?? [],
+        tokens: inside.map((w) => ({ text: ` ${w.word}`, probability: 1, startMs: w.start * 1000, endMs: w.end * 1000 })),
+        temperature: s.temperature ?? 0,
+        avgLogprob: s.avg_logprob ?? 0,
+        noSpeechProb: s.no_speech_prob ?? 0,
+      }
+    }
+    return segment
+  })
+}
+
+/** A WAV header for 16 kHz mono IEEE float samples, `dataBytes` of them. */
+function floatWavHeader(dataBytes: number): Buffer {
+  const header = Buffer.alloc(44)
+  header.write('RIFF', 0)
+  header.writeUInt32LE(36 + dataBytes, 4)
+  header.write('WAVE', 8)
+  header.write('fmt ', 12)
+  header.writeUInt32LE(16, 16)
+  header.writeUInt16LE(3, 20) // IEEE float
+  header.writeUInt16LE(1, 22)
+  header.writeUInt32LE(16_000, 24)
+  header.writeUInt32LE(16_000 * 4, 28)
+  header.writeUInt16LE(4, 32)
+  header.writeUInt16LE(32, 34)
+  header.write('data', 36)
+  header.writeUInt32LE(dataBytes, 40)
+  return header
+}
+
+function cancelled(): ModelError {
+  return new ModelError('cancelled', 'the request was cancelled')
+}
+
+function causeOf(e: unknown): string {
+  const cause = (e as { cause?: { code?: string; message?: string } }).cause
+  return cause?.code ?? cause?.message ?? (e as Error).message
+}
