@@ -50,6 +50,7 @@ beforeAll(async () => {
         { remote: { base_url: `${remote.url}/v1`, api_key_env: 'FAR_KEY', import: true, id_prefix: 'far/' } },
         { id: 'hangs', remote: { base_url: `${hanging.url}/v1`, model: 'slow' } },
         { id: 'recorded', remote: { base_url: `${recorder.url}/v1`, model: 'echo', api_key_env: 'RECORDER_KEY' } },
+        { id: 'breaks', remote: { base_url: `${recorder.url}/v1`, model: 'breaks', api_key_env: 'RECORDER_KEY' } },
         { id: 'no-key', remote: { base_url: `${remote.url}/v1`, model: 'tiny-chat', api_key_env: 'UNSET_VARIABLE_FOR_TEST' } },
         { id: 'not-a-url', remote: { base_url: 'file:///etc/passwd' } },
       ],
@@ -198,6 +199,23 @@ describe('forwarding', () => {
     expect(JSON.stringify(recorder.headers)).not.toContain(front.apiKey)
   })
 
+  it('a remote that fails part way ends the stream with an error event', async () => {
+    const res = await fetch(`${front.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${front.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'breaks', messages: [{ role: 'user', content: 'hi' }], stream: true }),
+    })
+    expect(res.status).toBe(200)
+    const events = (await res.text()).split('\n\n').filter(Boolean).map((e) => e.replace(/^data: /, ''))
+    expect(events.some((e) => e.includes('half an'))).toBe(true)
+    const error = events.map((e) => (e.startsWith('{') ? JSON.parse(e) : undefined)).find((e) => e?.error)
+    expect(error.error).toMatchObject({ code: 'remote_error', message: expect.stringContaining('stopped answering part way') })
+    // Not streamed, the same failure is a 502.
+    const whole = await postJson(front, '/v1/chat/completions', { model: 'breaks', messages: [{ role: 'user', content: 'hi' }] })
+    expect(whole.status).toBe(502)
+    expect(whole.json.error.code).toBe('remote_error')
+  })
+
   it('a remote that hangs gives 408, and the remote sees the connection closed', async () => {
     const before = hanging.closed
     const started = performance.now()
@@ -342,19 +360,30 @@ async function hangingServer(): Promise<{ server: Server; url: string; closed: n
   return state
 }
 
-/** Lists one model, "echo", and streams "echo" to every chat request, keeping the request headers. */
+/**
+ * Lists "echo", which streams "echo" to every chat request, and "breaks", which drops the
+ * connection half way through its answer; keeps the request headers.
+ */
 async function recordingServer(): Promise<{ server: Server; url: string; headers: IncomingMessage['headers'][] }> {
   const state = { server: undefined as unknown as Server, url: '', headers: [] as IncomingMessage['headers'][] }
   state.server = createServer((req, res) => {
     state.headers.push(req.headers)
     if (req.url?.endsWith('/models')) {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data: [{ id: 'echo', object: 'model' }] }))
+      const data = [{ id: 'echo', object: 'model' }, { id: 'breaks', object: 'model' }]
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data }))
       return
     }
-    req.resume()
+    let body = ''
+    req.on('data', (d: Buffer) => (body += d.toString()))
     req.on('end', () => {
       res.writeHead(200, { 'content-type': 'text/event-stream' })
       const chunk = (body: object) => res.write(`data: ${JSON.stringify(body)}\n\n`)
+      if ((JSON.parse(body) as { model: string }).model === 'breaks') {
+        // Half an answer, then the connection drops.
+        chunk({ choices: [{ index: 0, delta: { role: 'assistant', content: 'half an' }, finish_reason: null }] })
+        setTimeout(() => res.destroy(), 50)
+        return
+      }
       chunk({ choices: [{ index: 0, delta: { role: 'assistant', content: 'echo' }, finish_reason: null }] })
       chunk({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })
       chunk({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } })
