@@ -27,7 +27,7 @@ import { fmt, median } from './bench-server.ts'
 import { CLIENT_CORES, ENGINE_CORE, pinEngines, pinProcess } from './cores.ts'
 
 
-interface Endpoint {
+export interface Endpoint {
   url: string
   headers: Record<string, string>
   model: string
@@ -107,7 +107,7 @@ async function startHearth(file: string, modelId: string, extraArgs: string[]): 
   }
 }
 
-async function stream(endpoint: Endpoint, messages: unknown[], maxTokens: number, extra: Record<string, unknown> = {}): Promise<Stream> {
+export async function stream(endpoint: Endpoint, messages: unknown[], maxTokens: number, extra: Record<string, unknown> = {}): Promise<Stream> {
   const started = performance.now()
   const res = await fetch(`${endpoint.url}/v1/chat/completions`, {
     method: 'POST',
@@ -160,17 +160,17 @@ function cpuSeconds(pids: number[]): number {
   }, 0)
 }
 
-const words = (n: number, salt: string) =>
+export const words = (n: number, salt: string) =>
   `${salt} ` + Array.from({ length: n }, (_, i) => ['river', 'town', 'light', 'story', 'green', 'quiet', 'morning', 'book'][(i * 7) % 8]).join(' ')
-const say = (text: string) => [{ role: 'user', content: text }]
+export const say = (text: string) => [{ role: 'user', content: text }]
 
 /** The context Hearth gives a model without a catalog entry: what it was trained with. */
-async function trainedContext(file: string): Promise<number> {
+export async function trainedContext(file: string): Promise<number> {
   const header = await readModelFileHeader(file)
   return (header.format === 'gguf' ? header.trainedContext : undefined) ?? 2048
 }
 
-function spec(modelId: string, path: string, parallel: number, contextLength: number): EngineLoadSpec {
+export function spec(modelId: string, path: string, parallel: number, contextLength: number): EngineLoadSpec {
   return { modelId, kind: 'chat', path, projectorPath: undefined, contextLength, threads: 1, gpuLayers: 0, parallel, backend: 'default' }
 }
 

@@ -1,0 +1,115 @@
+/**
+ * What the extra hop costs when a model runs on another machine: the same streamed request through
+ * Hearth (a catalog `remote` entry) and straight to the remote llama-server, interleaved, medians;
+ * the remote pinned to the engine core with one thread, Hearth to the client cores.
+ * - first token added, on stories260K (where Hearth's work shows most) and on the real-size model:
+ *   target ≤ 2 ms;
+ * - decode rate on the real-size model: target ≥ 0.98×;
+ * - requests per second over two copies against one (8 clients, short answers, stories260K). On a
+ *   2-core machine the second copy shares its core with Hearth and the clients, so this shows
+ *   that both copies are used, not what two GPU servers would give.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { llamaServerArgs } from '../native-models/llama-server/llama-server-args.ts'
+import { findLlamaBuild, type LlamaBuild } from '../native-models/native-build/llama-build.ts'
+import { startTestServer } from '../test/support/server-process.ts'
+import { startUpstreamProgram, type UpstreamServer } from '../test/support/upstream-servers.ts'
+import { fmt, median } from './bench-server.ts'
+import { CLIENT_CORES, ENGINE_CORE, pinProcess } from './cores.ts'
+import { realSizeModel, say, spec, stream, trainedContext, words, type Endpoint } from './upstream-bench.ts'
+
+const CLIENTS = 8
+
+export async function runRemoteBench(options: { smallChatModel: string; runs: number }): Promise<Record<string, number>> {
+  const build = findLlamaBuild()
+  if (!build) throw new Error('llama.cpp is not built on this machine: npm run build:engines')
+  console.log(`\n# remote models: Hearth in front of llama-server against llama-server straight, ${options.runs} runs`)
+  const figures: Record<string, number> = {}
+  Object.assign(figures, await hop(build, options.smallChatModel, 'stories260K', options.runs * 4, 1))
+  Object.assign(figures, await hop(build, realSizeModel(build), 'real size', options.runs, 64))
+  Object.assign(figures, await throughput(build, options.smallChatModel, Math.max(3, options.runs)))
+  return figures
+}
+
+/** First token and decode rate through Hearth and straight, on one remote. */
+async function hop(build: LlamaBuild, file: string, label: string, runs: number, maxTokens: number): Promise<Record<string, number>> {
+  const remote = await startRemote(build, file, ENGINE_CORE, 1)
+  const front = await startFront({ far: [remote.url] })
+  const straight: Endpoint = { url: remote.url, headers: {}, model: 'far' }
+  const through: Endpoint = { url: front.url, headers: { authorization: `Bearer ${front.apiKey}` }, model: 'far' }
+  try {
+    await stream(through, say('warm up'), 2)
+    await stream(straight, say('warm up'), 2)
+    const ttft: [number[], number[]] = [[], []]
+    const decode: [number[], number[]] = [[], []]
+    for (let run = 0; run < runs; run++) {
+      for (const side of [0, 1] as const) {
+        // A prompt no cache holds on either side: each starts with its own words.
+        const result = await stream(side ? straight : through, say(words(24, `${side}-${run}-${Math.random()}`)), maxTokens)
+        ttft[side].push(result.ttftMs)
+        if (maxTokens > 1) decode[side].push(result.decodePerSecond)
+      }
+    }
+    const added = median(ttft[0]) - median(ttft[1])
+    const key = label.replace(/\W+/g, '_')
+    console.log(`${`first token, ${label}`.padEnd(34)} through hearth ${fmt(median(ttft[0]), 2)} ms  straight ${fmt(median(ttft[1]), 2)} ms  added ${fmt(added, 2)} ms  (target ≤ +2 ms)`)
+    const result: Record<string, number> = { [`${key}_ttft_added_ms`]: added }
+    if (maxTokens > 1) {
+      const ratio = median(decode[0]) / median(decode[1])
+      console.log(`${`decode, ${label}`.padEnd(34)} through hearth ${fmt(median(decode[0]), 1)} tok/s  straight ${fmt(median(decode[1]), 1)} tok/s  ratio ${fmt(ratio, 3)}  (target ≥ 0.98)`)
+      result[`${key}_decode_ratio`] = ratio
+    }
+    return result
+  } finally {
+    await front.stop()
+    await remote.stop('SIGKILL')
+  }
+}
+
+/** Requests per second from 8 clients over one copy, then over two. */
+async function throughput(build: LlamaBuild, file: string, seconds: number): Promise<Record<string, number>> {
+  const copies = [await startRemote(build, file, ENGINE_CORE, 4), await startRemote(build, file, '0', 4)]
+  const front = await startFront({ one: [copies[0]!.url], two: copies.map((c) => c.url) })
+  try {
+    const rate = async (model: string) => {
+      const endpoint: Endpoint = { url: front.url, headers: { authorization: `Bearer ${front.apiKey}` }, model }
+      await stream(endpoint, say('warm up'), 2)
+      let done = 0
+      const until = performance.now() + seconds * 1000
+      await Promise.all(
+        Array.from({ length: CLIENTS }, async (_, client) => {
+          for (let i = 0; performance.now() < until; i++) {
+            await stream(endpoint, say(`story ${client} ${i}`), 16)
+            done++
+          }
+        }),
+      )
+      return done / seconds
+    }
+    const one = await rate('one')
+    const two = await rate('two')
+    console.log(`${'requests/s, 8 clients'.padEnd(34)} one copy ${fmt(one, 1)}  two copies ${fmt(two, 1)}  ratio ${fmt(two / one, 2)}`)
+    return { one_copy_rps: one, two_copies_rps: two, two_copies_ratio: two / one }
+  } finally {
+    await front.stop()
+    for (const copy of copies) await copy.stop('SIGKILL')
+  }
+}
+
+/** llama-server on `file` with Hearth's own command line for it, alias `far`, on `cores`. */
+async function startRemote(build: LlamaBuild, file: string, cores: string, parallel: number): Promise<UpstreamServer> {
+  // The alias `far` comes from the spec's model id.
+  return startUpstreamProgram(build, 'llama-server', llamaServerArgs(spec('far', file, parallel, await trainedContext(file))), { cpus: cores })
+}
+
+/** A Hearth whose catalog has one remote entry per name, with those copies; on the client cores. */
+async function startFront(entries: Record<string, string[]>) {
+  const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-remote-bench-'))
+  const models = Object.entries(entries).map(([id, urls]) => ({ id, replicas: urls.map((url) => ({ base_url: `${url}/v1`, model: 'far' })) }))
+  writeFileSync(join(modelsDir, 'models.json'), JSON.stringify({ models }))
+  const server = await startTestServer({ modelsDir })
+  pinProcess(server.process.pid!, CLIENT_CORES)
+  return server
+}
