@@ -5,7 +5,7 @@
  * HTTP server, and copying (then regenerating) the API key. Screenshots of every page go to
  * test/artifacts/ui/.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, copyFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, copyFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
@@ -79,6 +79,8 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
     // A long context makes an answer long enough to stop.
     writeTinyLlama(join(modelsDir, 'long-story.gguf'), { contextLength: 32768 })
     writeTinyWhisper(join(modelsDir, 'ggml-tiny-whisper.bin'))
+    // A model on another machine that is not there (nothing listens on port 9).
+    writeFileSync(join(modelsDir, 'models.json'), JSON.stringify({ models: [{ id: 'gpu-box-model', remote: { base_url: 'http://127.0.0.1:9/v1', model: 'big' } }] }))
     if (agentModels) {
       const cache = join(PROJECT_ROOT, 'test/artifacts/family-models')
       copyFileSync(familyModel(cache, { template: 'Qwen-Qwen3-0.6B', vocabulary: 'qwen3' }, readFileSync(qwen3Template!, 'utf8')), join(modelsDir, 'tiny-tools.gguf'))
@@ -373,6 +375,14 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
     expect(body).toContain('\x1a\x45\xdf\xa3')
     expect(body).toContain('OpusHead')
     await shot('translate-recorded')
+  })
+
+  it('shows a model on another machine with its host and health', async () => {
+    await page.goto(`${server.url}/#/models`)
+    const row = page.getByTestId('model-table').getByRole('row').filter({ hasText: 'gpu-box-model' })
+    await expect.poll(() => row.getByText('remote, down').isVisible()).toBe(true)
+    expect(await row.textContent()).toContain('127.0.0.1:9')
+    await shot('models-remote')
   })
 
   it('pulls a model from a local HTTP server and shows the progress bar to the end', async () => {

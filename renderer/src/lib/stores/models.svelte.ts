@@ -16,6 +16,8 @@ export interface ModelInfo {
   sizeBytes: number | undefined
   file: string | undefined
   kind: string | undefined
+  /** A model served by other machines: their hosts and whether any copy answers. */
+  remote: { health: 'healthy' | 'unhealthy' | 'unknown'; hosts: string[] } | undefined
 }
 
 export interface ModelProblem {
@@ -61,8 +63,10 @@ interface WireModel {
   state?: 'loaded' | 'available'
   context_length?: number
   size_bytes?: number
-  file?: string
+  file?: string | null
   kind?: string
+  remote?: { health: 'healthy' | 'unhealthy' | 'unknown' }
+  replicas?: Array<{ base_url: string }>
 }
 
 function fromWire(m: WireModel): ModelInfo {
@@ -71,9 +75,18 @@ function fromWire(m: WireModel): ModelInfo {
     capabilities: m.capabilities ?? [],
     state: m.state ?? 'available',
     contextLength: m.context_length ?? 0,
-    sizeBytes: m.size_bytes,
-    file: m.file,
+    sizeBytes: m.remote ? undefined : m.size_bytes,
+    file: m.file ?? undefined,
     kind: m.kind,
+    remote: m.remote ? { health: m.remote.health, hosts: (m.replicas ?? []).map((r) => hostOf(r.base_url)) } : undefined,
+  }
+}
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host
+  } catch {
+    return url
   }
 }
 
