@@ -104,6 +104,41 @@ describe('the catalog', () => {
   })
 })
 
+describe('adding a remote model through the API (the Models page)', () => {
+  const add = (body: unknown) =>
+    fetch(`${front.url}/api/models/remote`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${front.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    }).then(async (r) => ({ status: r.status, json: (await r.json()) as Record<string, any> }))
+
+  it('writes the catalog entry, checks the server at once, and serves the model', async () => {
+    const added = await add({ id: 'added-chat', base_url: `${remote.url}/v1`, model: 'tiny-chat', api_key_env: 'FAR_KEY' })
+    expect(added.status).toBe(201)
+    expect(added.json).toMatchObject({ id: 'added-chat', remote: { health: 'healthy' }, context_length: 256 })
+    const answer = await client().chat.completions.create({ model: 'added-chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 })
+    expect(answer.choices[0]!.message.content).toBeTypeOf('string')
+    // Removing it takes the entry out of the catalog, and nothing else.
+    const removed = await fetch(`${front.url}/api/models/added-chat`, { method: 'DELETE', headers: { authorization: `Bearer ${front.apiKey}` } })
+    expect(removed.status).toBe(200)
+    expect((await client().models.list()).data.map((m) => m.id)).not.toContain('added-chat')
+  })
+
+  it.each([
+    [{ base_url: 'http://x/v1' }, 'missing_required_parameter', 'id'],
+    [{ id: 'a', base_url: 'gpu-box:8000' }, 'invalid_value', 'base_url'],
+    [{ id: 'a', base_url: 'file:///etc/passwd' }, 'invalid_value', 'base_url'],
+    [{ id: 'a', base_url: 'http://x/v1', api_key_env: 'not a name' }, 'invalid_value', 'api_key_env'],
+    [{ id: 'a', base_url: 'http://x/v1', api_key_env: 'UNSET_VARIABLE_FOR_TEST' }, 'invalid_value', 'api_key_env'],
+    [{ id: 'far-chat', base_url: 'http://x/v1' }, 'invalid_value', 'id'],
+    [{ id: 'a', base_url: 'http://x/v1', api_key: 'sk-123' }, 'invalid_value', null],
+  ])('refuses %j', async (body, code, param) => {
+    const res = await add(body)
+    expect(res.status).toBe(400)
+    expect(res.json.error).toMatchObject({ code, param })
+  })
+})
+
 describe('forwarding', () => {
   it('a streamed chat through the front equals the same request sent straight to the remote', async () => {
     const request = { messages: [{ role: 'user' as const, content: 'Once upon a time' }], max_tokens: 24, temperature: 0 }

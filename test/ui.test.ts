@@ -382,6 +382,14 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
     const row = page.getByTestId('model-table').getByRole('row').filter({ hasText: 'gpu-box-model' })
     await expect.poll(() => row.getByText('remote, down').isVisible()).toBe(true)
     expect(await row.textContent()).toContain('127.0.0.1:9')
+    // Another one, added from the page.
+    await page.getByLabel('Name here').fill('second-box')
+    await page.getByLabel("Server's API address").fill('http://127.0.0.1:9/v1')
+    await page.getByLabel(/^Model there/).fill('big')
+    await page.getByRole('button', { name: 'Add', exact: true }).click()
+    await expect.poll(() => page.getByRole('status').filter({ hasText: 'Added second-box' }).isVisible()).toBe(true)
+    const added = page.getByTestId('model-table').getByRole('row').filter({ hasText: 'second-box' })
+    await expect.poll(() => added.getByText('remote, down').isVisible()).toBe(true)
     await shot('models-remote')
   })
 

@@ -1,10 +1,12 @@
 /**
  * /api: getting models. Pull from Hugging Face or a URL (a background download with progress as
- * JSON and SSE), import a local file, remove a model, and the recommended first-run list.
+ * JSON and SSE), import a local file, add a model on another machine, remove a model, and the
+ * recommended first-run list.
  */
 import { Router } from 'express'
 import { z } from 'zod'
-import { CatalogWriteError } from '../../../native-models/catalog/catalog-writer.ts'
+import { addCatalogEntry, CatalogWriteError } from '../../../native-models/catalog/catalog-writer.ts'
+import { remoteTargetSchema } from '../../../native-models/remote/remote-target.ts'
 import { recommendedModels } from '../../../native-models/catalog/recommended-models.ts'
 import { DownloadError } from '../../../native-models/downloads/download-error.ts'
 import { isFinalState, type DownloadSnapshot } from '../../../native-models/downloads/download-job.ts'
@@ -29,6 +31,14 @@ const importSchema = z.object({
   mode: z.enum(['copy', 'link']).default('copy'),
   id: z.string().optional(),
   mmproj: z.string().optional(),
+})
+
+/** A model on another machine, as the Models page adds it: one server, its key by variable name. */
+const remoteSchema = z.strictObject({
+  id: z.string().trim().min(1).max(256),
+  base_url: remoteTargetSchema.shape.base_url,
+  model: remoteTargetSchema.shape.model,
+  api_key_env: remoteTargetSchema.shape.api_key_env,
 })
 
 /** How long POST /models/pull waits for the sizes (HEAD) so that a 404 or a full disk is a 400. */
@@ -66,6 +76,25 @@ export function downloadsRoute(ctx: ServerContext): Router {
     }
     const problem = broken.find((b) => b.id === imported.id)
     res.status(201).json({ id: imported.id, file: imported.file, problem: problem?.problem ?? null })
+  })
+
+  router.post('/models/remote', requireJsonBody, async (req, res) => {
+    const body = parseOrThrow(remoteSchema, req.body)
+    const { models, broken } = await ctx.folder.scan()
+    if (models.some((m) => m.id === body.id) || broken.some((b) => b.id === body.id)) {
+      throw invalidRequest(`A model named '${body.id}' already exists`, 'id')
+    }
+    // The key stays in the server's environment; the catalog only names the variable.
+    if (body.api_key_env && !process.env[body.api_key_env]) {
+      throw invalidRequest(`The environment variable ${body.api_key_env} is not set for the server: set it to the key for ${body.base_url}, then restart the server`, 'api_key_env')
+    }
+    const remote = { base_url: body.base_url, ...(body.model ? { model: body.model } : {}), ...(body.api_key_env ? { api_key_env: body.api_key_env } : {}) }
+    await addCatalogEntry(ctx.folder.dir, { id: body.id, remote }).catch(rethrowAsApiError)
+    await ctx.folder.scan() // the pool starts watching the new server
+    await ctx.remotes?.checkAll()
+    const model = (await ctx.folder.scan()).models.find((m) => m.id === body.id)
+    if (!model) throw invalidRequest(`The model '${body.id}' could not be added`, null)
+    res.status(201).json(managedModel(ctx, model, false))
   })
 
   // Ids may hold '/' and ':' (org/name:q4_k_m), so the id is the whole rest of the path.

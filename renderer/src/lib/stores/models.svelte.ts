@@ -112,6 +112,7 @@ class ModelsStore {
   downloadsAvailable = $state(true)
   pullError = $state<string | undefined>(undefined)
   importError = $state<string | undefined>(undefined)
+  remoteError = $state<string | undefined>(undefined)
 
   chatModels = $derived(this.models.filter((m) => m.capabilities.includes('chat')))
   /** Whisper models: they transcribe, and most also translate. */
@@ -159,6 +160,19 @@ class ModelsStore {
       return true
     } catch (e) {
       this.importError = describe(e, 'Importing models')
+      return false
+    }
+  }
+
+  /** A model on another machine: the server's catalog gets the entry, and watches that machine. */
+  async addRemote(entry: { id: string; base_url: string; model?: string; api_key_env?: string }): Promise<boolean> {
+    this.remoteError = undefined
+    try {
+      await api.request('/api/models/remote', { body: entry })
+      await this.refresh()
+      return true
+    } catch (e) {
+      this.remoteError = describe(e, 'Adding models on other machines')
       return false
     }
   }
