@@ -45,9 +45,11 @@ async function hop(build: LlamaBuild, file: string, label: string, runs: number,
     const ttft: [number[], number[]] = [[], []]
     const decode: [number[], number[]] = [[], []]
     for (let run = 0; run < runs; run++) {
-      for (const side of [0, 1] as const) {
-        // A prompt no cache holds on either side: each starts with its own words.
-        const result = await stream(side ? straight : through, say(words(24, `${side}-${run}-${Math.random()}`)), maxTokens)
+      // Alternating who goes first, so neither side always follows the other.
+      for (const side of run % 2 ? ([1, 0] as const) : ([0, 1] as const)) {
+        // A prompt no cache holds, the same length on both sides: each starts with its own word.
+        const salt = `${side ? 'straight' : 'through'}${String(run).padStart(4, '0')}${process.pid}`
+        const result = await stream(side ? straight : through, say(words(24, salt)), maxTokens)
         ttft[side].push(result.ttftMs)
         if (maxTokens > 1) decode[side].push(result.decodePerSecond)
       }

@@ -26,16 +26,14 @@ import type {
   SpeechSegment,
   TokenLogprob,
 } from '../engine/engine-protocol.ts'
-import { isClosedConnection } from '../engine/engine-server-process.ts'
 import { readEventStream } from '../engine/event-stream.ts'
 import { whisperCodeOfName } from '../audio/whisper-languages.ts'
 import { ModelError } from '../errors.ts'
 import { RemoteModelError, remoteErrorOf } from './remote-error.ts'
+import { postRemote, type RemoteAnswer } from './remote-http.ts'
 import type { RemotePool } from './remote-pool.ts'
 import { replicaKey, type RemoteReplica } from './remote-target.ts'
 
-/** Sends of one request over closed kept-alive connections before the copy counts as failed. */
-const MAX_SEND_ATTEMPTS = 8
 /** Answers that mean "this copy cannot serve now": the next copy is tried. */
 const TRY_ANOTHER = new Set([502, 503, 504])
 
@@ -118,7 +116,7 @@ export class RemoteEngine implements Engine {
     if (job.inputs.length === 0) return { type: 'embed', vectors: new Float32Array(0), dimensions: job.dimensions ?? 0, promptTokens: 0 }
     const body = (model: string) => JSON.stringify({ model, input: job.inputs, encoding_format: 'base64' })
     return this.post('/embeddings', body, signal, async (res, where) => {
-      const answer = (await res.json()) as { data?: Array<{ index: number; embedding: string | number[] }>; usage?: { prompt_tokens?: number } }
+      const answer = await res.json<{ data?: Array<{ index: number; embedding: string | number[] }>; usage?: { prompt_tokens?: number } }>()
       const data = answer.data ?? []
       const first = data[0]
       if (data.length !== job.inputs.length || !first) throw new RemoteModelError(502, 'remote_error', `${where} answered ${data.length} embeddings for ${job.inputs.length} inputs`)
@@ -136,7 +134,7 @@ export class RemoteEngine implements Engine {
   private async rerank(job: RerankJob, { signal }: RunOptions): Promise<RerankResult> {
     const body = (model: string) => JSON.stringify({ model, query: job.query, documents: job.documents, top_n: job.documents.length })
     return this.post('/rerank', body, signal, async (res, where) => {
-      const answer = (await res.json()) as { results?: Array<{ index: number; relevance_score: number }>; usage?: { prompt_tokens?: number; total_tokens?: number } }
+      const answer = await res.json<{ results?: Array<{ index: number; relevance_score: number }>; usage?: { prompt_tokens?: number; total_tokens?: number } }>()
       const scores = new Array<number>(job.documents.length).fill(Number.NaN)
       for (const r of answer.results ?? []) scores[r.index] = r.relevance_score
       if (scores.some((s) => Number.isNaN(s))) throw new RemoteModelError(502, 'remote_error', `${where} did not score every document`)
@@ -166,7 +164,7 @@ export class RemoteEngine implements Engine {
     const path = job.task === 'transcribe' ? '/audio/transcriptions' : '/audio/translations'
     const started = performance.now()
     return this.post(path, form, signal, async (res) => {
-      const answer = (await res.json()) as RemoteVerbose
+      const answer = await res.json<RemoteVerbose>()
       const segments = speechSegments(answer, job.detailed)
       for (const segment of segments) onProgress?.({ type: 'segment', segment })
       return { type: 'speech', segments, language: whisperCodeOfName(answer.language) ?? 'en', durationSeconds: answer.duration ?? durationSeconds, processMs: performance.now() - started }
@@ -182,7 +180,7 @@ export class RemoteEngine implements Engine {
     path: string,
     body: (model: string) => string | FormData,
     signal: AbortSignal | undefined,
-    read: (res: Response, where: string) => Promise<T>,
+    read: (res: RemoteAnswer, where: string) => Promise<T>,
   ): Promise<T> {
     const tried = new Set<string>()
     const problems: string[] = []
@@ -197,12 +195,10 @@ export class RemoteEngine implements Engine {
       const where = replica.baseUrl
       const end = this.pool.begin(replica)
       try {
-        const payload = body(replica.model)
-        const headers: Record<string, string> = typeof payload === 'string' ? { 'content-type': 'application/json' } : {}
-        if (replica.apiKey) headers.authorization = `Bearer ${replica.apiKey}`
-        let res: Response
+        const headers: Record<string, string> = replica.apiKey ? { authorization: `Bearer ${replica.apiKey}` } : {}
+        let res: RemoteAnswer
         try {
-          res = await send(`${replica.baseUrl}${path}`, { method: 'POST', headers, body: payload, signal })
+          res = await postRemote(`${replica.baseUrl}${path}`, headers, body(replica.model), signal)
         } catch (e) {
           if (signal?.aborted) throw cancelled()
           this.pool.failed(replica)
@@ -212,10 +208,10 @@ export class RemoteEngine implements Engine {
         if (TRY_ANOTHER.has(res.status)) {
           this.pool.failed(replica)
           problems.push(`${where} answered ${res.status}`)
-          await res.body?.cancel()
+          res.discard()
           continue
         }
-        if (!res.ok) throw remoteErrorOf(res.status, await res.text(), where, replica.apiKeyEnv)
+        if (res.status < 200 || res.status >= 300) throw remoteErrorOf(res.status, await res.text(), where, replica.apiKeyEnv)
         this.pool.succeeded(replica)
         try {
           return await read(res, where)
@@ -227,20 +223,6 @@ export class RemoteEngine implements Engine {
       } finally {
         end()
       }
-    }
-  }
-}
-
-/**
- * fetch, sent again when a kept-alive connection turns out closed (llama-server closes one after
- * each streamed answer, so a pool may hold several): such a request never reached the server.
- */
-async function send(url: string, init: RequestInit): Promise<Response> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fetch(url, init)
-    } catch (e) {
-      if (init.signal?.aborted || !isClosedConnection(e) || attempt >= MAX_SEND_ATTEMPTS) throw e
     }
   }
 }
@@ -319,9 +301,8 @@ function legacyLogprobs(l: NonNullable<NonNullable<CompletionChunk['choices']>[n
 }
 
 /** Every `data:` event of a streamed answer, parsed; an error event from the remote is thrown as ours. */
-async function readEvents(res: Response, where: string, signal: AbortSignal | undefined, onEvent: (event: unknown) => void): Promise<void> {
-  if (!res.body) throw new RemoteModelError(502, 'remote_error', `${where} sent no answer`)
-  for await (const data of readEventStream(res.body as unknown as AsyncIterable<Uint8Array>)) {
+async function readEvents(res: RemoteAnswer, where: string, signal: AbortSignal | undefined, onEvent: (event: unknown) => void): Promise<void> {
+  for await (const data of readEventStream(res.body)) {
     if (signal?.aborted) throw cancelled()
     if (data === '[DONE]') return
     const event = JSON.parse(data) as { error?: { message?: string } }
