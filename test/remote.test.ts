@@ -214,6 +214,24 @@ describe('forwarding', () => {
     expect(heard.segments!.map((s) => s.tokens)).toEqual(heardStraight.segments!.map((s) => s.tokens))
   })
 
+  it('completions and the Anthropic Messages route go through too', async () => {
+    const request = { prompt: 'Once upon a time', max_tokens: 12, temperature: 0 }
+    const [viaFront, straight] = await Promise.all([
+      client().completions.create({ ...request, model: 'far-chat' }),
+      direct().completions.create({ ...request, model: 'tiny-chat' }),
+    ])
+    expect(viaFront.choices[0]!.text).toBe(straight.choices[0]!.text)
+    expect(viaFront.usage).toMatchObject({ completion_tokens: straight.usage!.completion_tokens })
+    const message = await fetch(`${front.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': front.apiKey, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: 'far-chat', max_tokens: 8, messages: [{ role: 'user', content: 'Hi' }] }),
+    }).then((r) => r.json() as Promise<{ type: string; content: Array<{ type: string; text: string }>; usage: { output_tokens: number } }>)
+    expect(message.type).toBe('message')
+    expect(message.content[0]!.type).toBe('text')
+    expect(message.usage.output_tokens).toBeGreaterThan(0)
+  })
+
   it('the remote\'s refusals come back as our error bodies, with its status', async () => {
     const long = 'word '.repeat(400)
     const res = await postJson(front, '/v1/chat/completions', { model: 'far-chat', messages: [{ role: 'user', content: long }], max_tokens: 4 })

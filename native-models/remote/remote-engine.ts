@@ -227,23 +227,10 @@ export class RemoteEngine implements Engine {
   }
 }
 
-/** A chat job as a plain OpenAI request: the sampling stated in full, as the contract promises. */
+/** A chat job as a plain OpenAI request. */
 export function chatBody(job: ChatJob, model: string): Record<string, unknown> {
-  const body: Record<string, unknown> = {
-    model,
-    messages: job.messages,
-    stream: true,
-    stream_options: { include_usage: true },
-    temperature: job.temperature,
-    top_p: job.topP,
-    top_k: job.topK,
-    presence_penalty: job.presencePenalty,
-    frequency_penalty: job.frequencyPenalty,
-  }
+  const body: Record<string, unknown> = { model, messages: job.messages, ...streamedSampling(job) }
   if (job.maxTokens !== undefined) body.max_tokens = job.maxTokens
-  if (job.stop.length > 0) body.stop = job.stop
-  if (job.seed !== undefined) body.seed = job.seed
-  if (job.logitBias) body.logit_bias = job.logitBias
   if (job.tools.length > 0) {
     body.tools = job.tools
     body.tool_choice = typeof job.toolChoice === 'object' ? { type: 'function', function: { name: job.toolChoice.function } } : job.toolChoice
@@ -267,6 +254,17 @@ function completionBody(job: CompleteJob, model: string): Record<string, unknown
     prompt: job.prompt,
     ...(job.suffix !== undefined ? { suffix: job.suffix } : {}),
     max_tokens: job.maxTokens,
+    ...streamedSampling(job),
+    ...(job.logprobs !== undefined ? { logprobs: job.logprobs } : {}),
+  }
+}
+
+/**
+ * Streamed with usage, and the sampling stated in full (the contract's defaults included), so the
+ * remote's own defaults never change what the contract promises; the same for chat and completions.
+ */
+function streamedSampling(job: ChatJob | CompleteJob): Record<string, unknown> {
+  return {
     stream: true,
     stream_options: { include_usage: true },
     temperature: job.temperature,
@@ -277,7 +275,6 @@ function completionBody(job: CompleteJob, model: string): Record<string, unknown
     ...(job.stop.length > 0 ? { stop: job.stop } : {}),
     ...(job.seed !== undefined ? { seed: job.seed } : {}),
     ...(job.logitBias ? { logit_bias: job.logitBias } : {}),
-    ...(job.logprobs !== undefined ? { logprobs: job.logprobs } : {}),
   }
 }
 
