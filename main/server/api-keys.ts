@@ -2,10 +2,10 @@
  * The keys the server accepts. Keys are held as SHA-256 digests and compared in constant time, so
  * neither memory dumps nor response timing give a key away.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { createHash, timingSafeEqual } from 'node:crypto'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import type { KeyStore, ManagedKey } from './key-store.ts'
+import { generateApiKey, type KeyStore, type ManagedKey } from './key-store.ts'
 
 export const API_KEY_FILE = 'api-key'
 
@@ -55,10 +55,6 @@ export class ApiKeys {
 
 function digest(key: string): Buffer {
   return createHash('sha256').update(key, 'utf8').digest()
-}
-
-export function generateApiKey(): string {
-  return `hearth-${randomBytes(24).toString('base64url')}`
 }
 
 /** The key kept in the data folder, created on first start; returns it and where it lives. */

@@ -5,7 +5,8 @@
  */
 import { rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { API_KEY_FILE, generateApiKey, type ApiKeys } from './api-keys.ts'
+import { API_KEY_FILE, type ApiKeys } from './api-keys.ts'
+import { generateApiKey } from './key-store.ts'
 import { ApiError } from './http-errors.ts'
 import type { ServerSettings } from './settings.ts'
 

@@ -7,7 +7,11 @@ import { createHash, randomBytes } from 'node:crypto'
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { z } from 'zod'
-import { generateApiKey } from './api-keys.ts'
+
+/** A new key: `hearth-` and 24 random bytes, as the server and /api/keys hand them out. */
+export function generateApiKey(): string {
+  return `hearth-${randomBytes(24).toString('base64url')}`
+}
 
 export const KEYS_FILE = 'keys.json'
 

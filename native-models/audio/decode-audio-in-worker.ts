@@ -9,7 +9,7 @@
  */
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
-import type { DecodeAudioOptions, DecodedAudio, DecodedAudioFile } from './decode-audio.ts'
+import type { DecodeAudioOptions, DecodedAudio, DecodedAudioFile } from './decoded-audio.ts'
 import { AudioTooLongError } from './mono-16k-collector.ts'
 import { UnsupportedAudioError, type UnsupportedAudioReason } from './unsupported-audio-error.ts'
 

@@ -12,37 +12,15 @@ import { readFile } from 'node:fs/promises'
 import { decodeInJavaScript } from './decode-in-javascript.ts'
 import { decodeWithFfmpeg, findFfmpegOnPath } from './ffmpeg-fallback.ts'
 import { Mono16kCollector, WHISPER_SAMPLE_RATE } from './mono-16k-collector.ts'
-import { sniffAudioFormat, type SniffedAudioFormat } from './sniff-audio-format.ts'
+import type { DecodeAudioOptions, DecodedAudio, DecodedAudioFile } from './decoded-audio.ts'
+import { sniffAudioFormat } from './sniff-audio-format.ts'
 import { UnsupportedAudioError, type UnsupportedAudioReason } from './unsupported-audio-error.ts'
 
 export { closeAudioDecodeWorkers, decodeAudioInWorker, decodeAudioToFileInWorker } from './decode-audio-in-worker.ts'
 export { UnsupportedAudioError } from './unsupported-audio-error.ts'
 export { AudioTooLongError } from './mono-16k-collector.ts'
 export type { SniffedAudioFormat } from './sniff-audio-format.ts'
-
-export interface DecodedAudio {
-  /** Mono, 16 kHz, nominally in [-1, 1]. */
-  samples: Float32Array
-  sampleRate: typeof WHISPER_SAMPLE_RATE
-  durationSeconds: number
-  /** What the bytes are; null when only ffmpeg recognised them. */
-  format: SniffedAudioFormat | null
-  decodedBy: 'javascript' | 'ffmpeg'
-}
-
-/** The same, written to a file (raw little-endian float32) rather than held in memory. */
-export type DecodedAudioFile = Omit<DecodedAudio, 'samples'> & { path: string }
-
-export interface DecodeAudioOptions {
-  signal?: AbortSignal
-  /**
-   * The ffmpeg fallback: undefined looks for `ffmpeg` on PATH, null turns the fallback off,
-   * a string is the executable to use.
-   */
-  ffmpegPath?: string | null
-  /** The longest audio taken; longer throws AudioTooLongError as soon as decoding passes it. */
-  maxSeconds?: number
-}
+export type { DecodeAudioOptions, DecodedAudio, DecodedAudioFile } from './decoded-audio.ts'
 
 /** Only these failures mean "we lack a decoder" rather than "the file is bad". */
 const FFMPEG_MAY_HELP: ReadonlySet<UnsupportedAudioReason> = new Set(['unrecognized', 'unsupported_codec'])
