@@ -76,12 +76,8 @@ export interface ToolDefinition {
 /** Whether the model may, must or must not call a tool, or which one it must call. */
 export type ToolChoice = 'none' | 'auto' | 'required' | { function: string }
 
-export interface ChatJob {
-  type: 'chat'
-  messages: ChatMessage[]
-  /** Explicit cap from the request; without it generation runs to the model's limit. */
-  maxTokens: number | undefined
-  maxCompletionTokens: number
+/** How tokens are picked: the same fields for chat and for completions. */
+export interface Sampling {
   temperature: number
   topP: number
   topK: number
@@ -91,6 +87,14 @@ export interface ChatJob {
   logitBias: Record<number, number> | undefined
   stop: string[]
   seed: number | undefined
+}
+
+export interface ChatJob extends Sampling {
+  type: 'chat'
+  messages: ChatMessage[]
+  /** Explicit cap from the request; without it generation runs to the model's limit. */
+  maxTokens: number | undefined
+  maxCompletionTokens: number
   tools: ToolDefinition[]
   toolChoice: ToolChoice
   parallelToolCalls: boolean
@@ -138,20 +142,12 @@ export interface ChatResult {
 }
 
 /** Text continued as it is, no chat template: `/v1/completions`, with fill-in-the-middle where `suffix` is set. */
-export interface CompleteJob {
+export interface CompleteJob extends Sampling {
   type: 'complete'
   prompt: string
   /** Text after the gap (fill-in-the-middle); needs a model with FIM tokens. */
   suffix: string | undefined
   maxTokens: number
-  temperature: number
-  topP: number
-  topK: number
-  presencePenalty: number
-  frequencyPenalty: number
-  logitBias: Record<number, number> | undefined
-  stop: string[]
-  seed: number | undefined
   /** Candidates to report per token (0–5, OpenAI's legacy `logprobs`); undefined = none. */
   logprobs: number | undefined
 }

@@ -5,7 +5,7 @@
  * what the contract promises.
  */
 import { createHash } from 'node:crypto'
-import type { ChatJob, ChatMessage, CompleteJob } from '../engine/engine-protocol.ts'
+import type { ChatJob, ChatMessage, CompleteJob, Sampling } from '../engine/engine-protocol.ts'
 
 /** What the model's chat template demands beyond OpenAI's shapes. */
 export interface TemplateQuirks {
@@ -75,7 +75,7 @@ export function completionRequestBody(job: CompleteJob): Record<string, unknown>
  * Sampling stated in full, the same for chat and completions: greedy when the temperature is 0,
  * and llama-server's extras (min_p, DRY, XTC, repeat penalty) off, as the contract promises.
  */
-function samplingFields(job: ChatJob | CompleteJob): Record<string, unknown> {
+function samplingFields(job: Sampling): Record<string, unknown> {
   const greedy = job.temperature === 0
   return {
     temperature: job.temperature,

@@ -21,6 +21,7 @@ import type {
   EngineResult,
   RerankJob,
   RerankResult,
+  Sampling,
   SpeechJob,
   SpeechResult,
   SpeechSegment,
@@ -263,7 +264,7 @@ function completionBody(job: CompleteJob, model: string): Record<string, unknown
  * Streamed with usage, and the sampling stated in full (the contract's defaults included), so the
  * remote's own defaults never change what the contract promises; the same for chat and completions.
  */
-function streamedSampling(job: ChatJob | CompleteJob): Record<string, unknown> {
+function streamedSampling(job: Sampling): Record<string, unknown> {
   return {
     stream: true,
     stream_options: { include_usage: true },

@@ -100,12 +100,8 @@ const responseFormat = z.discriminatedUnion('type', [
 const tokenCount = z.int().min(1).nullish()
 const penalty = z.number().min(-2).max(2).nullish()
 
-// Other fields are ignored, as the contract says (clients send many of their own).
-export const chatRequestSchema = z.object({
-  model: z.string().min(1),
-  messages: z.array(chatMessage).min(1),
-  max_tokens: tokenCount,
-  max_completion_tokens: tokenCount,
+/** The sampling fields chat and (legacy) completions share, with the same limits. */
+export const samplingShape = {
   temperature: z.number().min(0).max(1).nullish(),
   top_p: z.number().min(0).max(1).nullish(),
   top_k: z.int().min(1).max(100).nullish(),
@@ -113,9 +109,18 @@ export const chatRequestSchema = z.object({
   frequency_penalty: penalty,
   logit_bias: z.record(z.string().regex(/^\d+$/, 'keys must be token ids'), z.number().min(-100).max(100)).nullish(),
   stop: z.union([z.string().min(1), z.array(z.string().min(1)).max(4)]).nullish(),
+  seed: z.int().nullish(),
+}
+
+// Other fields are ignored, as the contract says (clients send many of their own).
+export const chatRequestSchema = z.object({
+  model: z.string().min(1),
+  messages: z.array(chatMessage).min(1),
+  max_tokens: tokenCount,
+  max_completion_tokens: tokenCount,
+  ...samplingShape,
   stream: z.boolean().nullish(),
   stream_options: z.object({ include_usage: z.boolean().optional(), include_obfuscation: z.boolean().optional() }).nullish(),
-  seed: z.int().nullish(),
   n: z.literal(1, { message: 'only n = 1 is supported' }).nullish(),
   tools: z.array(tool).max(128).nullish(),
   tool_choice: toolChoice.nullish(),

@@ -7,9 +7,8 @@ import type { ModelRecord } from '../../../native-models/catalog/model-folder.ts
 import type { CompleteJob } from '../../../native-models/engine/engine-protocol.ts'
 import { invalidRequest, modelNotCompatible, unsupportedParameter } from '../http-errors.ts'
 import { CHAT_DEFAULTS } from './chat-request.ts'
+import { samplingShape } from './chat-request-schema.ts'
 import { parseOrThrow } from './validation.ts'
-
-const penalty = z.number().min(-2).max(2).nullish()
 
 export const completionsRequestSchema = z.object({
   model: z.string().min(1),
@@ -17,16 +16,9 @@ export const completionsRequestSchema = z.object({
   suffix: z.string().nullish(),
   // OpenAI's default for this route is 16 tokens.
   max_tokens: z.int().min(1).nullish(),
-  temperature: z.number().min(0).max(1).nullish(),
-  top_p: z.number().min(0).max(1).nullish(),
-  top_k: z.int().min(1).max(100).nullish(),
-  presence_penalty: penalty,
-  frequency_penalty: penalty,
-  logit_bias: z.record(z.string().regex(/^\d+$/, 'keys must be token ids'), z.number().min(-100).max(100)).nullish(),
-  stop: z.union([z.string().min(1), z.array(z.string().min(1)).max(4)]).nullish(),
+  ...samplingShape,
   stream: z.boolean().nullish(),
   stream_options: z.object({ include_usage: z.boolean().optional() }).nullish(),
-  seed: z.int().nullish(),
   echo: z.boolean().nullish(),
   logprobs: z.int().min(0).max(5).nullish(),
   n: z.literal(1, { message: 'only n = 1 is supported' }).nullish(),
