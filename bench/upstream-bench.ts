@@ -13,7 +13,7 @@
  * - embeddings (256 texts, one request) ≥ 0.95×.
  */
 import { execFileSync } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
 import { availableParallelism, tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import { readModelFileHeader } from '../native-models/catalog/model-file-header.ts'
@@ -147,13 +147,21 @@ export async function stream(endpoint: Endpoint, messages: unknown[], maxTokens:
   }
 }
 
-/** CPU seconds a process and its children have used (Linux). */
+/**
+ * CPU seconds a process has used (Linux), to the nanosecond: its threads' scheduler times. The
+ * tick counts in /proc/<pid>/stat move in 10 ms steps, too coarse for one answer's work.
+ */
 function cpuSeconds(pids: number[]): number {
-  const tick = 100
+  const threadSeconds = (pid: number, tid: string) => {
+    try {
+      return Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1e9
+    } catch {
+      return 0 // the thread has just ended
+    }
+  }
   return pids.reduce((sum, pid) => {
     try {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-      return sum + (Number(fields[11]) + Number(fields[12])) / tick
+      return sum + readdirSync(`/proc/${pid}/task`).reduce((s, tid) => s + threadSeconds(pid, tid), 0)
     } catch {
       return sum
     }

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
@@ -96,6 +96,40 @@ describe('ModelFolder', () => {
     expect((await folder.scan()).models).toEqual([])
     writeTinyLlama(join(other, 'late.gguf'))
     expect((await folder.scan()).models.map((m) => m.id)).toEqual(['late'])
+  })
+})
+
+describe('the record a request runs on', () => {
+  /** A folder with one model whose last scan is already older than `freshMs` (0 here). */
+  async function scanned(): Promise<{ dir: string; folder: ModelFolder }> {
+    const other = mkdtempSync(join(tmpdir(), 'hearth-folder-'))
+    writeTinyLlama(join(other, 'solo.gguf'))
+    writeFileSync(join(other, 'models.json'), JSON.stringify({ models: [{ id: 'solo', file: 'solo.gguf', context_length: 128 }] }))
+    const folder = new ModelFolder(other)
+    await folder.cachedScan(0)
+    return { dir: other, folder }
+  }
+
+  it('uses the last scan while models.json and the file are unchanged, and sees new files on the next request', async () => {
+    const { dir, folder } = await scanned()
+    const first = await folder.modelForRequest('solo', 0)
+    expect(first?.contextLength).toBe(128)
+    writeTinyLlama(join(dir, 'late.gguf'))
+    // The listing behind the request is refreshed for the next one.
+    await new Promise((r) => setTimeout(r, 100))
+    expect((await folder.modelForRequest('late', 0))?.id).toBe('late')
+  })
+
+  it('waits for a new scan when models.json changed since the last one', async () => {
+    const { dir, folder } = await scanned()
+    writeFileSync(join(dir, 'models.json'), JSON.stringify({ models: [{ id: 'solo', file: 'solo.gguf', context_length: 64 }] }))
+    expect((await folder.modelForRequest('solo', 0))?.contextLength).toBe(64)
+  })
+
+  it('waits for a new scan when the model file is gone', async () => {
+    const { dir, folder } = await scanned()
+    rmSync(join(dir, 'solo.gguf'))
+    expect(await folder.modelForRequest('solo', 0)).toBeUndefined()
   })
 })
 

@@ -2,11 +2,11 @@
 import type { ModelFolder, ModelRecord } from '../../native-models/catalog/model-folder.ts'
 import { modelNotFound } from './http-errors.ts'
 
-/** How stale a folder listing a request may use; an id it does not know triggers a fresh scan. */
+/** How old a folder listing a request may use unchecked; an id it does not know triggers a fresh scan. */
 const LISTING_MAX_AGE_MS = 1000
 
 export async function requireModel(folder: ModelFolder, id: string): Promise<ModelRecord> {
-  const known = (await folder.cachedScan(LISTING_MAX_AGE_MS)).models.find((m) => m.id === id)
+  const known = await folder.modelForRequest(id, LISTING_MAX_AGE_MS)
   if (known) return known
   const { models, broken } = await folder.cachedScan(0)
   const model = models.find((m) => m.id === id)

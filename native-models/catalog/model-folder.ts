@@ -1,3 +1,4 @@
+import { statSync, type Stats } from 'node:fs'
 import { readFile, readdir, stat } from 'node:fs/promises'
 import { basename, dirname, extname, join, relative, resolve, sep } from 'node:path'
 import { catalogEntrySchema, catalogFileSchema, type CatalogEntry } from './catalog-schema.ts'
@@ -63,6 +64,8 @@ export interface FolderSnapshot {
 }
 
 const CATALOG_FILE = 'models.json'
+
+const stampOf = (info: Stats | undefined) => (info ? `${info.ino}:${info.mtimeMs}:${info.size}` : 'none')
 const MODEL_EXTENSIONS = new Set(['.gguf', '.bin'])
 const MAX_DISCOVERY_DEPTH = 3
 const DEFAULT_CONTEXT = 4096
@@ -98,7 +101,8 @@ export class ModelFolder {
     this.dir = resolve(dir)
   }
 
-  private recent: { at: number; snapshot: Promise<FolderSnapshot> } | undefined
+  private recent: { at: number; snapshot: Promise<FolderSnapshot>; catalog: Promise<string> } | undefined
+  private refreshing = false
 
   /**
    * The last scan if it is younger than `maxAgeMs`, else a new one. Request paths use it so a
@@ -107,10 +111,58 @@ export class ModelFolder {
   cachedScan(maxAgeMs: number): Promise<FolderSnapshot> {
     const now = performance.now()
     if (this.recent && now - this.recent.at < maxAgeMs) return this.recent.snapshot
+    const catalog = this.catalogStamp()
     const snapshot = this.scan()
-    this.recent = { at: now, snapshot }
+    this.recent = { at: now, snapshot, catalog }
     snapshot.catch(() => (this.recent = undefined))
     return snapshot
+  }
+
+  /**
+   * The record a request runs on, without a walk of the folder in its way. A scan younger than
+   * `freshMs` is used as it is. An older one is used while `models.json` and the model's own file
+   * are as they were (two stats), and a new scan runs behind it for the next request; otherwise
+   * the request waits for a new scan. Undefined when the folder has no such model.
+   */
+  async modelForRequest(id: string, freshMs: number): Promise<ModelRecord | undefined> {
+    const last = this.recent
+    const snapshot = last && (await last.snapshot.catch(() => undefined))
+    const model = snapshot?.models.find((m) => m.id === id)
+    if (!last || !model) return (await this.cachedScan(freshMs)).models.find((m) => m.id === id)
+    if (performance.now() - last.at < freshMs) return model
+    if ((await last.catalog) !== this.catalogStampNow() || !this.fileUnchanged(model)) return (await this.cachedScan(0)).models.find((m) => m.id === id)
+    this.refreshBehind()
+    return model
+  }
+
+  /** Starts a new scan that replaces the last one once it is done; the last one serves meanwhile. */
+  private refreshBehind(): void {
+    if (this.refreshing) return
+    this.refreshing = true
+    const at = performance.now()
+    const catalog = this.catalogStamp()
+    const snapshot = this.scan()
+    snapshot
+      .then(() => (this.recent = { at, snapshot, catalog }))
+      .catch(() => undefined) // the next request scans again and meets the problem itself
+      .finally(() => (this.refreshing = false))
+  }
+
+  /** Which `models.json` this is: a write replaces the file (new inode) or changes its time or size. */
+  private async catalogStamp(): Promise<string> {
+    return stampOf(await stat(join(this.dir, CATALOG_FILE)).catch(() => undefined))
+  }
+
+  // The checks on a request's path stat synchronously: a few microseconds, where a round trip
+  // through libuv's thread pool costs a request up to a millisecond.
+  private catalogStampNow(): string {
+    return stampOf(statSync(join(this.dir, CATALOG_FILE), { throwIfNoEntry: false }))
+  }
+
+  private fileUnchanged(model: ModelRecord): boolean {
+    if (model.remote) return true
+    const info = statSync(model.path, { throwIfNoEntry: false })
+    return info !== undefined && info.size === model.sizeBytes && Math.floor(info.mtimeMs / 1000) === model.created
   }
 
   async scan(): Promise<FolderSnapshot> {

@@ -139,9 +139,11 @@ export class LlamaServerEngine extends ServerEngine {
       if (res.statusCode !== 200) throw chatError(res.statusCode ?? 500, await textOf(res), limit, job)
       let checked = false
       for await (const data of readEventStream(res)) {
+        // The stream is read to its end, not left at [DONE]: a reader left early is destroyed
+        // with an error built for the occasion, a cost each request would pay for nothing.
         if (data === '[DONE]') {
           finished = true
-          break
+          continue
         }
         const event = JSON.parse(data) as UpstreamChunk
         if (event.error) throw chatError(500, JSON.stringify(event), limit, job)
