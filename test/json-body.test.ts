@@ -35,11 +35,11 @@ interface Sent {
 }
 
 /** POSTs raw bytes; `chunked` leaves the length unstated, which takes body-parser's path. */
-function post(body: Buffer | string, headers: Record<string, string> = {}, chunked = false): Promise<Sent> {
+function post(body: Buffer | string, headers: Record<string, string> = {}, chunked = false, to = port): Promise<Sent> {
   const bytes = Buffer.from(body)
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: '127.0.0.1', port, path: '/echo', method: 'POST', headers: { 'content-type': 'application/json', ...(chunked ? {} : { 'content-length': bytes.byteLength }), ...headers } },
+      { host: '127.0.0.1', port: to, path: '/echo', method: 'POST', headers: { 'content-type': 'application/json', ...(chunked ? {} : { 'content-length': bytes.byteLength }), ...headers } },
       async (res) => {
         const chunks: Buffer[] = []
         for await (const c of res) chunks.push(c as Buffer)
@@ -54,6 +54,22 @@ function post(body: Buffer | string, headers: Record<string, string> = {}, chunk
     } else req.end(bytes)
   })
 }
+
+/** The same through a reader whose limit fits 200 kB. */
+let largePort: number
+beforeAll(async () => {
+  const app = express()
+  app.post('/echo', jsonBodyParser(1_000_000), (req, res) => {
+    res.json({ body: req.body ?? null })
+  })
+  app.use(errorHandler)
+  const large = app.listen(0, '127.0.0.1')
+  await once(large, 'listening')
+  largePort = (large.address() as AddressInfo).port
+  return () => new Promise<void>((resolve) => large.close(() => resolve()))
+})
+
+const postLarge = (body: string, chunked: boolean) => post(body, {}, chunked, largePort)
 
 describe('JSON bodies, read alike on both paths', () => {
   const bodies: Array<[string, string, number, unknown]> = [
@@ -101,6 +117,19 @@ describe('JSON bodies, read alike on both paths', () => {
       expect(sent.status).toBe(413)
       expect(sent.json.error?.message).toContain(String(LIMIT))
     }
+  })
+
+  it('takes nesting 128 deep and refuses deeper by name, on both paths, however deep', async () => {
+    const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth)
+    for (const chunked of [false, true]) {
+      expect((await post(nested(128), {}, chunked)).status).toBe(200)
+      for (const depth of [129, 5_000, 100_000]) {
+        const sent = await postLarge(nested(depth), chunked)
+        expect(sent.status).toBe(400)
+        expect(sent.json.error?.code).toBe('invalid_json')
+      }
+    }
+    expect((await post(nested(129))).json.error?.message).toMatch(/nested deeper than 128 levels/)
   })
 
   it('survives a client that leaves halfway through its body', async () => {

@@ -12,7 +12,7 @@ import { LLAMA_SOURCE } from '../native-models/native-build/pinned-source.ts'
 import { engineProcessIds } from './support/process-stats.ts'
 import { PROJECT_ROOT, postJson, startTestServer, type TestServer } from './support/server-process.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
-import { llamaBuild } from './support/upstream-servers.ts'
+import { llamaBuild, startUpstreamLlamaServer, type UpstreamServer } from './support/upstream-servers.ts'
 
 const WORDS = 'the quick brown fox jumps over the lazy dog and runs into the green wood '.repeat(12)
 
@@ -79,6 +79,46 @@ describe.skipIf(!llamaBuild)('the llama-server engine', () => {
     const again = await turn('hello again')
     expect(again.usage!.completion_tokens).toBe(4)
     expect(engineProcessIds(server.process.pid)).not.toContain(pid)
+  })
+})
+
+describe.skipIf(!llamaBuild)('llama-server as Hearth builds it', () => {
+  let upstream: UpstreamServer
+
+  beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hearth-llama-server-'))
+    writeTinyLlama(join(dir, 'chat.gguf'), { contextLength: 2048 })
+    upstream = await startUpstreamLlamaServer(['--model', join(dir, 'chat.gguf'), '--threads', '1', '--parallel', '1'])
+  })
+
+  afterAll(async () => {
+    await upstream?.stop('SIGKILL')
+  })
+
+  /** A streamed completion of 200 tokens: its text, and how many reads of the connection it took. */
+  async function streamed(extra: Record<string, unknown>): Promise<{ text: string; reads: number; events: number }> {
+    const res = await fetch(`${upstream.url}/completion`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: 'the quick brown fox', n_predict: 200, ignore_eos: true, temperature: 0, stream: true, ...extra }),
+    })
+    let reads = 0
+    let raw = ''
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      reads++
+      raw += Buffer.from(chunk).toString('utf8')
+    }
+    const events = raw.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => JSON.parse(e.slice(6)) as { content?: string })
+    return { text: events.map((e) => e.content ?? '').join(''), reads, events: events.length }
+  }
+
+  it('writes the tokens that come within stream_interval_ms of its last write together, the same text as one by one', async () => {
+    const oneByOne = await streamed({})
+    const together = await streamed({ stream_interval_ms: 50 })
+    expect(together.events).toBe(oneByOne.events)
+    expect(together.text).toBe(oneByOne.text)
+    // 200 tokens from a tiny model take well under a second: a handful of writes, not 200.
+    expect(together.reads).toBeLessThan(40)
   })
 })
 

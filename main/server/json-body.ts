@@ -10,7 +10,7 @@ import { invalidRequest } from './http-errors.ts'
  */
 export function jsonBodyParser(limitBytes: number): RequestHandler {
   const general = express.json({ limit: limitBytes, type: JSON_TYPES, reviver: wellFormedStrings })
-  return (req, res, next) => {
+  const read: RequestHandler = (req, res, next) => {
     const length = Number(req.headers['content-length'])
     if (!isPlainJson(req) || !(length <= limitBytes)) return general(req, res, next)
     readBody(req)
@@ -20,6 +20,33 @@ export function jsonBodyParser(limitBytes: number): RequestHandler {
         next()
       }, next)
   }
+  return (req, res, next) =>
+    read(req, res, (e?: unknown) => {
+      if (e === undefined && nestedDeeperThan(req.body, MAX_DEPTH)) {
+        return next(invalidRequest(`The request body is nested deeper than ${MAX_DEPTH} levels`, null, 'invalid_json'))
+      }
+      next(e)
+    })
+}
+
+/**
+ * Objects and arrays inside each other this deep are no request anyone means to send, and the
+ * code that walks a body (validation, schemas, the engine's grammar) recurses.
+ */
+const MAX_DEPTH = 128
+
+/** Whether objects and arrays sit more than `limit` levels deep; a walk with its own stack, no recursion. */
+function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]]
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!
+    if (typeof node !== 'object' || node === null) continue
+    if (depth > limit) return true
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1])
+    }
+  }
+  return false
 }
 
 const JSON_TYPES = ['application/json', 'application/*+json']

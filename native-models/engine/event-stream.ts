@@ -1,9 +1,14 @@
 /**
- * The `data:` payloads of a server-sent event stream, in order. llama-server (and the OpenAI-style
- * servers remote models run on) send `data:` lines and little else of SSE, so this reads just
- * that, without a parser's overhead per token.
+ * The `data:` payloads of a server-sent event stream. llama-server (and the OpenAI-style servers
+ * remote models run on) send `data:` lines and little else of SSE, so this reads just that,
+ * without a parser's overhead per token.
  */
-export async function* readEventStream(body: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
+
+/**
+ * The payloads in order, a batch per read: what one read of the connection carried (a fast
+ * model's engine writes several tokens at once), so a reader can act once per batch.
+ */
+export async function* readEventBatches(body: AsyncIterable<Uint8Array>): AsyncGenerator<string[]> {
   const decoder = new TextDecoder()
   let buffered = ''
   const iterator = body[Symbol.asyncIterator]()
@@ -12,24 +17,32 @@ export async function* readEventStream(body: AsyncIterable<Uint8Array>): AsyncGe
       const { value, done } = await iterator.next()
       if (done) break
       buffered += decoder.decode(value, { stream: true }).replaceAll('\r\n', '\n')
+      const batch: string[] = []
       let end: number
       while ((end = buffered.indexOf('\n\n')) >= 0) {
-        const event = buffered.slice(0, end)
+        const data = dataOf(buffered.slice(0, end))
         buffered = buffered.slice(end + 2)
-        const data = dataOf(event)
-        if (data !== undefined) yield data
+        if (data !== undefined) batch.push(data)
       }
+      if (batch.length > 0) yield batch
     }
     const last = dataOf(buffered + decoder.decode())
-    if (last !== undefined) yield last
+    if (last !== undefined) yield [last]
   } finally {
     // A reader that stops early lets go of the connection.
     await iterator.return?.()
   }
 }
 
+/** The payloads in order, one at a time. */
+export async function* readEventStream(body: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
+  for await (const batch of readEventBatches(body)) yield* batch
+}
+
 /** The event's data lines joined, or undefined for a comment or an empty event. */
 function dataOf(event: string): string | undefined {
+  // The common case, one `data: ` line, without splitting.
+  if (event.startsWith('data: ') && !event.includes('\n')) return event.slice(6)
   const lines = event
     .split('\n')
     .filter((line) => line.startsWith('data:'))

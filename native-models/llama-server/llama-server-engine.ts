@@ -29,10 +29,10 @@ import type {
 import { programPath, type LlamaBuild } from '../native-build/llama-build.ts'
 import { EngineServerProcess } from '../engine/engine-server-process.ts'
 import type { IncomingMessage } from 'node:http'
-import { ProgressCoalescer } from '../engine/progress-coalescer.ts'
+import { ProgressBatch } from '../engine/progress-coalescer.ts'
 import { chatRequestBody, completionRequestBody, templateQuirks, type TemplateQuirks } from './chat-request-body.ts'
 import { ChatStreamReader, type UpstreamChunk } from '../engine/chat-stream-reader.ts'
-import { readEventStream } from '../engine/event-stream.ts'
+import { readEventBatches } from '../engine/event-stream.ts'
 import { decodeBase64Floats, normaliseInto } from '../engine/embedding-vectors.ts'
 import { schemaProblemOf } from './schema-problem.ts'
 import { llamaServerArgs } from './llama-server-args.ts'
@@ -128,8 +128,8 @@ export class LlamaServerEngine extends ServerEngine {
     const limit = this.spec.contextLength
     const upstream = new AbortController()
     const cancel = () => upstream.abort()
-    // Tokens that come faster than the client could want them leave together (never the first).
-    const progress = onProgress && new ProgressCoalescer(onProgress)
+    // The tokens one read of the engine's stream carried leave together.
+    const progress = onProgress && new ProgressBatch(onProgress)
     const answer = new ChatStreamReader(progress && ((p) => progress.emit(p)), job.topLogprobs)
     let finished = false
     signal?.addEventListener('abort', cancel, { once: true })
@@ -138,20 +138,23 @@ export class LlamaServerEngine extends ServerEngine {
       const res = await this.server.streamRequest('/v1/chat/completions', chatRequestBody(job, this.quirks), upstream.signal)
       if (res.statusCode !== 200) throw chatError(res.statusCode ?? 500, await textOf(res), limit, job)
       let checked = false
-      for await (const data of readEventStream(res)) {
-        // The stream is read to its end, not left at [DONE]: a reader left early is destroyed
-        // with an error built for the occasion, a cost each request would pay for nothing.
-        if (data === '[DONE]') {
-          finished = true
-          continue
+      for await (const batch of readEventBatches(res)) {
+        for (const data of batch) {
+          // The stream is read to its end, not left at [DONE]: a reader left early is destroyed
+          // with an error built for the occasion, a cost each request would pay for nothing.
+          if (data === '[DONE]') {
+            finished = true
+            continue
+          }
+          const event = JSON.parse(data) as UpstreamChunk
+          if (event.error) throw chatError(500, JSON.stringify(event), limit, job)
+          if (event.prompt_progress && !checked) {
+            checked = true
+            checkContext(event.prompt_progress.total, job.maxTokens, limit)
+          }
+          answer.read(event)
         }
-        const event = JSON.parse(data) as UpstreamChunk
-        if (event.error) throw chatError(500, JSON.stringify(event), limit, job)
-        if (event.prompt_progress && !checked) {
-          checked = true
-          checkContext(event.prompt_progress.total, job.maxTokens, limit)
-        }
-        answer.read(event)
+        progress?.flush()
       }
       if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
       if (!answer.usage) throw await this.server.failureOf(new Error('the engine ended the answer early'))
@@ -181,7 +184,7 @@ export class LlamaServerEngine extends ServerEngine {
     const limit = this.spec.contextLength
     const upstream = new AbortController()
     const cancel = () => upstream.abort()
-    const progress = onProgress && new ProgressCoalescer(onProgress)
+    const progress = onProgress && new ProgressBatch(onProgress)
     let finished = false
     signal?.addEventListener('abort', cancel, { once: true })
     try {
@@ -193,25 +196,28 @@ export class LlamaServerEngine extends ServerEngine {
       let checked = false
       let final: NativeFinal | undefined
       const logprobs: TokenLogprob[] | undefined = job.logprobs === undefined ? undefined : []
-      for await (const data of readEventStream(res)) {
-        if (data === '[DONE]') break
-        const event = JSON.parse(data) as NativeChunk
-        if (event.error) throw completionError(500, JSON.stringify(event), limit, job)
-        if (event.prompt_progress && !checked) {
-          checked = true
-          checkContext(event.prompt_progress.total, job.maxTokens, limit)
+      reading: for await (const batch of readEventBatches(res)) {
+        for (const data of batch) {
+          if (data === '[DONE]') break reading
+          const event = JSON.parse(data) as NativeChunk
+          if (event.error) throw completionError(500, JSON.stringify(event), limit, job)
+          if (event.prompt_progress && !checked) {
+            checked = true
+            checkContext(event.prompt_progress.total, job.maxTokens, limit)
+          }
+          const pieces = logprobs && event.completion_probabilities ? nativeLogprobs(event.completion_probabilities, job.logprobs!) : undefined
+          if (pieces) logprobs!.push(...pieces)
+          if (event.content) {
+            text += event.content
+            progress?.emit({ type: 'text', text: event.content, ...(pieces ? { logprobs: pieces } : {}) })
+          }
+          if (event.stop) {
+            final = event as NativeFinal
+            finished = true
+            break reading
+          }
         }
-        const pieces = logprobs && event.completion_probabilities ? nativeLogprobs(event.completion_probabilities, job.logprobs!) : undefined
-        if (pieces) logprobs!.push(...pieces)
-        if (event.content) {
-          text += event.content
-          progress?.emit({ type: 'text', text: event.content, ...(pieces ? { logprobs: pieces } : {}) })
-        }
-        if (event.stop) {
-          final = event as NativeFinal
-          finished = true
-          break
-        }
+        progress?.flush()
       }
       if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
       if (!final) throw await this.server.failureOf(new Error('the engine ended the answer early'))

@@ -27,7 +27,8 @@ import type {
   SpeechSegment,
   TokenLogprob,
 } from '../engine/engine-protocol.ts'
-import { readEventStream } from '../engine/event-stream.ts'
+import { readEventBatches } from '../engine/event-stream.ts'
+import { ProgressBatch } from '../engine/progress-coalescer.ts'
 import { whisperCodeOfName } from '../audio/whisper-languages.ts'
 import { ModelError } from '../errors.ts'
 import { RemoteModelError, remoteErrorOf } from './remote-error.ts'
@@ -84,8 +85,9 @@ export class RemoteEngine implements Engine {
 
   private async chat(job: ChatJob, { signal, onProgress }: RunOptions): Promise<ChatResult> {
     return this.post('/chat/completions', (model) => JSON.stringify(chatBody(job, model)), signal, async (res, where) => {
-      const reader = new ChatStreamReader(onProgress, job.topLogprobs)
-      await readEvents(res, where, signal, (event) => reader.read(event as UpstreamChunk))
+      const progress = onProgress && new ProgressBatch(onProgress)
+      const reader = new ChatStreamReader(progress && ((p) => progress.emit(p)), job.topLogprobs)
+      await readEvents(res, where, signal, progress, (event) => reader.read(event as UpstreamChunk))
       if (!reader.usage) throw new RemoteModelError(502, 'remote_error', `${where} ended the answer without its usage`)
       const details = reader.usage
       return reader.result(details.completion_tokens_details?.reasoning_tokens ?? 0, details.prompt_tokens_details?.cached_tokens ?? 0)
@@ -98,12 +100,13 @@ export class RemoteEngine implements Engine {
       let finishReason: CompleteResult['finishReason'] = 'stop'
       let usage: { prompt_tokens: number; completion_tokens: number } | undefined
       const logprobs: TokenLogprob[] | undefined = job.logprobs === undefined ? undefined : []
-      await readEvents(res, where, signal, (raw) => {
+      const progress = onProgress && new ProgressBatch(onProgress)
+      await readEvents(res, where, signal, progress, (raw) => {
         const event = raw as CompletionChunk
         const choice = event.choices?.[0]
         if (choice?.text) {
           text += choice.text
-          onProgress?.({ type: 'text', text: choice.text })
+          progress?.emit({ type: 'text', text: choice.text })
         }
         if (logprobs && choice?.logprobs?.tokens) logprobs.push(...legacyLogprobs(choice.logprobs))
         if (choice?.finish_reason) finishReason = choice.finish_reason === 'length' ? 'length' : 'stop'
@@ -298,14 +301,30 @@ function legacyLogprobs(l: NonNullable<NonNullable<CompletionChunk['choices']>[n
   }))
 }
 
-/** Every `data:` event of a streamed answer, parsed; an error event from the remote is thrown as ours. */
-async function readEvents(res: RemoteAnswer, where: string, signal: AbortSignal | undefined, onEvent: (event: unknown) => void): Promise<void> {
-  for await (const data of readEventStream(res.body)) {
-    if (signal?.aborted) throw cancelled()
-    if (data === '[DONE]') return
-    const event = JSON.parse(data) as { error?: { message?: string } }
-    if (event.error) throw new RemoteModelError(502, 'remote_error', `${where} failed part way: ${event.error.message ?? JSON.stringify(event.error)}`)
-    onEvent(event)
+/**
+ * Every `data:` event of a streamed answer, parsed; an error event from the remote is thrown as
+ * ours. `progress` is flushed after each read, so the tokens one read carried leave together.
+ */
+async function readEvents(
+  res: RemoteAnswer,
+  where: string,
+  signal: AbortSignal | undefined,
+  progress: ProgressBatch | undefined,
+  onEvent: (event: unknown) => void,
+): Promise<void> {
+  try {
+    for await (const batch of readEventBatches(res.body)) {
+      for (const data of batch) {
+        if (signal?.aborted) throw cancelled()
+        if (data === '[DONE]') return
+        const event = JSON.parse(data) as { error?: { message?: string } }
+        if (event.error) throw new RemoteModelError(502, 'remote_error', `${where} failed part way: ${event.error.message ?? JSON.stringify(event.error)}`)
+        onEvent(event)
+      }
+      progress?.flush()
+    }
+  } finally {
+    progress?.flush()
   }
 }
 
