@@ -3,7 +3,12 @@
  * `{"error": {message, type, param, code}}` with the status the API contract gives its code.
  */
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express'
+import { AudioTooLongError } from '../../native-models/audio/mono-16k-collector.ts'
+import { UnsupportedAudioError } from '../../native-models/audio/unsupported-audio-error.ts'
+import { CatalogWriteError } from '../../native-models/catalog/catalog-writer.ts'
+import { DownloadError, type DownloadErrorCode } from '../../native-models/downloads/download-error.ts'
 import { isModelError, type ModelErrorCode } from '../../native-models/errors.ts'
+import { InvalidImageError } from '../../native-models/images/invalid-image-error.ts'
 import { RemoteModelError } from '../../native-models/remote/remote-error.ts'
 
 export type ErrorType = 'invalid_request_error' | 'invalid_authentication' | 'request_timeout' | 'insufficient_quota' | 'server_error'
@@ -78,9 +83,45 @@ export function toApiError(e: unknown): ApiError {
     const headers: Record<string, string> = status === 503 ? { 'Retry-After': RETRY_AFTER_SECONDS } : {}
     return new ApiError(status, type, e.code, e.message, e.param, headers)
   }
+  if (e instanceof DownloadError) return downloadError(e)
+  if (e instanceof CatalogWriteError) return new ApiError(500, 'server_error', 'catalog_invalid', e.message)
+  if (e instanceof InvalidImageError) return invalidRequest(e.message, e.param, 'invalid_image')
+  if (e instanceof UnsupportedAudioError) {
+    return invalidRequest(`Unsupported or invalid audio file: ${UNSUPPORTED_AUDIO[e.reason]}. Send ${AUDIO_FORMATS}.`, 'file', 'unsupported_audio_format')
+  }
+  if (e instanceof AudioTooLongError) {
+    const limit = `at most ${formatMinutes(e.maxSeconds)} (the max_audio_minutes setting)`
+    return invalidRequest(`The audio is longer than this server takes: ${limit}. Split the recording and send the parts.`, 'file', 'audio_too_long')
+  }
   const bodyParser = bodyParserError(e)
   if (bodyParser) return bodyParser
   return new ApiError(500, 'server_error', 'internal_error', 'The server had an error while processing your request')
+}
+
+/** A download, an import or a removal that failed: the client's mistakes are 4xx, the rest 500. */
+function downloadError(e: DownloadError): ApiError {
+  const clientStatus: Partial<Record<DownloadErrorCode, number>> = { invalid_value: 400, insufficient_storage: 400, source_unavailable: 400, not_found: 404 }
+  const status = clientStatus[e.code]
+  if (e.code === 'not_found') return modelNotFound(e.param ?? '', e.message)
+  if (status !== undefined) return new ApiError(status, 'invalid_request_error', e.code, e.message, e.param)
+  return new ApiError(500, 'server_error', e.code, e.message, e.param)
+}
+
+/** What the client is told, by reason: the decoder's own detail may name server paths (ffmpeg's). */
+const UNSUPPORTED_AUDIO: Record<UnsupportedAudioError['reason'], string> = {
+  empty: 'the file is empty',
+  unrecognized: 'the bytes are not a known audio or video format',
+  unsupported_codec: 'the audio inside is in a codec that cannot be decoded',
+  no_audio: 'the file has no audio in it',
+  truncated: 'the file is truncated',
+  corrupt: 'the audio data is corrupt',
+}
+
+const AUDIO_FORMATS = 'FLAC, MP3, MP4, MPEG, MPGA, M4A, Ogg, WAV or WebM'
+
+function formatMinutes(seconds: number): string {
+  const minutes = Math.round((seconds / 60) * 100) / 100
+  return `${minutes} minute${minutes === 1 ? '' : 's'}`
 }
 
 /** Errors thrown by express.json(): malformed JSON, a body over the limit, an odd charset. */

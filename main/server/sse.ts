@@ -18,8 +18,23 @@ export function setEventStreamHeaders(res: Response): void {
 export class SseStream {
   private opened = false
   private corked = false
+  private keepAliveTimer: NodeJS.Timeout | undefined
 
   constructor(private readonly res: Response) {}
+
+  /**
+   * Opens the stream now, with a first comment line so clients see it open before any event, and
+   * pings it every `pingMs` while it lasts: proxies and clients time out a stream that is quiet
+   * for long (a download's progress or the request log can be).
+   */
+  openNow(pingMs: number): void {
+    this.open()
+    this.res.flushHeaders()
+    this.res.write(': connected\n\n')
+    this.keepAliveTimer = setInterval(() => this.ping(), pingMs)
+    this.keepAliveTimer.unref()
+    this.res.once('close', () => clearInterval(this.keepAliveTimer))
+  }
 
   get started(): boolean {
     return this.opened
@@ -49,12 +64,14 @@ export class SseStream {
 
   /** Ends the stream with OpenAI's `[DONE]` line. */
   done(): void {
+    clearInterval(this.keepAliveTimer)
     this.open()
     if (!this.res.writableEnded) this.res.end('data: [DONE]\n\n')
   }
 
   /** Ends the stream as it is (Anthropic's streams end with their message_stop event). */
   end(): void {
+    clearInterval(this.keepAliveTimer)
     this.open()
     if (!this.res.writableEnded) this.res.end()
   }

@@ -271,6 +271,9 @@ export interface SpeechResult {
 export type EngineJob = ChatJob | CompleteJob | EmbedJob | RerankJob | SpeechJob
 export type EngineResult = ChatResult | CompleteResult | EmbedResult | RerankResult | SpeechResult
 
+/** The result a job of a kind gives: a chat job a ChatResult, and so on. */
+export type ResultOf<J extends EngineJob> = Extract<EngineResult, { type: J['type'] }>
+
 /** Streamed while a job runs: generated text, thinking and tool calls (chat), or a finished segment of speech. */
 export type JobProgress =
   | { type: 'text'; text: string; logprobs?: TokenLogprob[] }

@@ -15,12 +15,20 @@ export type InvalidImageReason =
 export class InvalidImageError extends Error {
   readonly code = 'invalid_image'
   readonly reason: InvalidImageReason
+  /** The request field the image came from, named by the code that read the request. */
+  param: string | null = null
 
   constructor(reason: InvalidImageReason, message: string, options?: { cause?: unknown }) {
     super(message, options)
     this.name = 'InvalidImageError'
     this.reason = reason
   }
+}
+
+/** `e` with the request field it concerns, when it is an InvalidImageError; otherwise as it is. */
+export function imageErrorAt(e: unknown, param: string): unknown {
+  if (e instanceof InvalidImageError) e.param = param
+  return e
 }
 
 export function isInvalidImageError(error: unknown): error is InvalidImageError {

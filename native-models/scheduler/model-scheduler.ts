@@ -10,7 +10,7 @@
  */
 import type { ModelRecord } from '../catalog/model-folder.ts'
 import type { Engine, RunOptions } from '../engine/engine-process.ts'
-import type { EngineJob, EngineResult } from '../engine/engine-protocol.ts'
+import type { EngineJob, EngineResult, ResultOf } from '../engine/engine-protocol.ts'
 import { ModelError } from '../errors.ts'
 import { estimateModelMemory, planEvictions } from './memory-plan.ts'
 
@@ -70,10 +70,11 @@ export class ModelScheduler {
 
   constructor(private readonly options: SchedulerOptions) {}
 
-  async run(model: ModelRecord, job: EngineJob, options: RunOptions = {}): Promise<EngineResult> {
+  /** Runs `job` on the model's engine (loading it first if need be): the result of the job's kind. */
+  async run<J extends EngineJob>(model: ModelRecord, job: J, options: RunOptions = {}): Promise<ResultOf<J>> {
     return this.withModel(model, options.signal, async (engine) => {
       if (options.signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-      return engine.run(job, options)
+      return resultFor(job, await engine.run(job, options))
     })
   }
 
@@ -277,4 +278,10 @@ export class ModelScheduler {
     state.filesStamp = filesStamp(model)
     return this.options.startEngine(model)
   }
+}
+
+/** The engine's answer to `job`, checked to be of the job's kind: the one place the types narrow. */
+function resultFor<J extends EngineJob>(job: J, result: EngineResult): ResultOf<J> {
+  if (result.type !== job.type) throw new ModelError('internal_error', `the engine answered a '${job.type}' job with a '${result.type}' result`)
+  return result as ResultOf<J>
 }

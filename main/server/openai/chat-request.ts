@@ -4,7 +4,7 @@
  */
 import type { ModelRecord } from '../../../native-models/catalog/model-folder.ts'
 import type { ChatContentPart, ChatJob, ChatMessage, ToolDefinition } from '../../../native-models/engine/engine-protocol.ts'
-import { isInvalidImageError } from '../../../native-models/images/invalid-image-error.ts'
+import { imageErrorAt } from '../../../native-models/images/invalid-image-error.ts'
 import { normalizeImageDataUrl } from '../../../native-models/images/normalize-image.ts'
 import { DEFAULT_PROJECTOR_INPUT, readProjectorInput } from '../../../native-models/images/projector-input.ts'
 import { invalidRequest, modelNotCompatible, unsupportedParameter } from '../http-errors.ts'
@@ -211,8 +211,7 @@ export async function prepareChatImage(plan: ChatPlan, model: ModelRecord): Prom
   try {
     dataUrl = (await normalizeImageDataUrl(image.url, { maxSide: input.maxSide })).dataUrl
   } catch (e) {
-    if (isInvalidImageError(e)) throw invalidRequest(e.message, image.param, 'invalid_image')
-    throw e
+    throw imageErrorAt(e, image.param)
   }
   const content = plan.job.messages[image.messageIndex]?.content
   const part = Array.isArray(content) ? content[image.partIndex] : undefined

@@ -1,7 +1,6 @@
 /** POST /v1/chat/completions: validate → plan → run on the model's engine → answer or stream. */
 import { randomBytes } from 'node:crypto'
 import { Router } from 'express'
-import type { ChatResult } from '../../../native-models/engine/engine-protocol.ts'
 import { chatChunk, chatCompletion, deltaOf, timingsOf, usageChunk, type CompletionIdentity } from '../openai/chat-response.ts'
 import { parseChatRequest, planChat, prepareChatImage } from '../openai/chat-request.ts'
 import { recordUsage } from '../key-quotas.ts'
@@ -27,7 +26,7 @@ export function chatRoute(ctx: ServerContext): Router {
     const lifetime = requestLifetime(res, ctx.settings.requestTimeoutMs)
     try {
       if (!plan.stream) {
-        const result = (await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal })) as ChatResult
+        const result = await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal })
         recordUsage(res, result)
         res.json(chatCompletion(who, result))
         return
@@ -36,7 +35,7 @@ export function chatRoute(ctx: ServerContext): Router {
       const openStream = () => {
         if (!sse.started) sse.send(chatChunk(who, { role: 'assistant', content: '' }, null, plan.includeUsage))
       }
-      const result = (await ctx.scheduler.run(model, plan.job, {
+      const result = await ctx.scheduler.run(model, plan.job, {
         signal: lifetime.signal,
         onProgress: (p) => {
           const piece = deltaOf(p)
@@ -44,7 +43,7 @@ export function chatRoute(ctx: ServerContext): Router {
           openStream()
           sse.send(chatChunk(who, piece.delta, null, plan.includeUsage, { logprobs: piece.logprobs }))
         },
-      })) as ChatResult
+      })
       recordUsage(res, result)
       openStream()
       sse.send(chatChunk(who, {}, result.finishReason, plan.includeUsage, { timings: timingsOf(result) }))

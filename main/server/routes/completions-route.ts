@@ -27,7 +27,7 @@ export function completionsRoute(ctx: ServerContext): Router {
         const results: CompleteResult[] = []
         // The prompts of one request run one after another, each with the model's whole context.
         for (const job of plan.jobs) {
-          const result = (await ctx.scheduler.run(model, job, { signal: lifetime.signal })) as CompleteResult
+          const result = await ctx.scheduler.run(model, job, { signal: lifetime.signal })
           recordUsage(res, result)
           results.push(result)
         }
@@ -37,7 +37,7 @@ export function completionsRoute(ctx: ServerContext): Router {
       const sse = new SseStream(res)
       let offset = echo ? plan.prompts[0]!.length : 0
       if (echo) sse.send(completionChunk(who, plan.prompts[0]!, null, plan.includeUsage))
-      const result = (await ctx.scheduler.run(model, plan.jobs[0]!, {
+      const result = await ctx.scheduler.run(model, plan.jobs[0]!, {
         signal: lifetime.signal,
         onProgress: (p) => {
           if (p.type !== 'text') return
@@ -45,7 +45,7 @@ export function completionsRoute(ctx: ServerContext): Router {
           offset += p.text.length
           sse.send(completionChunk(who, p.text, null, plan.includeUsage, logprobs))
         },
-      })) as CompleteResult
+      })
       recordUsage(res, result)
       sse.send(completionChunk(who, '', result.finishReason, plan.includeUsage))
       if (plan.includeUsage) sse.send({ id: who.id, object: 'text_completion', created: who.created, model: who.model, choices: [], usage: completionsUsage([result]) })

@@ -5,10 +5,9 @@
  */
 import { Router } from 'express'
 import { z } from 'zod'
-import { addCatalogEntry, CatalogWriteError } from '../../../native-models/catalog/catalog-writer.ts'
+import { addCatalogEntry } from '../../../native-models/catalog/catalog-writer.ts'
 import { remoteTargetSchema } from '../../../native-models/remote/remote-target.ts'
 import { recommendedModels } from '../../../native-models/catalog/recommended-models.ts'
-import { DownloadError } from '../../../native-models/downloads/download-error.ts'
 import { isFinalState, type DownloadSnapshot } from '../../../native-models/downloads/download-job.ts'
 import { DownloadManager } from '../../../native-models/downloads/download-manager.ts'
 import { importModel } from '../../../native-models/downloads/model-import.ts'
@@ -17,7 +16,7 @@ import { ApiError, invalidRequest, modelNotFound } from '../http-errors.ts'
 import { requireJsonBody } from '../json-body.ts'
 import { parseOrThrow } from '../openai/validation.ts'
 import type { ServerContext } from '../server-context.ts'
-import { setEventStreamHeaders } from '../sse.ts'
+import { SseStream } from '../sse.ts'
 import { managedModel } from './management-route.ts'
 
 const pullSchema = z.object({
@@ -53,21 +52,21 @@ export function downloadsRoute(ctx: ServerContext): Router {
 
   router.post('/models/pull', requireJsonBody, async (req, res) => {
     const body = parseOrThrow(pullSchema, req.body)
-    const job = await downloads.pull(body).catch(rethrowAsApiError)
+    const job = await downloads.pull(body)
     let timer: NodeJS.Timeout | undefined
     await Promise.race([job.prepared, new Promise((r) => (timer = setTimeout(r, PREPARE_WAIT_MS)))])
     clearTimeout(timer)
     const failure = job.failure
     if (job.currentState === 'failed' && failure && REFUSED_BEFORE_START.has(failure.code)) {
       downloads.forget(job.id)
-      rethrowAsApiError(failure)
+      throw failure
     }
     res.status(202).json({ download: downloadObject(job.snapshot()) })
   })
 
   router.post('/models/import', requireJsonBody, async (req, res) => {
     const body = parseOrThrow(importSchema, req.body)
-    const imported = await importModel(ctx.folder, body).catch(rethrowAsApiError)
+    const imported = await importModel(ctx.folder, body)
     const { models, broken } = await ctx.folder.scan()
     const model = models.find((m) => m.id === imported.id)
     if (model) {
@@ -89,7 +88,7 @@ export function downloadsRoute(ctx: ServerContext): Router {
       throw invalidRequest(`The environment variable ${body.api_key_env} is not set for the server: set it to the key for ${body.base_url}, then restart the server`, 'api_key_env')
     }
     const remote = { base_url: body.base_url, ...(body.model ? { model: body.model } : {}), ...(body.api_key_env ? { api_key_env: body.api_key_env } : {}) }
-    await addCatalogEntry(ctx.folder.dir, { id: body.id, remote }).catch(rethrowAsApiError)
+    await addCatalogEntry(ctx.folder.dir, { id: body.id, remote })
     await ctx.folder.scan() // the pool starts watching the new server
     await ctx.remotes?.checkAll()
     const model = (await ctx.folder.scan()).models.find((m) => m.id === body.id)
@@ -104,7 +103,7 @@ export function downloadsRoute(ctx: ServerContext): Router {
       beforeDelete: async (modelId) => {
         await ctx.scheduler.unload(modelId)
       },
-    }).catch(rethrowAsApiError)
+    })
     res.json({ deleted: removed.id, files: removed.files })
   })
 
@@ -118,19 +117,16 @@ export function downloadsRoute(ctx: ServerContext): Router {
 
   router.get('/downloads/:id/events', (req, res) => {
     const job = requireDownload(downloads, req.params.id)
-    setEventStreamHeaders(res)
-    res.flushHeaders()
+    const events = new SseStream(res)
+    events.openNow(SSE_PING_MS)
     const send = (snapshot: DownloadSnapshot) => {
-      if (res.writableEnded) return
-      res.write(`data: ${JSON.stringify(downloadObject(snapshot))}\n\n`)
+      events.send(downloadObject(snapshot))
       if (isFinalState(snapshot.state)) end()
     }
-    const ping = setInterval(() => res.writableEnded || res.write(': ping\n\n'), SSE_PING_MS)
     const unsubscribe = job.subscribe(send)
     const end = () => {
-      clearInterval(ping)
       unsubscribe()
-      if (!res.writableEnded) res.end()
+      events.end()
     }
     res.on('close', end)
     send(job.snapshot())
@@ -182,20 +178,3 @@ function requireDownload(downloads: DownloadManager, id: string) {
   return job
 }
 
-function rethrowAsApiError(e: unknown): never {
-  if (e instanceof DownloadError) {
-    switch (e.code) {
-      case 'invalid_value':
-        throw invalidRequest(e.message, e.param)
-      case 'insufficient_storage':
-      case 'source_unavailable':
-        throw new ApiError(400, 'invalid_request_error', e.code, e.message, e.param)
-      case 'not_found':
-        throw modelNotFound(e.param ?? '', e.message)
-      default:
-        throw new ApiError(500, 'server_error', e.code, e.message, e.param)
-    }
-  }
-  if (e instanceof CatalogWriteError) throw new ApiError(500, 'server_error', 'catalog_invalid', e.message)
-  throw e
-}

@@ -1,6 +1,5 @@
 /** POST /v1/embeddings: validate → plan → run on the model's engine → answer. */
 import { Router } from 'express'
-import type { EmbedResult } from '../../../native-models/engine/engine-protocol.ts'
 import { embeddingsResponse } from '../openai/embeddings-response.ts'
 import { parseEmbeddingsRequest, planEmbeddings } from '../openai/embeddings-request.ts'
 import { requireJsonBody } from '../json-body.ts'
@@ -18,7 +17,7 @@ export function embeddingsRoute(ctx: ServerContext): Router {
     res.locals.model = model.id
     const lifetime = requestLifetime(res, ctx.settings.requestTimeoutMs)
     try {
-      const result = (await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal })) as EmbedResult
+      const result = await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal })
       recordUsage(res, { promptTokens: result.promptTokens })
       res.json(embeddingsResponse(model.id, result, plan.encodingFormat))
     } catch (e) {

@@ -5,7 +5,6 @@
  */
 import { randomBytes } from 'node:crypto'
 import { Router } from 'express'
-import type { ChatResult } from '../../../native-models/engine/engine-protocol.ts'
 import { parseMessagesRequest, toChatRequest } from '../anthropic/messages-request.ts'
 import { anthropicMessage, MessageStreamWriter, type MessageIdentity } from '../anthropic/messages-response.ts'
 import { recordUsage } from '../key-quotas.ts'
@@ -30,7 +29,7 @@ export function messagesRoute(ctx: ServerContext): Router {
     const lifetime = requestLifetime(res, ctx.settings.requestTimeoutMs)
     try {
       if (request.stream !== true) {
-        const result = (await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal })) as ChatResult
+        const result = await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal })
         recordUsage(res, result)
         res.json(anthropicMessage(who, result))
         return
@@ -42,13 +41,13 @@ export function messagesRoute(ctx: ServerContext): Router {
         const { event, data } = writer.start()
         sse.send(data, event)
       }
-      const result = (await ctx.scheduler.run(model, plan.job, {
+      const result = await ctx.scheduler.run(model, plan.job, {
         signal: lifetime.signal,
         onProgress: (p) => {
           start()
           for (const { event, data } of writer.progress(p)) sse.send(data, event)
         },
-      })) as ChatResult
+      })
       recordUsage(res, result)
       start()
       for (const { event, data } of writer.finish(result)) sse.send(data, event)
@@ -72,7 +71,7 @@ export function messagesRoute(ctx: ServerContext): Router {
     // The model's own template and tokenizer count the prompt (images included): one token is
     // generated and dropped, and the prompt stays in the engine's cache for the request that follows.
     const job = { ...plan.job, maxTokens: 1, temperature: 0, jsonSchema: undefined, toolChoice: 'auto' as const }
-    const result = (await ctx.scheduler.run(model, job, {})) as ChatResult
+    const result = await ctx.scheduler.run(model, job, {})
     res.json({ input_tokens: result.promptTokens })
   })
 

@@ -1,6 +1,5 @@
 /** POST /v1/rerank (and /v1/reranking, llama.cpp's other name for it): validate → score → order. */
 import { Router } from 'express'
-import type { RerankResult } from '../../../native-models/engine/engine-protocol.ts'
 import { recordUsage } from '../key-quotas.ts'
 import { requireJsonBody } from '../json-body.ts'
 import { requireModel } from '../model-lookup.ts'
@@ -17,7 +16,7 @@ export function rerankRoute(ctx: ServerContext): Router {
     res.locals.model = model.id
     const lifetime = requestLifetime(res, ctx.settings.requestTimeoutMs)
     try {
-      const result = (await ctx.scheduler.run(model, job, { signal: lifetime.signal })) as RerankResult
+      const result = await ctx.scheduler.run(model, job, { signal: lifetime.signal })
       recordUsage(res, { promptTokens: result.promptTokens })
       res.json(rerankResponse(model.id, request, job, result))
     } catch (e) {

@@ -6,7 +6,6 @@
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { Router, type Response } from 'express'
-import type { ChatResult } from '../../../native-models/engine/engine-protocol.ts'
 import { requestKey } from '../auth.ts'
 import { ApiError, invalidRequest } from '../http-errors.ts'
 import { recordUsage } from '../key-quotas.ts'
@@ -46,7 +45,7 @@ export function responsesRoute(ctx: ServerContext): Router {
     const lifetime = requestLifetime(res, ctx.settings.requestTimeoutMs)
     try {
       if (request.stream !== true) {
-        const result = (await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal })) as ChatResult
+        const result = await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal })
         recordUsage(res, result)
         const output = outputItemsOf(result)
         const response = responseObject(who, request, { result, output })
@@ -58,7 +57,7 @@ export function responsesRoute(ctx: ServerContext): Router {
       const writer = new ResponseStreamWriter(who, request)
       const send = (events: Array<{ type: string }>) => events.forEach((e) => sse.send(e, e.type))
       send(writer.start())
-      const result = (await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal, onProgress: (p) => send(writer.progress(p)) })) as ChatResult
+      const result = await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal, onProgress: (p) => send(writer.progress(p)) })
       recordUsage(res, result)
       const { events, output } = writer.finish(result)
       await keep(output, (events.at(-1) as unknown as { response: Record<string, unknown> }).response)

@@ -3,11 +3,11 @@
  * network, the generated key (regenerate only), and the live log of API requests.
  */
 import { networkInterfaces } from 'node:os'
-import { Router, type Response } from 'express'
+import { Router } from 'express'
 import { generatedKeyFile, regenerateApiKey } from '../key-rotation.ts'
 import type { RequestHistory } from '../request-history.ts'
 import type { ServerContext } from '../server-context.ts'
-import { setEventStreamHeaders } from '../sse.ts'
+import { SseStream } from '../sse.ts'
 
 const PING_EVERY_MS = 15_000
 
@@ -30,18 +30,12 @@ export function serverRoute(ctx: ServerContext, history: RequestHistory): Router
 
   // The backlog first, then every request as it ends.
   router.get('/requests/events', (_req, res) => {
-    openEventStream(res)
-    const send = (record: unknown) => {
-      if (!res.writableEnded) res.write(`data: ${JSON.stringify(record)}\n\n`)
-    }
+    const events = new SseStream(res)
+    events.openNow(PING_EVERY_MS)
+    const send = (record: unknown) => events.send(record)
     for (const record of history.list()) send(record)
     const unsubscribe = history.subscribe(send)
-    const ping = setInterval(() => res.write(': ping\n\n'), PING_EVERY_MS)
-    ping.unref()
-    res.on('close', () => {
-      clearInterval(ping)
-      unsubscribe()
-    })
+    res.on('close', unsubscribe)
   })
 
   return router
@@ -85,11 +79,4 @@ function externalAddresses(): string[] {
     .flat()
     .filter((a) => a !== undefined && !a.internal && a.family === 'IPv4')
     .map((a) => a!.address)
-}
-
-function openEventStream(res: Response): void {
-  setEventStreamHeaders(res)
-  res.flushHeaders()
-  // A first line, so clients see the stream open before any request has ended.
-  res.write(': connected\n\n')
 }

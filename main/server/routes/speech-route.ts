@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdir, readdir, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Router, type Request, type Response } from 'express'
-import { AudioTooLongError, decodeAudioToFileInWorker, UnsupportedAudioError, type DecodedAudioFile } from '../../../native-models/audio/decode-audio.ts'
+import { decodeAudioToFileInWorker } from '../../../native-models/audio/decode-audio.ts'
 import type { SpeechResult } from '../../../native-models/engine/engine-protocol.ts'
 import { readAudioUpload } from '../audio-upload.ts'
 import { invalidRequest } from '../http-errors.ts'
@@ -42,7 +42,8 @@ async function answerSpeech(ctx: ServerContext, scratch: AudioScratch, task: Spe
 
     audioPath = await scratch.newPath()
     const maxSeconds = ctx.settings.maxAudioSeconds ?? DEFAULT_MAX_AUDIO_SECONDS
-    const audio = await decode(upload.file.bytes, audioPath, maxSeconds, lifetime.signal)
+    // Bytes that are not audio, or audio longer than the server takes, are the client's error (http-errors.ts).
+    const audio = await decodeAudioToFileInWorker(upload.file.bytes, audioPath, { signal: lifetime.signal, maxSeconds })
     upload.file.bytes = Buffer.alloc(0) // the upload's memory goes back while whisper works
     const durationSeconds = audio.durationSeconds
 
@@ -54,7 +55,7 @@ async function answerSpeech(ctx: ServerContext, scratch: AudioScratch, task: Spe
       const logprobs = request.logprobs ? tokenLogprobs(segment) : undefined
       if (delta || logprobs?.length) sse?.send(textDeltaEvent(delta, logprobs))
     }
-    const result = (await ctx.scheduler.run(
+    const result = await ctx.scheduler.run(
       model,
       { ...job, audioPath },
       {
@@ -67,7 +68,7 @@ async function answerSpeech(ctx: ServerContext, scratch: AudioScratch, task: Spe
             }
           : undefined,
       },
-    )) as SpeechResult
+    )
     recordUsage(res, { audioSeconds: durationSeconds })
 
     if (sse) {
@@ -86,45 +87,6 @@ async function answerSpeech(ctx: ServerContext, scratch: AudioScratch, task: Spe
     lifetime.dispose()
     if (audioPath) await scratch.remove(audioPath)
   }
-}
-
-/** What the client is told, by reason: the decoder's own detail may name server paths (ffmpeg's). */
-const UNSUPPORTED_AUDIO: Record<UnsupportedAudioError['reason'], string> = {
-  empty: 'the file is empty',
-  unrecognized: 'the bytes are not a known audio or video format',
-  unsupported_codec: 'the audio inside is in a codec that cannot be decoded',
-  no_audio: 'the file has no audio in it',
-  truncated: 'the file is truncated',
-  corrupt: 'the audio data is corrupt',
-}
-
-/**
- * Any upload to a file of 16 kHz samples, on a worker thread; bytes that are not audio, or audio
- * longer than the server takes, are the client's error.
- */
-async function decode(bytes: Buffer, path: string, maxSeconds: number, signal: AbortSignal): Promise<DecodedAudioFile> {
-  try {
-    return await decodeAudioToFileInWorker(bytes, path, { signal, maxSeconds })
-  } catch (e) {
-    if (e instanceof AudioTooLongError) {
-      throw invalidRequest(
-        `The audio is longer than this server takes: at most ${formatMinutes(maxSeconds)} (the max_audio_minutes setting). Split the recording and send the parts.`,
-        'file',
-        'audio_too_long',
-      )
-    }
-    if (!(e instanceof UnsupportedAudioError)) throw e
-    throw invalidRequest(
-      `Unsupported or invalid audio file: ${UNSUPPORTED_AUDIO[e.reason]}. Send FLAC, MP3, MP4, MPEG, MPGA, M4A, Ogg, WAV or WebM.`,
-      'file',
-      'unsupported_audio_format',
-    )
-  }
-}
-
-function formatMinutes(seconds: number): string {
-  const minutes = Math.round((seconds / 60) * 100) / 100
-  return `${minutes} minute${minutes === 1 ? '' : 's'}`
 }
 
 /**
