@@ -46,8 +46,11 @@ export interface EngineBuildInfo {
   gpu: string
 }
 
-/** An image's url is always a PNG data URL the server decoded, checked and shrunk (native-models/images). */
-export type ChatContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } }
+/**
+ * An image is handed to the engine as bytes: a PNG the server decoded, checked and shrunk
+ * (native-models/images) before the job was made, as audio is decoded before a speech job is.
+ */
+export type ChatContentPart = { type: 'text'; text: string } | { type: 'image'; png: Uint8Array }
 
 export type ChatMessage =
   | { role: 'system' | 'user'; content: string | ChatContentPart[] }

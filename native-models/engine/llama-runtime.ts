@@ -10,6 +10,7 @@
  *   already checked and normalised by the server (PNG data URLs), and are counted with tokenize()
  *   before completion() ever sees them.
  */
+import { pngDataUrl } from '../images/normalize-image.ts'
 import { llamaNode, type CompletionOptions, type CompletionResult, type CompletionToken, type LlamaContext } from './llama-binding.ts'
 import { ModelError } from '../errors.ts'
 import { StopSequenceFilter } from '../text/stop-sequence-filter.ts'
@@ -241,7 +242,7 @@ export class LlamaRuntime {
             role: m.role,
             content: m.content.map((part) => {
               if (part.type === 'text') return part
-              mediaPaths.push(part.image_url.url)
+              mediaPaths.push(pngDataUrl(part.png))
               return { type: 'text', text: MEDIA_MARKER }
             }),
           },

@@ -23,7 +23,9 @@ export const IMAGE_DIMENSION_LIMITS = {
 }
 
 export interface NormalizedImage {
-  /** `data:image/png;base64,…`, ready for the engine. */
+  /** The image as PNG, ready for an engine job. */
+  png: Buffer
+  /** The same as `data:image/png;base64,…`. */
   dataUrl: string
   width: number
   height: number
@@ -85,7 +87,8 @@ export async function normalizeImage(bytes: Buffer, { maxSide }: NormalizeOption
     throw new InvalidImageError('corrupt', `The ${format.toUpperCase()} image is truncated or corrupt`, { cause: e })
   }
   return {
-    dataUrl: `data:image/png;base64,${output.data.toString('base64')}`,
+    png: output.data,
+    dataUrl: pngDataUrl(output.data),
     width: output.info.width,
     height: output.info.height,
     source: { format, width, height, bytes: bytes.length },
@@ -100,4 +103,9 @@ function checkDimensions(width: number, height: number): void {
   if (width > maxSide || height > maxSide) throw refuse(`a side is longer than ${maxSide}`)
   if (width * height > maxPixels) throw refuse(`more than ${maxPixels / 1_000_000} megapixels`)
   if (Math.max(width, height) / Math.min(width, height) > maxAspectRatio) throw refuse(`one side is over ${maxAspectRatio} times the other`)
+}
+
+/** A PNG as the data URL OpenAI-style servers (llama-server, remotes) and llama.node read. */
+export function pngDataUrl(png: Uint8Array): string {
+  return `data:image/png;base64,${Buffer.from(png.buffer, png.byteOffset, png.byteLength).toString('base64')}`
 }

@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto'
 import type { ChatJob, ChatMessage, CompleteJob, Sampling } from '../engine/engine-protocol.ts'
+import { openAiMessages } from '../engine/openai-messages.ts'
 
 /** What the model's chat template demands beyond OpenAI's shapes. */
 export interface TemplateQuirks {
@@ -30,7 +31,7 @@ const TEMPLATE_EFFORT: Record<string, string> = { none: 'none', minimal: 'low', 
 
 export function chatRequestBody(job: ChatJob, quirks: TemplateQuirks = { nineCharacterToolCallIds: false }): Record<string, unknown> {
   const body: Record<string, unknown> = {
-    messages: quirks.nineCharacterToolCallIds ? job.messages.map(withNineCharacterIds) : job.messages,
+    messages: openAiMessages(quirks.nineCharacterToolCallIds ? job.messages.map(withNineCharacterIds) : job.messages),
     stream: true,
     stream_options: { include_usage: true },
     // The first event reports the prompt's size before any work, for our context check.

@@ -122,7 +122,7 @@ export class LlamaServerEngine extends ServerEngine {
   }
 
   private async chat(job: ChatJob, { onProgress, signal }: RunOptions): Promise<ChatResult> {
-    const hasImage = job.messages.some((m) => Array.isArray(m.content) && m.content.some((p) => p.type === 'image_url'))
+    const hasImage = job.messages.some((m) => Array.isArray(m.content) && m.content.some((p) => p.type === 'image'))
     if (hasImage && !this.info.vision) throw new ModelError('model_not_compatible', `model "${this.spec.modelId}" has no vision projector`, 'model')
     this.checkLogitBias(job)
     const limit = this.spec.contextLength

@@ -28,6 +28,7 @@ import type {
   TokenLogprob,
 } from '../engine/engine-protocol.ts'
 import { readEventBatches } from '../engine/event-stream.ts'
+import { openAiMessages } from '../engine/openai-messages.ts'
 import { ProgressBatch } from '../engine/progress-coalescer.ts'
 import { whisperCodeOfName } from '../audio/whisper-languages.ts'
 import { ModelError } from '../errors.ts'
@@ -233,7 +234,7 @@ export class RemoteEngine implements Engine {
 
 /** A chat job as a plain OpenAI request. */
 export function chatBody(job: ChatJob, model: string): Record<string, unknown> {
-  const body: Record<string, unknown> = { model, messages: job.messages, ...streamedSampling(job) }
+  const body: Record<string, unknown> = { model, messages: openAiMessages(job.messages), ...streamedSampling(job) }
   if (job.maxTokens !== undefined) body.max_tokens = job.maxTokens
   if (job.tools.length > 0) {
     body.tools = job.tools

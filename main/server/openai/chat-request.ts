@@ -18,8 +18,6 @@ export interface ChatPlan {
   stream: boolean
   includeUsage: boolean
   job: ChatJob
-  /** The request's one image, still as the client sent it; prepareChatImage() normalises it. */
-  image: ImageRef | undefined
 }
 
 /** Where an image sits in the request. */
@@ -120,7 +118,12 @@ function isJsonObject(text: string): boolean {
 }
 
 /** Checks the request against what the model can do and builds the engine job. */
-export function planChat(request: ChatRequest, model: ModelRecord): ChatPlan {
+/**
+ * The engine job for a request, checked against the model. The request's image is decoded,
+ * checked and shrunk first and goes into the job as PNG bytes; a bad one is a 400 `invalid_image`
+ * naming its part, and nothing unchecked ever reaches an engine.
+ */
+export async function planChat(request: ChatRequest, model: ModelRecord): Promise<ChatPlan> {
   if (!model.capabilities.includes('chat')) throw modelNotCompatible(model.id, 'chat completions')
   const maxTokensParam = request.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens'
   const maxTokens = request.max_completion_tokens ?? request.max_tokens ?? undefined
@@ -148,13 +151,14 @@ export function planChat(request: ChatRequest, model: ModelRecord): ChatPlan {
     )
   }
   const stop = request.stop == null ? [] : typeof request.stop === 'string' ? [request.stop] : request.stop
+  const png = images[0] && (await normalisedImage(images[0], model))
   return {
     request,
     stream: request.stream === true,
     includeUsage: request.stream_options?.include_usage === true,
     job: {
       type: 'chat',
-      messages: request.messages.map(toEngineMessage),
+      messages: request.messages.map((m) => toEngineMessage(m, png)),
       maxTokens,
       maxCompletionTokens: model.maxCompletionTokens,
       temperature: request.temperature ?? CHAT_DEFAULTS.temperature,
@@ -170,7 +174,6 @@ export function planChat(request: ChatRequest, model: ModelRecord): ChatPlan {
       reasoningEffort: request.reasoning_effort ?? undefined,
       topLogprobs: request.logprobs === true ? (request.top_logprobs ?? 0) : undefined,
     },
-    image: images[0],
   }
 }
 
@@ -198,25 +201,14 @@ function jsonSchemaOf(request: ChatRequest): Record<string, unknown> | undefined
   return undefined
 }
 
-/**
- * Decodes the request's image and checks it, then puts the normalised PNG (shrunk to what the
- * model's projector can use) into the engine job in place of the client's data. Bad images become
- * 400 `invalid_image` naming the part; nothing unchecked is ever queued for an engine.
- */
-export async function prepareChatImage(plan: ChatPlan, model: ModelRecord): Promise<void> {
-  const image = plan.image
-  if (!image) return
+/** The request's image as PNG, shrunk to what the model's projector can use. */
+async function normalisedImage(image: ImageRef, model: ModelRecord): Promise<Buffer> {
   const input = model.projectorPath ? await readProjectorInput(model.projectorPath) : DEFAULT_PROJECTOR_INPUT
-  let dataUrl: string
   try {
-    dataUrl = (await normalizeImageDataUrl(image.url, { maxSide: input.maxSide })).dataUrl
+    return (await normalizeImageDataUrl(image.url, { maxSide: input.maxSide })).png
   } catch (e) {
     throw imageErrorAt(e, image.param)
   }
-  const content = plan.job.messages[image.messageIndex]?.content
-  const part = Array.isArray(content) ? content[image.partIndex] : undefined
-  if (part?.type !== 'image_url') throw new Error('the engine job lost track of the image part')
-  part.image_url = { url: dataUrl }
 }
 
 function imagesOf(request: ChatRequest): ImageRef[] {
@@ -232,7 +224,8 @@ function imagesOf(request: ChatRequest): ImageRef[] {
   return found
 }
 
-function toEngineMessage(m: ChatRequestMessage): ChatMessage {
+/** A request message as the engine takes it; `png` is the request's one image, normalised. */
+function toEngineMessage(m: ChatRequestMessage, png: Buffer | undefined): ChatMessage {
   switch (m.role) {
     case 'assistant':
       return {
@@ -248,9 +241,7 @@ function toEngineMessage(m: ChatRequestMessage): ChatMessage {
       return { role: 'system', content: joinText(m.content) }
     case 'user': {
       if (typeof m.content === 'string') return { role: 'user', content: m.content }
-      const parts: ChatContentPart[] = m.content.map((p) =>
-        p.type === 'text' ? { type: 'text', text: p.text } : { type: 'image_url', image_url: { url: p.image_url.url } },
-      )
+      const parts: ChatContentPart[] = m.content.map((p) => (p.type === 'text' ? { type: 'text', text: p.text } : { type: 'image', png: png! }))
       // Templates written for plain strings break on part arrays, so text-only content is joined.
       if (parts.every((p) => p.type === 'text')) return { role: 'user', content: parts.map((p) => p.text).join('\n') }
       return { role: 'user', content: parts }

@@ -136,3 +136,40 @@ export function usageChunk(who: CompletionIdentity, result: ChatResult) {
 function round(n: number): number {
   return Math.round(n * 1000) / 1000
 }
+
+export type ChatChunk = ReturnType<typeof chatChunk> | ReturnType<typeof usageChunk>
+
+/**
+ * The order of a streamed chat answer, as OpenAI sends it: the role first (with the first piece,
+ * or just before the finish when nothing came), then each piece, the finish reason in a chunk of
+ * its own (with Hearth's timings), then the usage chunk when the client asked for it. The route
+ * ends the stream with `[DONE]`.
+ */
+export class ChatStreamWriter {
+  private started = false
+
+  constructor(
+    private readonly who: CompletionIdentity,
+    private readonly includeUsage: boolean,
+  ) {}
+
+  progress(progress: JobProgress): ChatChunk[] {
+    const piece = deltaOf(progress)
+    if (!piece) return []
+    return [...this.start(), chatChunk(this.who, piece.delta, null, this.includeUsage, { logprobs: piece.logprobs })]
+  }
+
+  finish(result: ChatResult): ChatChunk[] {
+    return [
+      ...this.start(),
+      chatChunk(this.who, {}, result.finishReason, this.includeUsage, { timings: timingsOf(result) }),
+      ...(this.includeUsage ? [usageChunk(this.who, result)] : []),
+    ]
+  }
+
+  private start(): ChatChunk[] {
+    if (this.started) return []
+    this.started = true
+    return [chatChunk(this.who, { role: 'assistant', content: '' }, null, this.includeUsage)]
+  }
+}

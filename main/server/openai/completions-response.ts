@@ -1,5 +1,5 @@
 /** OpenAI's text_completion shapes, built from completion results. Pure functions, no HTTP. */
-import type { CompleteResult, TokenLogprob } from '../../../native-models/engine/engine-protocol.ts'
+import type { CompleteResult, JobProgress, TokenLogprob } from '../../../native-models/engine/engine-protocol.ts'
 import type { CompletionIdentity } from './chat-response.ts'
 
 /** The legacy logprobs shape: parallel lists, and each token's candidates as a map. */
@@ -60,5 +60,44 @@ export function completionChunk(
     model: who.model,
     choices: [{ text, index: 0, logprobs, finish_reason: finishReason }],
     ...(withUsageField ? { usage: null } : {}),
+  }
+}
+
+export type CompletionStreamChunk = ReturnType<typeof completionChunk> | ReturnType<typeof completionsUsageChunk>
+
+/** The chunk that ends a stream when `include_usage` is set: no choices, just usage. */
+export function completionsUsageChunk(who: CompletionIdentity, result: CompleteResult) {
+  return { id: who.id, object: 'text_completion' as const, created: who.created, model: who.model, choices: [], usage: completionsUsage([result]) }
+}
+
+/**
+ * The order of a streamed completion: the prompt first when it is echoed, then each piece of text
+ * (log probabilities counted from where the piece starts in the whole text, echo included), the
+ * finish reason in a chunk of its own, then the usage chunk when asked. The route ends with `[DONE]`.
+ */
+export class CompletionStreamWriter {
+  private offset: number
+
+  constructor(
+    private readonly who: CompletionIdentity,
+    private readonly includeUsage: boolean,
+    private readonly echoedPrompt: string | undefined,
+  ) {
+    this.offset = echoedPrompt?.length ?? 0
+  }
+
+  start(): CompletionStreamChunk[] {
+    return this.echoedPrompt === undefined ? [] : [completionChunk(this.who, this.echoedPrompt, null, this.includeUsage)]
+  }
+
+  progress(progress: JobProgress): CompletionStreamChunk[] {
+    if (progress.type !== 'text') return []
+    const logprobs = progress.logprobs ? legacyLogprobs(progress.logprobs, this.offset) : null
+    this.offset += progress.text.length
+    return [completionChunk(this.who, progress.text, null, this.includeUsage, logprobs)]
+  }
+
+  finish(result: CompleteResult): CompletionStreamChunk[] {
+    return [completionChunk(this.who, '', result.finishReason, this.includeUsage), ...(this.includeUsage ? [completionsUsageChunk(this.who, result)] : [])]
   }
 }

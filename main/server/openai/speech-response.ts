@@ -4,7 +4,7 @@
  */
 import { deflateSync } from 'node:zlib'
 import { whisperLanguageName } from '../../../native-models/audio/whisper-languages.ts'
-import type { SegmentDetail, SpeechSegment, SpeechToken } from '../../../native-models/engine/engine-protocol.ts'
+import type { JobProgress, SegmentDetail, SpeechResult, SpeechSegment, SpeechToken } from '../../../native-models/engine/engine-protocol.ts'
 import type { SpeechRequest, SpeechTask } from './speech-request.ts'
 
 export interface SpeechOutput {
@@ -238,5 +238,38 @@ export function textDoneEvent(text: string, usageSeconds: number | undefined, lo
     text,
     ...(logprobs ? { logprobs } : {}),
     ...(usageSeconds === undefined ? {} : { usage: durationUsage(usageSeconds) }),
+  }
+}
+
+export type TranscriptEvent = ReturnType<typeof textDeltaEvent> | ReturnType<typeof textDoneEvent>
+
+/**
+ * The order of a streamed transcript: a `transcript.text.delta` per segment that adds text (or
+ * log probabilities), segments the engine did not stream sent from the result before the end,
+ * then one `transcript.text.done` with the whole text (and usage when asked). The deltas add up
+ * to the done event's text exactly. The route ends the stream with `[DONE]`.
+ */
+export class TranscriptStreamWriter {
+  private readonly text = new SegmentText()
+  private streamed = 0
+
+  constructor(private readonly options: { logprobs: boolean; usageSeconds: number | undefined }) {}
+
+  progress(progress: JobProgress): TranscriptEvent[] {
+    if (progress.type !== 'segment') return []
+    this.streamed++
+    return this.segment(progress.segment)
+  }
+
+  finish(result: SpeechResult): TranscriptEvent[] {
+    const rest = result.segments.slice(this.streamed).flatMap((s) => this.segment(s))
+    const logprobs = this.options.logprobs ? result.segments.flatMap(tokenLogprobs) : undefined
+    return [...rest, textDoneEvent(this.text.text, this.options.usageSeconds, logprobs)]
+  }
+
+  private segment(segment: SpeechSegment): TranscriptEvent[] {
+    const delta = this.text.push(segment.text)
+    const logprobs = this.options.logprobs ? tokenLogprobs(segment) : undefined
+    return delta || logprobs?.length ? [textDeltaEvent(delta, logprobs)] : []
   }
 }

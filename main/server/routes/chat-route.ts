@@ -1,8 +1,8 @@
 /** POST /v1/chat/completions: validate → plan → run on the model's engine → answer or stream. */
 import { randomBytes } from 'node:crypto'
 import { Router } from 'express'
-import { chatChunk, chatCompletion, deltaOf, timingsOf, usageChunk, type CompletionIdentity } from '../openai/chat-response.ts'
-import { parseChatRequest, planChat, prepareChatImage } from '../openai/chat-request.ts'
+import { chatCompletion, ChatStreamWriter, type ChatChunk, type CompletionIdentity } from '../openai/chat-response.ts'
+import { parseChatRequest, planChat } from '../openai/chat-request.ts'
 import { recordUsage } from '../key-quotas.ts'
 import { requireModel } from '../model-lookup.ts'
 import { requestLifetime } from '../request-lifetime.ts'
@@ -15,8 +15,7 @@ export function chatRoute(ctx: ServerContext): Router {
   router.post('/chat/completions', requireJsonBody, async (req, res) => {
     const request = parseChatRequest(req.body)
     const model = await requireModel(ctx.folder, request.model)
-    const plan = planChat(request, model)
-    await prepareChatImage(plan, model)
+    const plan = await planChat(request, model)
     res.locals.model = model.id
     const who: CompletionIdentity = {
       id: `chatcmpl-${randomBytes(12).toString('base64url')}`,
@@ -32,22 +31,11 @@ export function chatRoute(ctx: ServerContext): Router {
         return
       }
       const sse = new SseStream(res)
-      const openStream = () => {
-        if (!sse.started) sse.send(chatChunk(who, { role: 'assistant', content: '' }, null, plan.includeUsage))
-      }
-      const result = await ctx.scheduler.run(model, plan.job, {
-        signal: lifetime.signal,
-        onProgress: (p) => {
-          const piece = deltaOf(p)
-          if (!piece) return
-          openStream()
-          sse.send(chatChunk(who, piece.delta, null, plan.includeUsage, { logprobs: piece.logprobs }))
-        },
-      })
+      const writer = new ChatStreamWriter(who, plan.includeUsage)
+      const send = (chunks: ChatChunk[]) => chunks.forEach((c) => sse.send(c))
+      const result = await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal, onProgress: (p) => send(writer.progress(p)) })
       recordUsage(res, result)
-      openStream()
-      sse.send(chatChunk(who, {}, result.finishReason, plan.includeUsage, { timings: timingsOf(result) }))
-      if (plan.includeUsage) sse.send(usageChunk(who, result))
+      send(writer.finish(result))
       sse.done()
     } catch (e) {
       throw lifetime.explain(e)

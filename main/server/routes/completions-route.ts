@@ -4,7 +4,7 @@ import { Router } from 'express'
 import type { CompleteResult } from '../../../native-models/engine/engine-protocol.ts'
 import type { CompletionIdentity } from '../openai/chat-response.ts'
 import { parseCompletionsRequest, planCompletions } from '../openai/completions-request.ts'
-import { completionChunk, completionsUsage, legacyLogprobs, textCompletion } from '../openai/completions-response.ts'
+import { CompletionStreamWriter, textCompletion, type CompletionStreamChunk } from '../openai/completions-response.ts'
 import { recordUsage } from '../key-quotas.ts'
 import { requireJsonBody } from '../json-body.ts'
 import { requireModel } from '../model-lookup.ts'
@@ -35,20 +35,12 @@ export function completionsRoute(ctx: ServerContext): Router {
         return
       }
       const sse = new SseStream(res)
-      let offset = echo ? plan.prompts[0]!.length : 0
-      if (echo) sse.send(completionChunk(who, plan.prompts[0]!, null, plan.includeUsage))
-      const result = await ctx.scheduler.run(model, plan.jobs[0]!, {
-        signal: lifetime.signal,
-        onProgress: (p) => {
-          if (p.type !== 'text') return
-          const logprobs = p.logprobs ? legacyLogprobs(p.logprobs, offset) : null
-          offset += p.text.length
-          sse.send(completionChunk(who, p.text, null, plan.includeUsage, logprobs))
-        },
-      })
+      const writer = new CompletionStreamWriter(who, plan.includeUsage, echo ? plan.prompts[0]! : undefined)
+      const send = (chunks: CompletionStreamChunk[]) => chunks.forEach((c) => sse.send(c))
+      send(writer.start())
+      const result = await ctx.scheduler.run(model, plan.jobs[0]!, { signal: lifetime.signal, onProgress: (p) => send(writer.progress(p)) })
       recordUsage(res, result)
-      sse.send(completionChunk(who, '', result.finishReason, plan.includeUsage))
-      if (plan.includeUsage) sse.send({ id: who.id, object: 'text_completion', created: who.created, model: who.model, choices: [], usage: completionsUsage([result]) })
+      send(writer.finish(result))
       sse.done()
     } catch (e) {
       throw lifetime.explain(e)

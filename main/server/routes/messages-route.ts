@@ -10,7 +10,7 @@ import { anthropicMessage, MessageStreamWriter, type MessageIdentity } from '../
 import { recordUsage } from '../key-quotas.ts'
 import { requireJsonBody } from '../json-body.ts'
 import { requireModel } from '../model-lookup.ts'
-import { planChat, prepareChatImage } from '../openai/chat-request.ts'
+import { planChat } from '../openai/chat-request.ts'
 import { requestLifetime } from '../request-lifetime.ts'
 import type { ServerContext } from '../server-context.ts'
 import { SseStream } from '../sse.ts'
@@ -22,8 +22,7 @@ export function messagesRoute(ctx: ServerContext): Router {
     const request = parseMessagesRequest(req.body)
     const chat = toChatRequest(request)
     const model = await requireModel(ctx.folder, chat.model)
-    const plan = planChat(chat, model)
-    await prepareChatImage(plan, model)
+    const plan = await planChat(chat, model)
     res.locals.model = model.id
     const who: MessageIdentity = { id: `msg_${randomBytes(12).toString('base64url')}`, model: model.id }
     const lifetime = requestLifetime(res, ctx.settings.requestTimeoutMs)
@@ -65,8 +64,7 @@ export function messagesRoute(ctx: ServerContext): Router {
     const request = parseMessagesRequest(body)
     const chat = toChatRequest({ ...request, max_tokens: 1 })
     const model = await requireModel(ctx.folder, chat.model)
-    const plan = planChat(chat, model)
-    await prepareChatImage(plan, model)
+    const plan = await planChat(chat, model)
     res.locals.model = model.id
     // The model's own template and tokenizer count the prompt (images included): one token is
     // generated and dropped, and the prompt stays in the engine's cache for the request that follows.

@@ -11,7 +11,7 @@ import { ApiError, invalidRequest } from '../http-errors.ts'
 import { recordUsage } from '../key-quotas.ts'
 import { requireJsonBody } from '../json-body.ts'
 import { requireModel } from '../model-lookup.ts'
-import { planChat, prepareChatImage } from '../openai/chat-request.ts'
+import { planChat } from '../openai/chat-request.ts'
 import { requestLifetime } from '../request-lifetime.ts'
 import { outputItemsOf, responseObject, ResponseStreamWriter, type OutputItem, type ResponseIdentity } from '../responses/response-object.ts'
 import { ResponseStore } from '../responses/response-store.ts'
@@ -33,8 +33,7 @@ export function responsesRoute(ctx: ServerContext): Router {
     }
     const chat = toChatRequest(request, earlier?.items ?? [])
     const model = await requireModel(ctx.folder, chat.model)
-    const plan = planChat(chat, model)
-    await prepareChatImage(plan, model)
+    const plan = await planChat(chat, model)
     res.locals.model = model.id
     const who: ResponseIdentity = { id: `resp_${randomBytes(12).toString('hex')}`, createdAt: Math.floor(Date.now() / 1000), model: model.id }
     const keep = async (output: OutputItem[], response: Record<string, unknown>) => {

@@ -9,13 +9,12 @@ import { mkdir, readdir, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Router, type Request, type Response } from 'express'
 import { decodeAudioToFileInWorker } from '../../../native-models/audio/decode-audio.ts'
-import type { SpeechResult } from '../../../native-models/engine/engine-protocol.ts'
 import { readAudioUpload } from '../audio-upload.ts'
 import { invalidRequest } from '../http-errors.ts'
 import { recordUsage } from '../key-quotas.ts'
 import { requireModel } from '../model-lookup.ts'
 import { MAX_AUDIO_FILE_BYTES, parseSpeechForm, planSpeech, type SpeechTask } from '../openai/speech-request.ts'
-import { formatSpeech, SegmentText, textDeltaEvent, textDoneEvent, tokenLogprobs } from '../openai/speech-response.ts'
+import { formatSpeech, TranscriptStreamWriter, type TranscriptEvent } from '../openai/speech-response.ts'
 import { requestLifetime } from '../request-lifetime.ts'
 import type { ServerContext } from '../server-context.ts'
 import { DEFAULT_MAX_AUDIO_SECONDS } from '../settings.ts'
@@ -47,34 +46,14 @@ async function answerSpeech(ctx: ServerContext, scratch: AudioScratch, task: Spe
     upload.file.bytes = Buffer.alloc(0) // the upload's memory goes back while whisper works
     const durationSeconds = audio.durationSeconds
 
-    const text = new SegmentText()
-    let streamed = 0
     const sse = request.stream ? new SseStream(res) : undefined
-    const sendSegment = (segment: SpeechResult['segments'][number]) => {
-      const delta = text.push(segment.text)
-      const logprobs = request.logprobs ? tokenLogprobs(segment) : undefined
-      if (delta || logprobs?.length) sse?.send(textDeltaEvent(delta, logprobs))
-    }
-    const result = await ctx.scheduler.run(
-      model,
-      { ...job, audioPath },
-      {
-        signal: lifetime.signal,
-        onProgress: sse
-          ? (p) => {
-              if (p.type !== 'segment') return
-              streamed++
-              sendSegment(p.segment)
-            }
-          : undefined,
-      },
-    )
+    const writer = new TranscriptStreamWriter({ logprobs: request.logprobs, usageSeconds: request.includeUsage ? durationSeconds : undefined })
+    const send = (events: TranscriptEvent[]) => events.forEach((e) => sse?.send(e))
+    const result = await ctx.scheduler.run(model, { ...job, audioPath }, { signal: lifetime.signal, onProgress: sse && ((p) => send(writer.progress(p))) })
     recordUsage(res, { audioSeconds: durationSeconds })
 
     if (sse) {
-      for (const segment of result.segments.slice(streamed)) sendSegment(segment)
-      const logprobs = request.logprobs ? result.segments.flatMap(tokenLogprobs) : undefined
-      sse.send(textDoneEvent(text.text, request.includeUsage ? durationSeconds : undefined, logprobs))
+      send(writer.finish(result))
       sse.done()
       return
     }

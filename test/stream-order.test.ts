@@ -1,0 +1,165 @@
+/**
+ * The order of every streamed answer, rule by rule, through the pure writers the routes use (no
+ * server, no engine): chat and completions as OpenAI sends them, transcripts, Responses events
+ * and Anthropic's message events.
+ */
+import { describe, expect, it } from 'vitest'
+import type { ChatResult, CompleteResult, JobProgress, SpeechResult } from '../native-models/engine/engine-protocol.ts'
+import { MessageStreamWriter } from '../main/server/anthropic/messages-response.ts'
+import { ChatStreamWriter } from '../main/server/openai/chat-response.ts'
+import { CompletionStreamWriter } from '../main/server/openai/completions-response.ts'
+import { TranscriptStreamWriter } from '../main/server/openai/speech-response.ts'
+import { ResponseStreamWriter } from '../main/server/responses/response-object.ts'
+import { parseResponsesRequest } from '../main/server/responses/responses-request.ts'
+
+const who = { id: 'chatcmpl-1', created: 1, model: 'm' }
+const text = (t: string): JobProgress => ({ type: 'text', text: t })
+
+function chatResult(overrides: Partial<ChatResult> = {}): ChatResult {
+  return {
+    type: 'chat',
+    text: 'Hi there',
+    reasoning: '',
+    toolCalls: [],
+    logprobs: undefined,
+    finishReason: 'stop',
+    promptTokens: 5,
+    completionTokens: 2,
+    reasoningTokens: 0,
+    timings: { promptMs: 1, promptPerSecond: 5000, predictedMs: 1, predictedPerSecond: 2000 },
+    ...overrides,
+  }
+}
+
+describe('chat completion chunks', () => {
+  const deltas = (chunks: Array<{ choices: Array<{ delta?: unknown }> }>) => chunks.map((c) => c.choices[0]?.delta)
+
+  it('sends the role first, with the first piece', () => {
+    const writer = new ChatStreamWriter(who, false)
+    expect(deltas(writer.progress(text('Hi')))).toEqual([{ role: 'assistant', content: '' }, { content: 'Hi' }])
+    expect(deltas(writer.progress(text(' there')))).toEqual([{ content: ' there' }])
+  })
+
+  it('sends the role before the finish when nothing was generated', () => {
+    const chunks = new ChatStreamWriter(who, false).finish(chatResult({ text: '' }))
+    expect(deltas(chunks)).toEqual([{ role: 'assistant', content: '' }, {}])
+  })
+
+  it('puts the finish reason in a chunk of its own, with the timings', () => {
+    const writer = new ChatStreamWriter(who, false)
+    writer.progress(text('Hi'))
+    const [finish, ...rest] = writer.finish(chatResult({ finishReason: 'length' }))
+    expect(rest).toEqual([])
+    expect(finish!.choices).toEqual([{ index: 0, delta: {}, logprobs: null, finish_reason: 'length' }])
+    expect(finish).toHaveProperty('timings.predicted_per_second', 2000)
+  })
+
+  it('ends with a usage chunk without choices when usage was asked for, and usage: null before it', () => {
+    const writer = new ChatStreamWriter(who, true)
+    const all = [...writer.progress(text('Hi')), ...writer.finish(chatResult())]
+    expect(all.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } })
+    for (const chunk of all.slice(0, -1)) expect(chunk).toHaveProperty('usage', null)
+  })
+
+  it('sends nothing for progress that is not part of a chat answer', () => {
+    expect(new ChatStreamWriter(who, false).progress({ type: 'segment', segment: { startMs: 0, endMs: 1, text: 'x' } })).toEqual([])
+  })
+
+  it('names a tool call in its first piece only', () => {
+    const writer = new ChatStreamWriter(who, false)
+    const first = writer.progress({ type: 'tool_call', index: 0, id: 'call_1', name: 'weather', arguments: '{"ci' })
+    const next = writer.progress({ type: 'tool_call', index: 0, arguments: 'ty": "Oslo"}' })
+    expect(deltas(first)[1]).toEqual({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'weather', arguments: '{"ci' } }] })
+    expect(deltas(next)).toEqual([{ tool_calls: [{ index: 0, function: { arguments: 'ty": "Oslo"}' } }] }])
+  })
+})
+
+describe('completion chunks', () => {
+  const completion: CompleteResult = { type: 'complete', text: 'ab', finishReason: 'stop', promptTokens: 3, completionTokens: 2, logprobs: undefined }
+
+  it('sends the echoed prompt first, and nothing first without echo', () => {
+    expect(new CompletionStreamWriter(who, false, 'Once').start().map((c) => c.choices[0]?.text)).toEqual(['Once'])
+    expect(new CompletionStreamWriter(who, false, undefined).start()).toEqual([])
+  })
+
+  it('counts log probability offsets from the start of the whole text, echo included', () => {
+    const writer = new CompletionStreamWriter(who, false, 'Once')
+    const logprob = (token: string) => ({ token, logprob: -1, bytes: [...Buffer.from(token)], top_logprobs: [] })
+    writer.progress({ type: 'text', text: ' up', logprobs: [logprob(' up')] })
+    const [chunk] = writer.progress({ type: 'text', text: 'on', logprobs: [logprob('on')] })
+    expect((chunk as { choices: Array<{ logprobs: { text_offset: number[] } }> }).choices[0]!.logprobs.text_offset).toEqual([7])
+  })
+
+  it('puts the finish reason in an empty chunk of its own, then usage when asked', () => {
+    const [finish, usage] = new CompletionStreamWriter(who, true, undefined).finish(completion)
+    expect(finish!.choices).toEqual([{ text: '', index: 0, logprobs: null, finish_reason: 'stop' }])
+    expect(usage).toMatchObject({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } })
+  })
+})
+
+describe('transcript events', () => {
+  const segment = (t: string) => ({ startMs: 0, endMs: 1000, text: t })
+  const result = (texts: string[]): SpeechResult => ({ type: 'speech', segments: texts.map(segment), language: 'en', durationSeconds: 2, processMs: 1 })
+
+  it('sends a delta per segment, and deltas that add up to the done text', () => {
+    const writer = new TranscriptStreamWriter({ logprobs: false, usageSeconds: undefined })
+    const events = [...writer.progress({ type: 'segment', segment: segment(' Hello') }), ...writer.finish(result([' Hello', ' world. ']))]
+    expect(events.map((e) => e.type)).toEqual(['transcript.text.delta', 'transcript.text.delta', 'transcript.text.done'])
+    const deltas = events.filter((e) => e.type === 'transcript.text.delta').map((e) => (e as { delta: string }).delta)
+    expect(deltas.join('')).toBe((events.at(-1) as { text: string }).text)
+  })
+
+  it('sends segments the engine did not stream before the done event', () => {
+    const events = new TranscriptStreamWriter({ logprobs: false, usageSeconds: undefined }).finish(result([' One', ' two']))
+    expect(events.map((e) => e.type)).toEqual(['transcript.text.delta', 'transcript.text.delta', 'transcript.text.done'])
+  })
+
+  it('puts usage in the done event only when asked', () => {
+    const withUsage = new TranscriptStreamWriter({ logprobs: false, usageSeconds: 2 }).finish(result([' x']))
+    expect(withUsage.at(-1)).toMatchObject({ usage: { type: 'duration', seconds: 2 } })
+    expect(new TranscriptStreamWriter({ logprobs: false, usageSeconds: undefined }).finish(result([' x'])).at(-1)).not.toHaveProperty('usage')
+  })
+})
+
+describe('Responses events', () => {
+  const request = parseResponsesRequest({ model: 'm', input: 'hi' })
+  const responseWho = { id: 'resp_1', createdAt: 1, model: 'm' }
+
+  it('starts with response.created then response.in_progress', () => {
+    expect(new ResponseStreamWriter(responseWho, request).start().map((e) => e.type)).toEqual(['response.created', 'response.in_progress'])
+  })
+
+  it('opens an item and its content part before the first text delta, and closes them in order before completing', () => {
+    const writer = new ResponseStreamWriter(responseWho, request)
+    writer.start()
+    const opening = writer.progress(text('Hi')).map((e) => e.type)
+    expect(opening).toEqual(['response.output_item.added', 'response.content_part.added', 'response.output_text.delta'])
+    const closing = writer.finish(chatResult({ text: 'Hi' })).events.map((e) => e.type)
+    expect(closing).toEqual(['response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed'])
+  })
+
+  it('numbers every event in sequence', () => {
+    const writer = new ResponseStreamWriter(responseWho, request)
+    const events = [...writer.start(), ...writer.progress(text('Hi')), ...writer.finish(chatResult({ text: 'Hi' })).events]
+    expect(events.map((e) => (e as unknown as { sequence_number: number }).sequence_number)).toEqual(events.map((_, i) => i))
+  })
+})
+
+describe("Anthropic's message events", () => {
+  const kinds = (events: Array<{ event: string }>) => events.map((e) => e.event)
+
+  it('starts a block when the kind of output changes, stopping the open one first', () => {
+    const writer = new MessageStreamWriter({ id: 'msg_1', model: 'm' })
+    expect(kinds(writer.progress({ type: 'reasoning', text: 'hmm' }))).toEqual(['content_block_start', 'content_block_delta'])
+    expect(kinds(writer.progress(text('Hi')))).toEqual(['content_block_stop', 'content_block_start', 'content_block_delta'])
+    expect(kinds(writer.progress(text('!')))).toEqual(['content_block_delta'])
+  })
+
+  it('ends with the open block stopped, message_delta with the stop reason, then message_stop', () => {
+    const writer = new MessageStreamWriter({ id: 'msg_1', model: 'm' })
+    writer.progress(text('Hi'))
+    const end = writer.finish(chatResult({ finishReason: 'length' }))
+    expect(kinds(end)).toEqual(['content_block_stop', 'message_delta', 'message_stop'])
+    expect(end[1]!.data).toMatchObject({ delta: { stop_reason: 'max_tokens' } })
+  })
+})
