@@ -3,7 +3,7 @@
  * nothing generic (no ipcRenderer, no send-anything). Runs sandboxed, bundled to CommonJS.
  */
 import { contextBridge, ipcRenderer, type IpcRendererEvent } from 'electron'
-import { Channel } from '../main/electron/ipc-channels.ts'
+import { Channel } from './ipc-channels.ts'
 import type { DesktopPreferences, DesktopServerState, HearthBridge } from './hearth-bridge.ts'
 
 const bridge: HearthBridge = {

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { createParser } from 'eventsource-parser'
 import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
-import { llamaNode } from '../native-models/engine/llama-binding.ts'
+import { llamaNode } from '../native-models/engine/child/llama-binding.ts'
 import { postJson, startTestServer, type TestServer } from './support/server-process.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
 

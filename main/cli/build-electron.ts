@@ -38,7 +38,7 @@ export async function buildElectron(outDir = ELECTRON_OUT_DIR): Promise<number> 
       ...common,
       entryPoints: {
         main: 'main/electron/main.ts',
-        'engine-child': 'native-models/engine/engine-child.ts',
+        'engine-child': 'native-models/engine/child/engine-child.ts',
         'engine-utility-entry': 'main/electron/engine-utility-entry.ts',
       },
       outdir: outDir,

@@ -19,4 +19,4 @@ if (port) {
   })
 }
 
-await import('../../native-models/engine/engine-child.ts')
+await import('../../native-models/engine/child/engine-child.ts')

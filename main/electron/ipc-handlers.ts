@@ -5,7 +5,7 @@
  */
 import type { IpcMain, IpcMainInvokeEvent } from 'electron'
 import type { DesktopPreferences, DesktopServerState } from '../../preload/hearth-bridge.ts'
-import { Channel } from './ipc-channels.ts'
+import { Channel } from '../../preload/ipc-channels.ts'
 import { isAppUrl } from './security.ts'
 
 export interface DesktopActions {

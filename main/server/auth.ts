@@ -1,7 +1,7 @@
 import type { RequestHandler, Response } from 'express'
-import type { ApiKeys, KeyIdentity } from './api-keys.ts'
+import type { ApiKeys, KeyIdentity } from './keys/api-keys.ts'
 import { ApiError } from './http-errors.ts'
-import { QuotaGate, usageOf } from './key-quotas.ts'
+import { QuotaGate, usageOf } from './keys/key-quotas.ts'
 
 /**
  * Every /v1 and /api request must carry a key the server knows, unless auth was turned off. Keys

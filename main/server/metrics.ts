@@ -7,7 +7,7 @@
 import type { Request, RequestHandler, Response } from 'express'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
-import { usageOf } from './key-quotas.ts'
+import { usageOf } from './keys/key-quotas.ts'
 
 const API_PREFIXES = ['/v1', '/api']
 /** How long a busy engine may take to report its memory before the scrape goes on without it. */

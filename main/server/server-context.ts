@@ -3,7 +3,7 @@ import type { ModelFolder } from '../../native-models/catalog/model-folder.ts'
 import type { BackendDevice, EngineBuildInfo, GpuBackend } from '../../native-models/engine/engine-protocol.ts'
 import type { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
 import type { RemotePool } from '../../native-models/remote/remote-pool.ts'
-import type { ApiKeys } from './api-keys.ts'
+import type { ApiKeys } from './keys/api-keys.ts'
 import type { ServerSettings } from './settings.ts'
 
 /** What the routes share: built once by startServer (or by a test) and handed to createApp. */

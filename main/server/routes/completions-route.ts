@@ -5,7 +5,7 @@ import type { CompleteResult } from '../../../native-models/engine/engine-protoc
 import type { CompletionIdentity } from '../openai/chat-response.ts'
 import { parseCompletionsRequest, planCompletions } from '../openai/completions-request.ts'
 import { CompletionStreamWriter, textCompletion, type CompletionStreamChunk } from '../openai/completions-response.ts'
-import { recordUsage } from '../key-quotas.ts'
+import { recordUsage } from '../keys/key-quotas.ts'
 import { requireJsonBody } from '../json-body.ts'
 import { requireModel } from '../model-lookup.ts'
 import { requestLifetime } from '../request-lifetime.ts'

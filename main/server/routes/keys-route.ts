@@ -8,7 +8,7 @@ import { Router, type RequestHandler } from 'express'
 import { z } from 'zod'
 import { requestKey } from '../auth.ts'
 import { ApiError } from '../http-errors.ts'
-import type { KeyStore, ManagedKey } from '../key-store.ts'
+import type { KeyStore, ManagedKey } from '../keys/key-store.ts'
 import { parseOrThrow } from '../openai/validation.ts'
 import type { ServerContext } from '../server-context.ts'
 

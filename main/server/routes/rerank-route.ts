@@ -1,6 +1,6 @@
 /** POST /v1/rerank (and /v1/reranking, llama.cpp's other name for it): validate → score → order. */
 import { Router } from 'express'
-import { recordUsage } from '../key-quotas.ts'
+import { recordUsage } from '../keys/key-quotas.ts'
 import { requireJsonBody } from '../json-body.ts'
 import { requireModel } from '../model-lookup.ts'
 import { parseRerankRequest, planRerank, rerankResponse } from '../rerank/rerank.ts'

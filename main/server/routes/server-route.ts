@@ -4,7 +4,7 @@
  */
 import { networkInterfaces } from 'node:os'
 import { Router } from 'express'
-import { generatedKeyFile, regenerateApiKey } from '../key-rotation.ts'
+import { generatedKeyFile, regenerateApiKey } from '../keys/key-rotation.ts'
 import type { RequestHistory } from '../request-history.ts'
 import type { ServerContext } from '../server-context.ts'
 import { SseStream } from '../sse.ts'

@@ -2,11 +2,11 @@
  * Entry point of an engine process (child_process.fork headless, utilityProcess.fork in the app).
  * Holds one model and runs one job at a time; the parent queues the rest.
  */
-import { ModelError, isModelError, type SerializedModelError } from '../errors.ts'
-import type { EngineJob, EngineLoadSpec, EngineResult, FromEngine, JobProgress, ToEngine } from './engine-protocol.ts'
+import { ModelError, isModelError, type SerializedModelError } from '../../errors.ts'
+import type { EngineJob, EngineLoadSpec, EngineResult, FromEngine, JobProgress, ToEngine } from '../engine-protocol.ts'
 import { EmbeddingRuntime } from './embedding-runtime.ts'
 import { LlamaRuntime } from './llama-runtime.ts'
-import { ProgressCoalescer } from './progress-coalescer.ts'
+import { ProgressCoalescer } from '../progress-coalescer.ts'
 import { WhisperRuntime } from './whisper-runtime.ts'
 
 type Runtime = LlamaRuntime | EmbeddingRuntime | WhisperRuntime

@@ -15,10 +15,10 @@
  * - its asynchronous work does not keep the event loop alive (here the IPC channel does);
  * - an empty language means English to whisper.cpp: detection has to be asked for with 'auto'.
  */
-import { ModelError } from '../errors.ts'
-import { toPcm16 } from './audio-chunks.ts'
-import type { EngineLoadSpec, EngineModelInfo, JobProgress, SpeechJob, SpeechResult } from './engine-protocol.ts'
-import { cancelled, inAudioTime, speechInPieces, type PieceOptions, type PieceResult } from './speech-in-pieces.ts'
+import { ModelError } from '../../errors.ts'
+import { toPcm16 } from '../audio-chunks.ts'
+import type { EngineLoadSpec, EngineModelInfo, JobProgress, SpeechJob, SpeechResult } from '../engine-protocol.ts'
+import { cancelled, inAudioTime, speechInPieces, type PieceOptions, type PieceResult } from '../speech-in-pieces.ts'
 import { whisperNode, type TranscribeOptions, type WhisperContext } from './whisper-binding.ts'
 
 /** whisper.cpp's own fallback step, used when the client chose a temperature. */

@@ -5,7 +5,7 @@
  * official clients do not hammer the server retrying.
  */
 import type { Response } from 'express'
-import { ApiError } from './http-errors.ts'
+import { ApiError } from '../http-errors.ts'
 import type { KeyStore, ManagedKey } from './key-store.ts'
 
 /**

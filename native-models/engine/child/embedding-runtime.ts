@@ -19,10 +19,10 @@
  * - the binding's normalisation is skipped: vectors are truncated (`dimensions`) and L2-normalised
  *   here, in one place.
  */
-import { ModelError } from '../errors.ts'
-import { readModelFileHeader } from '../catalog/model-file-header.ts'
+import { ModelError } from '../../errors.ts'
+import { readModelFileHeader } from '../../catalog/model-file-header.ts'
 import { llamaNode, type LlamaContext } from './llama-binding.ts'
-import type { EmbedInput, EmbedJob, EmbedResult, EngineLoadSpec, EngineModelInfo } from './engine-protocol.ts'
+import type { EmbedInput, EmbedJob, EmbedResult, EngineLoadSpec, EngineModelInfo } from '../engine-protocol.ts'
 import { specialTokensAdded } from './special-tokens.ts'
 
 /** `embd_normalize` value that makes the binding return the pooled vector as it is. */

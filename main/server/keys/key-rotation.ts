@@ -7,8 +7,8 @@ import { rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { API_KEY_FILE, type ApiKeys } from './api-keys.ts'
 import { generateApiKey } from './key-store.ts'
-import { ApiError } from './http-errors.ts'
-import type { ServerSettings } from './settings.ts'
+import { ApiError } from '../http-errors.ts'
+import type { ServerSettings } from '../settings.ts'
 
 /** Where the generated key lives, or undefined when the server does not use a generated key. */
 export function generatedKeyFile(settings: ServerSettings): string | undefined {

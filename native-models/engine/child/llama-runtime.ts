@@ -10,12 +10,12 @@
  *   already checked and normalised by the server (PNG data URLs), and are counted with tokenize()
  *   before completion() ever sees them.
  */
-import { pngDataUrl } from '../images/normalize-image.ts'
+import { pngDataUrl } from '../../images/normalize-image.ts'
 import { llamaNode, type CompletionOptions, type CompletionResult, type CompletionToken, type LlamaContext } from './llama-binding.ts'
-import { ModelError } from '../errors.ts'
-import { StopSequenceFilter } from '../text/stop-sequence-filter.ts'
+import { ModelError } from '../../errors.ts'
+import { StopSequenceFilter } from '../../text/stop-sequence-filter.ts'
 import { addsBosToken } from './special-tokens.ts'
-import type { ChatJob, ChatResult, EngineLoadSpec, EngineModelInfo, JobProgress } from './engine-protocol.ts'
+import type { ChatJob, ChatResult, EngineLoadSpec, EngineModelInfo, JobProgress } from '../engine-protocol.ts'
 
 /** Where the binding's chat formatting puts an image in the prompt (mtmd's default marker). */
 const MEDIA_MARKER = '<__media__>'
