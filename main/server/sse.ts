@@ -5,7 +5,7 @@ import type { Response } from 'express'
  * Makes a response an event stream. Small writes must leave at once (no Nagle delay): every event
  * is something a client is waiting for.
  */
-export function setEventStreamHeaders(res: Response): void {
+function setEventStreamHeaders(res: Response): void {
   res.status(200).set({
     'Content-Type': 'text/event-stream; charset=utf-8',
     'Cache-Control': 'no-cache',

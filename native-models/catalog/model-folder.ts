@@ -1,4 +1,4 @@
-import { statSync, type Stats } from 'node:fs'
+import { statSync } from 'node:fs'
 import { readFile, readdir, stat } from 'node:fs/promises'
 import { basename, dirname, extname, join, relative, resolve, sep } from 'node:path'
 import { catalogEntrySchema, catalogFileSchema, type CatalogEntry } from './catalog-schema.ts'
@@ -65,7 +65,12 @@ export interface FolderSnapshot {
 
 const CATALOG_FILE = 'models.json'
 
-const stampOf = (info: Stats | undefined) => (info ? `${info.ino}:${info.mtimeMs}:${info.size}` : 'none')
+/** One scan of the folder: when it started, from which `models.json`, and what it found. */
+interface FolderScan {
+  at: number
+  catalog: string
+  snapshot: Promise<FolderSnapshot>
+}
 const MODEL_EXTENSIONS = new Set(['.gguf', '.bin'])
 const MAX_DISCOVERY_DEPTH = 3
 const DEFAULT_CONTEXT = 4096
@@ -101,7 +106,7 @@ export class ModelFolder {
     this.dir = resolve(dir)
   }
 
-  private recent: { at: number; snapshot: Promise<FolderSnapshot>; catalog: Promise<string> } | undefined
+  private recent: FolderScan | undefined
   private refreshing = false
 
   /**
@@ -109,13 +114,11 @@ export class ModelFolder {
    * stream of requests does not list the folder each time.
    */
   cachedScan(maxAgeMs: number): Promise<FolderSnapshot> {
-    const now = performance.now()
-    if (this.recent && now - this.recent.at < maxAgeMs) return this.recent.snapshot
-    const catalog = this.catalogStamp()
-    const snapshot = this.scan()
-    this.recent = { at: now, snapshot, catalog }
-    snapshot.catch(() => (this.recent = undefined))
-    return snapshot
+    if (this.recent && performance.now() - this.recent.at < maxAgeMs) return this.recent.snapshot
+    const scan = this.startScan()
+    this.recent = scan
+    scan.snapshot.catch(() => (this.recent = undefined))
+    return scan.snapshot
   }
 
   /**
@@ -130,7 +133,7 @@ export class ModelFolder {
     const model = snapshot?.models.find((m) => m.id === id)
     if (!last || !model) return (await this.cachedScan(freshMs)).models.find((m) => m.id === id)
     if (performance.now() - last.at < freshMs) return model
-    if ((await last.catalog) !== this.catalogStampNow() || !this.fileUnchanged(model)) return (await this.cachedScan(0)).models.find((m) => m.id === id)
+    if (last.catalog !== this.catalogStamp() || !this.fileUnchanged(model)) return (await this.cachedScan(0)).models.find((m) => m.id === id)
     this.refreshBehind()
     return model
   }
@@ -139,24 +142,25 @@ export class ModelFolder {
   private refreshBehind(): void {
     if (this.refreshing) return
     this.refreshing = true
-    const at = performance.now()
-    const catalog = this.catalogStamp()
-    const snapshot = this.scan()
-    snapshot
-      .then(() => (this.recent = { at, snapshot, catalog }))
+    const scan = this.startScan()
+    scan.snapshot
+      .then(() => (this.recent = scan))
       .catch(() => undefined) // the next request scans again and meets the problem itself
       .finally(() => (this.refreshing = false))
   }
 
-  /** Which `models.json` this is: a write replaces the file (new inode) or changes its time or size. */
-  private async catalogStamp(): Promise<string> {
-    return stampOf(await stat(join(this.dir, CATALOG_FILE)).catch(() => undefined))
+  /** A scan started now, with the `models.json` it starts from. */
+  private startScan(): FolderScan {
+    return { at: performance.now(), catalog: this.catalogStamp(), snapshot: this.scan() }
   }
 
-  // The checks on a request's path stat synchronously: a few microseconds, where a round trip
-  // through libuv's thread pool costs a request up to a millisecond.
-  private catalogStampNow(): string {
-    return stampOf(statSync(join(this.dir, CATALOG_FILE), { throwIfNoEntry: false }))
+  // These checks sit on a request's path and stat synchronously: a few microseconds, where a
+  // round trip through libuv's thread pool costs a request up to a millisecond.
+
+  /** Which `models.json` this is: a write replaces the file (new inode) or changes its time or size. */
+  private catalogStamp(): string {
+    const info = statSync(join(this.dir, CATALOG_FILE), { throwIfNoEntry: false })
+    return info ? `${info.ino}:${info.mtimeMs}:${info.size}` : 'none'
   }
 
   private fileUnchanged(model: ModelRecord): boolean {

@@ -34,11 +34,6 @@ export async function* readEventBatches(body: AsyncIterable<Uint8Array>): AsyncG
   }
 }
 
-/** The payloads in order, one at a time. */
-export async function* readEventStream(body: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
-  for await (const batch of readEventBatches(body)) yield* batch
-}
-
 /** The event's data lines joined, or undefined for a comment or an empty event. */
 function dataOf(event: string): string | undefined {
   // The common case, one `data: ` line, without splitting.
