@@ -2,15 +2,16 @@
 import { freemem, totalmem } from 'node:os'
 import { memoryBudget } from './memory-budget.ts'
 import type { ServerContext } from './server-context.ts'
+import type { SystemInfo } from './wire-types.ts'
 
-export async function systemInfo(ctx: ServerContext) {
+export async function systemInfo(ctx: ServerContext): Promise<SystemInfo> {
   const { backend, devices, llamaBuild } = await ctx.hardware
   const loaded = await Promise.all(
     ctx.scheduler.loaded().map(async (m) => ({
       id: m.id,
       pid: m.engine.pid ?? null,
       devices: m.engine.info.devices,
-      engine: m.engine.info.engine?.name ?? 'prebuilt-binding',
+      engine: m.engine.info.engine?.name ?? ('prebuilt-binding' as const),
       estimate_bytes: m.estimateBytes,
       rss_bytes: await m.engine.memoryBytes(),
       busy: m.busy,

@@ -11,6 +11,7 @@ import {
   type ChatTurn,
   type ToolCallView,
 } from '../../renderer/src/lib/services/chat-messages.ts'
+import type { ChatChunk } from '../../main/server/wire-types.ts'
 
 const PNG = 'data:image/png;base64,iVBORw0KGgo='
 const JPEG = 'data:image/jpeg;base64,/9j/4AAQ'
@@ -116,26 +117,29 @@ describe('cleanStopSequences', () => {
 
 describe('readChunk', () => {
   const nothing = { text: '', reasoning: '', toolCalls: [] }
+  const who = { id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 0, model: 'm' } as const
+  type Delta = Extract<ChatChunk, { usage?: null }>['choices'][number]['delta']
+  const chunk = (delta: Delta, finishReason: 'stop' | 'length' | null = null, extra: object = {}): ChatChunk => ({
+    ...who,
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+    ...extra,
+  })
+
   it('reads content, the finish reason, usage and speed from streamed chunks', () => {
-    expect(readChunk({ choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] })).toEqual(nothing)
-    expect(readChunk({ choices: [{ delta: { content: 'Hel' }, finish_reason: null }], usage: null })).toEqual({ ...nothing, text: 'Hel' })
-    expect(readChunk({ choices: [{ delta: {}, finish_reason: 'length' }], timings: { predicted_per_second: 42.5 } })).toEqual({
-      ...nothing,
-      finishReason: 'length',
-      tokensPerSecond: 42.5,
-    })
-    expect(readChunk({ choices: [], usage: { prompt_tokens: 9, completion_tokens: 3, total_tokens: 12 } })).toEqual({
-      ...nothing,
-      usage: { promptTokens: 9, completionTokens: 3 },
-    })
+    expect(readChunk(chunk({ role: 'assistant', content: '' }))).toEqual(nothing)
+    expect(readChunk(chunk({ content: 'Hel' }, null, { usage: null }))).toEqual({ ...nothing, text: 'Hel' })
+    const timings = { prompt_ms: 1, prompt_per_second: 1, predicted_ms: 1, predicted_per_second: 42.5 }
+    expect(readChunk(chunk({}, 'length', { timings }))).toEqual({ ...nothing, finishReason: 'length', tokensPerSecond: 42.5 })
+    const usage = { prompt_tokens: 9, completion_tokens: 3, total_tokens: 12, prompt_tokens_details: { cached_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } }
+    expect(readChunk({ ...who, choices: [], usage })).toEqual({ ...nothing, usage: { promptTokens: 9, completionTokens: 3 } })
   })
 
   it('reads thinking and the pieces of tool calls, which add up to whole calls', () => {
-    expect(readChunk({ choices: [{ delta: { reasoning_content: 'hmm' } }] })).toEqual({ ...nothing, reasoning: 'hmm' })
+    expect(readChunk(chunk({ reasoning_content: 'hmm' }))).toEqual({ ...nothing, reasoning: 'hmm' })
     const calls: ToolCallView[] = []
-    addToolCallPieces(calls, readChunk({ choices: [{ delta: { tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'f', arguments: '{"a"' } }] } }] }).toolCalls)
-    addToolCallPieces(calls, readChunk({ choices: [{ delta: { tool_calls: [{ index: 0, function: { arguments: ': 1}' } }] } }] }).toolCalls)
-    addToolCallPieces(calls, readChunk({ choices: [{ delta: { tool_calls: [{ index: 1, id: 'call_b', function: { name: 'g', arguments: '{}' } }] } }] }).toolCalls)
+    addToolCallPieces(calls, readChunk(chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'f', arguments: '{"a"' } }] })).toolCalls)
+    addToolCallPieces(calls, readChunk(chunk({ tool_calls: [{ index: 0, function: { arguments: ': 1}' } }] })).toolCalls)
+    addToolCallPieces(calls, readChunk(chunk({ tool_calls: [{ index: 1, id: 'call_b', function: { name: 'g', arguments: '{}' } }] })).toolCalls)
     expect(calls).toEqual([
       { id: 'call_a', name: 'f', arguments: '{"a": 1}' },
       { id: 'call_b', name: 'g', arguments: '{}' },

@@ -17,6 +17,7 @@ import { requireJsonBody } from '../json-body.ts'
 import { parseOrThrow } from '../openai/validation.ts'
 import type { ServerContext } from '../server-context.ts'
 import { SseStream } from '../sse.ts'
+import type { DownloadObject, RecommendedEntry } from '../wire-types.ts'
 import { managedModel } from './management-route.ts'
 
 const pullSchema = z.object({
@@ -143,7 +144,7 @@ export function downloadsRoute(ctx: ServerContext): Router {
     const installedIds = new Set(models.map((m) => m.id))
     const installedFiles = new Set([...models.map((m) => m.path), ...vadModels].map((path) => path.slice(ctx.folder.dir.length + 1)))
     res.json({
-      models: recommendedModels().map((m) => ({ ...m, installed: installedIds.has(m.id) || installedFiles.has(m.file) })),
+      models: recommendedModels().map((m): RecommendedEntry => ({ ...m, installed: installedIds.has(m.id) || installedFiles.has(m.file) })),
     })
   })
 
@@ -151,7 +152,7 @@ export function downloadsRoute(ctx: ServerContext): Router {
 }
 
 /** A download on the wire (snake_case). `bytes` and `total` cover the model and its projector. */
-export function downloadObject(s: DownloadSnapshot) {
+export function downloadObject(s: DownloadSnapshot): DownloadObject {
   return {
     id: s.id,
     source: s.source,

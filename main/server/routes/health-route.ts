@@ -4,11 +4,12 @@
  */
 import { Router } from 'express'
 import type { ServerContext } from '../server-context.ts'
+import type { HealthBody } from '../wire-types.ts'
 
 export function healthRoute(ctx: ServerContext): Router {
   const router = Router()
   router.get('/health', (_req, res) => {
-    res.json({ status: 'ok', loaded_models: ctx.scheduler.loadedModelIds(), auth_required: ctx.keys !== undefined })
+    res.json({ status: 'ok', loaded_models: ctx.scheduler.loadedModelIds(), auth_required: ctx.keys !== undefined } satisfies HealthBody)
   })
   return router
 }

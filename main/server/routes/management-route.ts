@@ -5,6 +5,7 @@ import { requireModel } from '../model-lookup.ts'
 import { modelObject } from '../openai/model-object.ts'
 import type { ServerContext } from '../server-context.ts'
 import { systemInfo } from '../system-info.ts'
+import type { ManagedModel, ModelFolderListing } from '../wire-types.ts'
 
 export function managementRoute(ctx: ServerContext): Router {
   const router = Router()
@@ -16,7 +17,7 @@ export function managementRoute(ctx: ServerContext): Router {
       catalog_problem: catalogProblem ?? null,
       models: models.map((m) => managedModel(ctx, m, loaded.has(m.id))),
       problems: broken.map((b) => ({ id: b.id, file: b.file, problem: b.problem })),
-    })
+    } satisfies ModelFolderListing)
   })
   router.post('/models/*id/load', async (req, res) => {
     const model = await requireModel(ctx.folder, (req.params as { id: string[] }).id.join('/'))
@@ -37,7 +38,7 @@ export function managementRoute(ctx: ServerContext): Router {
 }
 
 /** A model as GET /api/models lists it (also what an import answers with): the /v1 object and more. */
-export function managedModel(ctx: ServerContext, m: ModelRecord, loaded: boolean) {
+export function managedModel(ctx: ServerContext, m: ModelRecord, loaded: boolean): ManagedModel {
   return {
     ...modelObject(m, loaded, ctx.remotes),
     file: m.remote ? null : m.path,

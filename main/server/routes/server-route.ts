@@ -8,6 +8,7 @@ import { generatedKeyFile, regenerateApiKey } from '../keys/key-rotation.ts'
 import type { RequestHistory } from '../request-history.ts'
 import type { ServerContext } from '../server-context.ts'
 import { SseStream } from '../sse.ts'
+import type { ServerInfo } from '../wire-types.ts'
 
 const PING_EVERY_MS = 15_000
 
@@ -39,19 +40,6 @@ export function serverRoute(ctx: ServerContext, history: RequestHistory): Router
   })
 
   return router
-}
-
-export interface ServerInfo {
-  /** The base URL programs on this computer use. */
-  address: string
-  host: string
-  port: number
-  /** True when other computers can reach the server (it listens beyond loopback). */
-  lan: boolean
-  /** Addresses other computers would use, when lan is on. */
-  lan_addresses: string[]
-  auth: boolean
-  key_file: string | null
 }
 
 export function serverInfo(ctx: Pick<ServerContext, 'settings'>, port: number): ServerInfo {

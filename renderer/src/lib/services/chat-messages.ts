@@ -3,6 +3,7 @@
  * takes one image per request, so only the newest picture in the conversation travels; older
  * pictures stay on screen and their words still go along.
  */
+import type { ChatChunk } from '../../../../main/server/wire-types.ts'
 
 export interface Usage {
   promptTokens: number
@@ -164,35 +165,21 @@ export interface ChunkUpdate {
   tokensPerSecond?: number
 }
 
-interface ChatChunk {
-  choices?: Array<{
-    delta?: {
-      content?: string | null
-      reasoning_content?: string | null
-      tool_calls?: Array<{ index: number; id?: string; function?: { name?: string; arguments?: string } }>
-    }
-    finish_reason?: string | null
-  }>
-  usage?: { prompt_tokens?: number; completion_tokens?: number } | null
-  timings?: { predicted_per_second?: number }
-}
-
-export function readChunk(chunk: unknown): ChunkUpdate {
-  const c = chunk as ChatChunk
-  const choice = c.choices?.[0]
+export function readChunk(c: ChatChunk): ChunkUpdate {
+  const choice = c.choices[0]
   const update: ChunkUpdate = {
-    text: choice?.delta?.content ?? '',
-    reasoning: choice?.delta?.reasoning_content ?? '',
-    toolCalls: (choice?.delta?.tool_calls ?? []).map((c) => ({
-      index: c.index,
-      ...(c.id !== undefined ? { id: c.id } : {}),
-      ...(c.function?.name !== undefined ? { name: c.function.name } : {}),
-      arguments: c.function?.arguments ?? '',
+    text: choice?.delta.content ?? '',
+    reasoning: choice?.delta.reasoning_content ?? '',
+    toolCalls: (choice?.delta.tool_calls ?? []).map((call) => ({
+      index: call.index,
+      ...(call.id !== undefined ? { id: call.id } : {}),
+      ...(call.function.name !== undefined ? { name: call.function.name } : {}),
+      arguments: call.function.arguments,
     })),
   }
   if (choice?.finish_reason) update.finishReason = choice.finish_reason
-  if (c.usage) update.usage = { promptTokens: c.usage.prompt_tokens ?? 0, completionTokens: c.usage.completion_tokens ?? 0 }
-  if (typeof c.timings?.predicted_per_second === 'number') update.tokensPerSecond = c.timings.predicted_per_second
+  if (c.usage) update.usage = { promptTokens: c.usage.prompt_tokens, completionTokens: c.usage.completion_tokens }
+  if ('timings' in c && c.timings) update.tokensPerSecond = c.timings.predicted_per_second
   return update
 }
 

@@ -1,20 +1,7 @@
 /** A transcript or translation saved as plain text or as subtitles (SubRip .srt, WebVTT .vtt). */
-
-export interface TimedSegment {
-  /** Seconds from the start of the recording. */
-  start: number
-  end: number
-  text: string
-}
+import type { TimedSegment, TimedWord } from '../../../../main/server/wire-types.ts'
 
 export type SaveFormat = 'txt' | 'srt' | 'vtt'
-
-/** A word as verbose_json times it (`timestamp_granularities[]=word`). */
-export interface TimedWord {
-  word: string
-  start: number
-  end: number
-}
 
 /** Subtitle lines no longer than broadcasters allow, and a pause that starts a new one. */
 const MAX_LINE_CHARS = 42

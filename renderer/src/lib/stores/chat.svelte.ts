@@ -15,6 +15,7 @@ import { loadConversations, saveConversations, type Conversation } from '../serv
 import { readImage, type ImageAttachment } from '../services/image-attachment.ts'
 import { api } from './connection.svelte.ts'
 import { models } from './models.svelte.ts'
+import type { ChatChunk } from '../../../../main/server/wire-types.ts'
 
 const PARAMETERS_KEY = 'hearth.chat.parameters'
 const MODEL_KEY = 'hearth.chat.model'
@@ -157,7 +158,7 @@ class ChatStore {
       unshown = ''
     }
     try {
-      for await (const chunk of api.events<unknown>('/v1/chat/completions', { body, signal: controller.signal })) {
+      for await (const chunk of api.events<ChatChunk>('/v1/chat/completions', { body, signal: controller.signal })) {
         const update = readChunk(chunk)
         if (update.reasoning) turn.reasoning = (turn.reasoning ?? '') + update.reasoning
         if (update.toolCalls.length) addToolCallPieces((turn.toolCalls ??= []), update.toolCalls)

@@ -4,6 +4,7 @@
  */
 import { ApiClient, ApiError, type Connection } from '../services/api-client.ts'
 import { desktopBridge, type DesktopServerState } from '../services/bridge.ts'
+import type { HealthBody } from '../../../../main/server/wire-types.ts'
 
 const KEY_STORAGE = 'hearth.apiKey'
 
@@ -34,7 +35,7 @@ class ConnectionStore {
     this.apiKey = localStorage.getItem(KEY_STORAGE) ?? undefined
     // /health says, without a key, whether this server wants one (not with --no-auth): with none
     // saved, the page asks for it first rather than making a request that fails with 401.
-    const health = await fetch(`${this.baseUrl}/health`).then((r) => (r.ok ? (r.json() as Promise<{ auth_required?: boolean }>) : undefined), () => undefined)
+    const health = await fetch(`${this.baseUrl}/health`).then((r) => (r.ok ? (r.json() as Promise<HealthBody>) : undefined), () => undefined)
     if (health?.auth_required && !this.apiKey) {
       this.needsKey = true
     } else if (this.apiKey) {

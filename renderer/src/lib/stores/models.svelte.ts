@@ -5,8 +5,18 @@
  */
 import { ApiError } from '../services/api-client.ts'
 import { api } from './connection.svelte.ts'
+import type {
+  Capability,
+  DownloadObject,
+  DownloadState,
+  ManagedModel,
+  ModelFolderListing,
+  ModelObject,
+  ModelProblem,
+  RecommendedEntry,
+  RemoteHealth,
+} from '../../../../main/server/wire-types.ts'
 
-export type Capability = 'chat' | 'vision' | 'embeddings' | 'rerank' | 'transcription' | 'translation'
 
 export interface ModelInfo {
   id: string
@@ -17,59 +27,15 @@ export interface ModelInfo {
   file: string | undefined
   kind: string | undefined
   /** A model served by other machines: their hosts and whether any copy answers. */
-  remote: { health: 'healthy' | 'unhealthy' | 'unknown'; hosts: string[] } | undefined
-}
-
-export interface ModelProblem {
-  id: string
-  file: string
-  problem: string
-}
-
-export interface RecommendedModel {
-  id: string
-  file: string
-  mmproj?: string
-  kind: string
-  source: string
-  mmproj_source?: string
-  size_bytes: number
-  description: string
-  /** Already in the models folder (by id or file). */
-  installed?: boolean
-}
-
-export type DownloadState = 'queued' | 'downloading' | 'verifying' | 'done' | 'failed' | 'cancelled'
-
-export interface Download {
-  id: string
-  source: string
-  file: string
-  state: DownloadState
-  bytes: number
-  total: number | null
-  rate_bps: number | null
-  eta_seconds: number | null
-  error: string | null
-  /** The model's id once known (set by the server). */
-  model_id?: string | null
+  remote: { health: RemoteHealth; hosts: string[] } | undefined
 }
 
 export const FINISHED: readonly DownloadState[] = ['done', 'failed', 'cancelled']
 
-interface WireModel {
-  id: string
-  capabilities?: Capability[]
-  state?: 'loaded' | 'available'
-  context_length?: number
-  size_bytes?: number
-  file?: string | null
-  kind?: string
-  remote?: { health: 'healthy' | 'unhealthy' | 'unknown' }
-  replicas?: Array<{ base_url: string }>
-}
+/** `/api/models` lists models in full; another OpenAI-style server answers only `/v1/models`, with less. */
+type ListedModel = Pick<ModelObject, 'id'> & Partial<ManagedModel>
 
-function fromWire(m: WireModel): ModelInfo {
+function fromWire(m: ListedModel): ModelInfo {
   return {
     id: m.id,
     capabilities: m.capabilities ?? [],
@@ -106,9 +72,9 @@ class ModelsStore {
   /** Per model id: the last action's failure. */
   actionErrors = $state<Record<string, string>>({})
 
-  recommended = $state<RecommendedModel[] | undefined>(undefined)
+  recommended = $state<RecommendedEntry[] | undefined>(undefined)
   recommendedError = $state<string | undefined>(undefined)
-  downloads = $state<Download[]>([])
+  downloads = $state<DownloadObject[]>([])
   downloadsAvailable = $state(true)
   pullError = $state<string | undefined>(undefined)
   importError = $state<string | undefined>(undefined)
@@ -122,7 +88,7 @@ class ModelsStore {
 
   async refresh(): Promise<void> {
     try {
-      const body = await api.json<{ models: WireModel[]; problems?: ModelProblem[]; models_dir?: string }>('/api/models')
+      const body = await api.json<ModelFolderListing>('/api/models')
       this.models = body.models.map(fromWire)
       this.problems = body.problems ?? []
       this.modelsDir = body.models_dir
@@ -133,7 +99,7 @@ class ModelsStore {
         return
       }
       try {
-        const body = await api.json<{ data: WireModel[] }>('/v1/models')
+        const body = await api.json<{ data: ListedModel[] }>('/v1/models')
         this.models = body.data.map(fromWire)
         this.error = undefined
       } catch (inner) {
@@ -179,7 +145,7 @@ class ModelsStore {
 
   async loadRecommended(): Promise<void> {
     try {
-      this.recommended = (await api.json<{ models: RecommendedModel[] }>('/api/recommended')).models
+      this.recommended = (await api.json<{ models: RecommendedEntry[] }>('/api/recommended')).models
       this.recommendedError = undefined
     } catch (e) {
       this.recommendedError = describe(e, 'The recommended list')
@@ -189,7 +155,7 @@ class ModelsStore {
   /** Downloads already under way (started elsewhere, or before a reload). */
   async loadDownloads(): Promise<void> {
     try {
-      const { downloads } = await api.json<{ downloads: Download[] }>('/api/downloads')
+      const { downloads } = await api.json<{ downloads: DownloadObject[] }>('/api/downloads')
       this.downloads = downloads
       this.downloadsAvailable = true
       for (const d of downloads) if (!FINISHED.includes(d.state)) void this.watch(d.id)
@@ -204,7 +170,7 @@ class ModelsStore {
       const body: Record<string, string> = { source: source.trim() }
       if (options.mmproj?.trim()) body.mmproj = options.mmproj.trim()
       if (options.id?.trim()) body.id = options.id.trim()
-      const { download } = await api.json<{ download: Download }>('/api/models/pull', { body })
+      const { download } = await api.json<{ download: DownloadObject }>('/api/models/pull', { body })
       this.upsert(download)
       void this.watch(download.id)
       return true
@@ -231,7 +197,7 @@ class ModelsStore {
     if (this.watching.has(id)) return
     this.watching.add(id)
     try {
-      for await (const snapshot of api.events<Download>(`/api/downloads/${encodeURIComponent(id)}/events`)) {
+      for await (const snapshot of api.events<DownloadObject>(`/api/downloads/${encodeURIComponent(id)}/events`)) {
         this.upsert(snapshot)
         if (FINISHED.includes(snapshot.state)) break
       }
@@ -244,7 +210,7 @@ class ModelsStore {
     }
   }
 
-  private upsert(download: Download): void {
+  private upsert(download: DownloadObject): void {
     const index = this.downloads.findIndex((d) => d.id === download.id)
     if (index < 0) this.downloads = [download, ...this.downloads]
     else this.downloads[index] = download

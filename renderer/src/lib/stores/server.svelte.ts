@@ -6,35 +6,7 @@ import { ApiError } from '../services/api-client.ts'
 import { desktopBridge, type DesktopServerState } from '../services/bridge.ts'
 import { readSseJson } from '../services/sse.ts'
 import { api, connection } from './connection.svelte.ts'
-
-export interface ServerInfo {
-  address: string
-  host: string
-  port: number
-  lan: boolean
-  lan_addresses?: string[]
-  auth: boolean
-  key_file: string | null
-}
-
-/** What runs the models (`GET /api/system` → `engine`). */
-export interface EngineInfo {
-  name: 'llama-server' | 'prebuilt-binding'
-  commit: string | null
-  cpu_features: string[]
-  gpu_backend: string
-}
-
-export interface RequestRecord {
-  id: string
-  time: string
-  method: string
-  path: string
-  model: string | null
-  status: number
-  duration_ms: number
-  code: string | null
-}
+import type { EngineInfo, RequestRecord, ServerInfo, SystemInfo } from '../../../../main/server/wire-types.ts'
 
 const LOG_SIZE = 200
 const RECONNECT_MS = 3000
@@ -55,7 +27,7 @@ class ServerStore {
   async refresh(): Promise<void> {
     try {
       this.info = await api.json<ServerInfo>('/api/server')
-      this.engine = (await api.json<{ engine?: EngineInfo }>('/api/system')).engine
+      this.engine = (await api.json<SystemInfo>('/api/system')).engine
       this.error = undefined
     } catch (e) {
       this.error = e instanceof ApiError && e.missingEndpoint ? 'This server does not describe itself yet' : (e as Error).message

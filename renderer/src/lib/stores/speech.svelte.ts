@@ -6,10 +6,11 @@
  */
 import { ApiError } from '../services/api-client.ts'
 import { startRecording, type Recording } from '../services/recorder.ts'
-import { savedFileName, subtitleFile, wordCues, type SaveFormat, type TimedSegment, type TimedWord } from '../services/subtitles.ts'
+import { savedFileName, subtitleFile, wordCues, type SaveFormat } from '../services/subtitles.ts'
 import { saveFile } from '../services/save-file.ts'
 import { api } from './connection.svelte.ts'
 import { models } from './models.svelte.ts'
+import type { TimedSegment, TimedWord, TranscriptEvent } from '../../../../main/server/wire-types.ts'
 
 const MODEL_KEY = 'hearth.speech.model'
 const TASK_KEY = 'hearth.speech.task'
@@ -22,12 +23,6 @@ export type SpeechTask = 'transcribe' | 'translate'
 export type SubtitleTiming = 'segments' | 'words'
 
 const ROUTES: Record<SpeechTask, string> = { transcribe: '/v1/audio/transcriptions', translate: '/v1/audio/translations' }
-
-interface TextEvent {
-  type: 'transcript.text.delta' | 'transcript.text.done'
-  delta?: string
-  text?: string
-}
 
 class SpeechStore {
   file = $state<File | undefined>(undefined)
@@ -112,7 +107,7 @@ class SpeechStore {
     try {
       const form = this.form('json')
       form.set('stream', 'true')
-      for await (const event of api.events<TextEvent>(ROUTES[this.task], { body: form, signal: controller.signal })) {
+      for await (const event of api.events<TranscriptEvent>(ROUTES[this.task], { body: form, signal: controller.signal })) {
         if (event.type === 'transcript.text.delta' && event.delta !== undefined) this.segments.push(event.delta)
         else if (event.type === 'transcript.text.done' && typeof event.text === 'string') this.finalText = event.text.trim()
       }

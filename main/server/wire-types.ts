@@ -1,0 +1,148 @@
+/**
+ * The JSON the web UI reads, declared in one place. The server's builders are typed against these
+ * declarations, and the renderer imports this module with `import type` only, so both sides are
+ * checked against the same shapes and no server code reaches the browser bundle. Imports here are
+ * types from below (native-models) or pure response modules, never routes, so nothing cycles.
+ */
+import type { Capability, ModelKind } from '../../native-models/catalog/model-kinds.ts'
+import type { RecommendedModel } from '../../native-models/catalog/recommended-models.ts'
+import type { DownloadState } from '../../native-models/downloads/download-job.ts'
+import type { RemoteHealth } from '../../native-models/remote/remote-pool.ts'
+
+export type { Capability, DownloadState, ModelKind, RecommendedModel, RemoteHealth }
+export type { ChatChunk } from './openai/chat-response.ts'
+export type { TimedWord, TranscriptEvent } from './openai/speech-response.ts'
+export type { RequestRecord } from './request-history.ts'
+
+/** A model in `GET /v1/models`: OpenAI's fields, the contract's limits and pricing, our additions. */
+export interface ModelObject {
+  id: string
+  object: 'model'
+  created: number
+  owned_by: string
+  context_length: number
+  max_completion_tokens: number
+  pricing: { prompt: string; completion: string }
+  capabilities: Capability[]
+  state: 'loaded' | 'available'
+  /** Only on models served by other machines: whether any copy answers. */
+  remote?: { health: RemoteHealth }
+}
+
+/** One copy of a remote model, as `GET /api/models` shows it (never its key). */
+export interface ReplicaObject {
+  base_url: string
+  model: string
+  health: RemoteHealth
+  problem: string | null
+  busy: number
+}
+
+/** A model in `GET /api/models` (and what an import answers with): the /v1 object and more. */
+export interface ManagedModel extends ModelObject {
+  /** The model file; null for remote models. */
+  file: string | null
+  replicas?: ReplicaObject[]
+  mmproj: string | null
+  kind: ModelKind
+  architecture: string | null
+  size_bytes: number
+  devices: string[]
+}
+
+/** A file in the models folder that cannot be served, and why. */
+export interface ModelProblem {
+  id: string
+  file: string
+  problem: string
+}
+
+/** `GET /api/models`. */
+export interface ModelFolderListing {
+  models_dir: string
+  catalog_problem: string | null
+  models: ManagedModel[]
+  problems: ModelProblem[]
+}
+
+/** An entry of `GET /api/recommended`; `installed` when the folder already has it (by id or file). */
+export type RecommendedEntry = RecommendedModel & { installed: boolean }
+
+/** A download on the wire. `bytes` and `total` cover the model and its projector. */
+export interface DownloadObject {
+  id: string
+  source: string
+  file: string
+  state: DownloadState
+  bytes: number
+  total: number | null
+  rate_bps: number
+  eta_seconds: number | null
+  error: string | null
+  error_code: string | null
+  /** The id the model will have in the folder. */
+  model_id: string
+  mmproj: string | null
+  mmproj_source: string | null
+  files: Array<{ role: 'model' | 'mmproj'; source: string; file: string; bytes: number; total: number | null; sha256: string | null; reused: boolean }>
+  /** Unix seconds. */
+  created: number
+  finished: number | null
+}
+
+/** `GET /api/server`: where the server listens and whether it wants a key. */
+export interface ServerInfo {
+  /** The base URL programs on this computer use. */
+  address: string
+  host: string
+  port: number
+  /** True when other computers can reach the server (it listens beyond loopback). */
+  lan: boolean
+  /** Addresses other computers would use, when lan is on. */
+  lan_addresses: string[]
+  auth: boolean
+  key_file: string | null
+}
+
+/** What runs chat and embeddings: llama.cpp built here (commit, CPU features, GPU toolkit), or the prebuilt binding. */
+export interface EngineInfo {
+  name: 'llama-server' | 'prebuilt-binding'
+  commit: string | null
+  cpu_features: string[]
+  gpu_backend: string
+}
+
+/** `GET /api/system`: devices, memory and its budget, and what is loaded at what real cost. */
+export interface SystemInfo {
+  backend: string
+  engine: EngineInfo
+  devices: Array<{ name: string; type: string; backend: string; memory_bytes: number | null }>
+  memory: { total_bytes: number; free_bytes: number; budget_bytes: number; budget_source: 'free memory' | 'settings' }
+  threads: number | undefined
+  loaded: Array<{
+    id: string
+    pid: number | null
+    devices: string[]
+    engine: 'llama-server' | 'whisper-server' | 'prebuilt-binding'
+    estimate_bytes: number
+    rss_bytes: number
+    busy: boolean
+    waiting: number
+  }>
+}
+
+/** `GET /health`: answered without a key. */
+export interface HealthBody {
+  status: 'ok'
+  loaded_models: string[]
+  auth_required: boolean
+}
+
+/** A segment of `verbose_json` (with `timestamp_granularities[]=segment`), as the UI times subtitles. */
+export interface TimedSegment {
+  /** Seconds from the start of the recording. */
+  start: number
+  end: number
+  text: string
+}
+

@@ -1,0 +1,86 @@
+/**
+ * Imports point one way: renderer → (HTTP) → main/server → native-models. The renderer reaches
+ * past HTTP only for types, from the two modules meant for it; the server never needs Electron.
+ */
+import { readdirSync, readFileSync } from 'node:fs'
+import { dirname, join, relative, resolve } from 'node:path'
+import { describe, expect, it } from 'vitest'
+
+const ROOT = resolve(import.meta.dirname, '..')
+
+interface Import {
+  from: string
+  /** Resolved path relative to the project, or the bare package name. */
+  target: string
+  typeOnly: boolean
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { recursive: true, encoding: 'utf8' })
+    .filter((f) => /\.(ts|svelte)$/.test(f) && !f.includes('node_modules') && !f.startsWith('dist'))
+    .map((f) => join(dir, f))
+}
+
+function importsOf(file: string): Import[] {
+  const text = readFileSync(join(ROOT, file), 'utf8')
+  const found: Import[] = []
+  for (const m of text.matchAll(/^\s*(import|export)\s+(type\s+)?[^'"]*?from\s+['"]([^'"]+)['"]|^\s*import\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/gm)) {
+    const spec = m[3] ?? m[4] ?? m[5]!
+    const typeOnly = m[2] !== undefined
+    const target = spec.startsWith('.') ? relative(ROOT, resolve(ROOT, dirname(file), spec)) : spec
+    found.push({ from: file, target, typeOnly })
+  }
+  return found
+}
+
+const all = ['main', 'preload', 'native-models', 'renderer/src'].flatMap(sourceFiles).flatMap(importsOf)
+const under = (prefix: string) => all.filter((i) => i.from.startsWith(prefix))
+const describeImport = (i: Import) => `${i.from} → ${i.target}${i.typeOnly ? ' (type)' : ''}`
+
+describe('imports point one way', () => {
+  it('finds the imports it checks', () => {
+    expect(under('renderer/src').length).toBeGreaterThan(50)
+    expect(under('main/server').length).toBeGreaterThan(100)
+  })
+
+  it('native-models imports nothing of main, preload or the renderer', () => {
+    const wrong = under('native-models').filter((i) => /^(main|preload|renderer)\//.test(i.target))
+    expect(wrong.map(describeImport)).toEqual([])
+  })
+
+  it('the server runs without Electron and never reaches into the shell or the renderer', () => {
+    const wrong = under('main/server').filter((i) => i.target === 'electron' || /^(main\/electron|renderer|preload)\//.test(i.target))
+    expect(wrong.map(describeImport)).toEqual([])
+    const electronUsers = all.filter((i) => i.target === 'electron').map((i) => i.from)
+    expect(electronUsers.every((f) => /^(main\/electron|preload)\//.test(f))).toBe(true)
+  })
+
+  it('the renderer takes only types from beyond HTTP, from the modules made for it', () => {
+    const outside = under('renderer/src').filter((i) => /^(main|preload|native-models)\//.test(i.target))
+    expect(outside.length).toBeGreaterThan(0)
+    const wrong = outside.filter((i) => !i.typeOnly || !['main/server/wire-types.ts', 'preload/hearth-bridge.ts'].includes(i.target))
+    expect(wrong.map(describeImport)).toEqual([])
+  })
+
+  it('the wire types are declarations only: they import types and define no values', () => {
+    const text = readFileSync(join(ROOT, 'main/server/wire-types.ts'), 'utf8')
+    expect(importsOf('main/server/wire-types.ts').every((i) => i.typeOnly)).toBe(true)
+    expect(text).not.toMatch(/^export\s+(const|function|class|let|enum)\b/m)
+  })
+
+  it('no two modules need each other at run time', () => {
+    const edges = new Map<string, string[]>()
+    for (const i of all) if (!i.typeOnly && /\.(ts|svelte)$/.test(i.target)) edges.set(i.from, [...(edges.get(i.from) ?? []), i.target])
+    const cycles: string[] = []
+    const state = new Map<string, 'open' | 'done'>()
+    const visit = (file: string, path: string[]) => {
+      if (state.get(file) === 'done') return
+      if (state.get(file) === 'open') return void cycles.push([...path.slice(path.indexOf(file)), file].join(' → '))
+      state.set(file, 'open')
+      for (const next of edges.get(file) ?? []) visit(next, [...path, file])
+      state.set(file, 'done')
+    }
+    for (const file of edges.keys()) visit(file, [])
+    expect(cycles).toEqual([])
+  })
+})
