@@ -9,25 +9,25 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { originMatcher } from '../main/server/cors.ts'
 import { resolveSettings } from '../main/server/settings.ts'
-import { startTestServer, type TestServer } from './support/server-process.ts'
+import { startInProcessServer, type InProcessServer } from './support/in-process-server.ts'
 
-let server: TestServer
-let plain: TestServer
+let server: InProcessServer
+let plain: InProcessServer
 
 beforeAll(async () => {
   const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-cors-'))
-  server = await startTestServer({
+  server = await startInProcessServer({
     modelsDir,
     env: { HEARTH_CORS_ORIGINS: 'chrome-extension://*, http://localhost:*, https://app.example.com' },
   })
-  plain = await startTestServer({ modelsDir })
+  plain = await startInProcessServer({ modelsDir })
 })
 
 afterAll(async () => {
   await Promise.all([server?.stop(), plain?.stop()])
 })
 
-function preflight(target: TestServer, origin: string, method = 'POST', headers = 'authorization, content-type, x-stainless-os') {
+function preflight(target: InProcessServer, origin: string, method = 'POST', headers = 'authorization, content-type, x-stainless-os') {
   return fetch(`${target.url}/v1/chat/completions`, {
     method: 'OPTIONS',
     headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': headers },

@@ -6,17 +6,18 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { postJson, startTestServer, type TestServer } from './support/server-process.ts'
+import { startInProcessServer, type InProcessServer } from './support/in-process-server.ts'
+import { postJson } from './support/server-process.ts'
 import { writeTinyBert, writeTinyLlama } from './support/tiny-models.ts'
 
-let server: TestServer
+let server: InProcessServer
 let modelsDir: string
 
 beforeAll(async () => {
   modelsDir = mkdtempSync(join(tmpdir(), 'hearth-metrics-'))
   writeTinyLlama(join(modelsDir, 'tiny.gguf'), { contextLength: 512 })
   writeTinyBert(join(modelsDir, 'bert.gguf'))
-  server = await startTestServer({ modelsDir })
+  server = await startInProcessServer({ modelsDir })
 })
 
 afterAll(async () => {
@@ -93,7 +94,7 @@ describe('GET /metrics', () => {
   it('is open without a key when metrics_public is set', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'hearth-metrics-data-'))
     writeFileSync(join(dataDir, 'settings.json'), JSON.stringify({ metrics_public: true }))
-    const open = await startTestServer({ modelsDir, dataDir })
+    const open = await startInProcessServer({ modelsDir, dataDir })
     try {
       const res = await scrape(open, null)
       expect(res.status).toBe(200)

@@ -6,9 +6,9 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { allowedHostNames, hostNameOf } from '../main/server/host-check.ts'
 import { resolveSettings } from '../main/server/settings.ts'
-import { startTestServer, type TestServer } from './support/server-process.ts'
+import { startInProcessServer, type InProcessServer } from './support/in-process-server.ts'
 
-function getWithHost(server: TestServer, path: string, host: string): Promise<{ status: number; body: any }> {
+function getWithHost(server: InProcessServer, path: string, host: string): Promise<{ status: number; body: any }> {
   const url = new URL(server.url)
   return new Promise((resolve, reject) => {
     const req = request(
@@ -25,9 +25,9 @@ function getWithHost(server: TestServer, path: string, host: string): Promise<{ 
 }
 
 describe('DNS rebinding', () => {
-  let server: TestServer
+  let server: InProcessServer
   beforeAll(async () => {
-    server = await startTestServer({ modelsDir: mkdtempSync(join(tmpdir(), 'hearth-sec-')) })
+    server = await startInProcessServer({ modelsDir: mkdtempSync(join(tmpdir(), 'hearth-sec-')) })
   })
   afterAll(async () => {
     await server?.stop()

@@ -101,7 +101,7 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
 }
 
 /** Raw HTTP helper: JSON in, status + parsed body out. */
-export async function postJson(server: TestServer, path: string, body: unknown, init: RequestInit = {}) {
+export async function postJson(server: Pick<TestServer, 'url' | 'apiKey'>, path: string, body: unknown, init: RequestInit = {}) {
   const res = await fetch(`${server.url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${server.apiKey}` },
