@@ -59,9 +59,10 @@ export function pinnedLlamaSource(cacheDir: string, log: (line: string) => void)
 
 /**
  * Hearth's few fixes to the pinned llama.cpp (`patches/llama-*.patch`, applied in name order), each
- * meant for upstream. Today: a required tool call (`tool_choice: "required"`) is forced by the
- * grammar; upstream's grammar lets free text stand in for it, and ignores `parallel_tool_calls:
- * false` for some families.
+ * meant for upstream: (1) a required tool call is forced by the grammar (upstream lets free text
+ * stand in for it) and `parallel_tool_calls: false` is kept; (2) output the chat parser cannot read
+ * comes back as text instead of failing the request; (3) `stream_interval_ms` lets a stream's close
+ * tokens leave in one write.
  */
 export const LLAMA_PATCHES: readonly string[] = readdirSync(fileURLToPath(new URL('./patches/', import.meta.url)))
   .filter((name) => name.startsWith('llama-') && name.endsWith('.patch'))
