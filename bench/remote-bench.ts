@@ -27,21 +27,25 @@ export async function runRemoteBench(options: { smallChatModel: string; runs: nu
   if (!build) throw new Error('llama.cpp is not built on this machine: npm run build:engines')
   console.log(`\n# remote models: Hearth in front of llama-server against llama-server straight, ${options.runs} runs`)
   const figures: Record<string, number> = {}
-  Object.assign(figures, await hop(build, options.smallChatModel, 'stories260K', options.runs * 4, 1))
-  Object.assign(figures, await hop(build, realSizeModel(build), 'real size', options.runs, 64))
+  Object.assign(figures, await hop(build, options.smallChatModel, 'stories260K', options.runs * 4, 1, 100))
+  Object.assign(figures, await hop(build, realSizeModel(build), 'real size', options.runs, 64, 1))
   Object.assign(figures, await throughput(build, options.smallChatModel, Math.max(3, options.runs)))
   return figures
 }
 
 /** First token and decode rate through Hearth and straight, on one remote. */
-async function hop(build: LlamaBuild, file: string, label: string, runs: number, maxTokens: number): Promise<Record<string, number>> {
+async function hop(build: LlamaBuild, file: string, label: string, runs: number, maxTokens: number, warmUps: number): Promise<Record<string, number>> {
   const remote = await startRemote(build, file, ENGINE_CORE, 1)
   const front = await startFront({ far: [remote.url] })
   const straight: Endpoint = { url: remote.url, headers: {}, model: 'far' }
   const through: Endpoint = { url: front.url, headers: { authorization: `Bearer ${front.apiKey}` }, model: 'far' }
   try {
-    await stream(through, say('warm up'), 2)
-    await stream(straight, say('warm up'), 2)
+    // Both sides serve a while before the measured runs, as a server in use has: Hearth's code is
+    // compiled by then (its first few dozen requests run in V8's interpreter).
+    for (let i = 0; i < warmUps; i++) {
+      await stream(through, say(`warm up ${i}`), 2)
+      await stream(straight, say(`warm up ${i}`), 2)
+    }
     const ttft: [number[], number[]] = [[], []]
     const decode: [number[], number[]] = [[], []]
     for (let run = 0; run < runs; run++) {
