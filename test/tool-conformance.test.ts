@@ -78,6 +78,7 @@ const FAMILIES: Family[] = [
   qwen('ByteDance-Seed-OSS', tagged),
   qwen('poolside-Laguna-XS.2', { ...tagged, parallel: true, thinking: 'switchable' }),
   qwen('tencent-Hy3', { ...tagged, callTokens: 240 }),
+  qwen('openbmb-MiniCPM5-1B', { ...tagged, parallel: true, thinking: 'switchable' }),
   qwen('Bielik-11B-v3.0-Instruct', { ...json, thinking: 'switchable' }),
   // Reka may think before the schema's object even with thinking off; a random model never stops.
   qwen('Reka-Edge', { ...json, schema: false, thinking: 'switchable' }),
