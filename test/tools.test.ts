@@ -208,10 +208,9 @@ describe.skipIf(!llamaBuild || !template || !thinkingTemplate)('tools, structure
     it('logprobs and top_logprobs come in OpenAI’s shape, streamed and not', async () => {
       const answer = await client.chat.completions.create({ model: MODEL, messages: ask, max_tokens: 4, logprobs: true, top_logprobs: 3, ...noThinking })
       const content = answer.choices[0]!.logprobs!.content!
-      // One entry per token, except that llama.cpp reports a token that ends inside a UTF-8
-      // character together with the token that completes it.
-      expect(content.length).toBeGreaterThan(0)
-      expect(content.length).toBeLessThanOrEqual(answer.usage!.completion_tokens)
+      // One entry per token (a token that ends inside a UTF-8 character too: Hearth's llama.cpp
+      // patch 5), and the entries' texts join into the answer.
+      expect(content.length).toBe(answer.usage!.completion_tokens)
       expect(content.map((t) => t.token).join('')).toBe(answer.choices[0]!.message.content)
       for (const token of content) {
         expect(token.logprob).toBeLessThanOrEqual(0)
@@ -229,6 +228,22 @@ describe.skipIf(!llamaBuild || !template || !thinkingTemplate)('tools, structure
       expect(streamed.map((t) => t.token)).toEqual(content.map((t) => t.token))
       const plain = await client.chat.completions.create({ model: MODEL, messages: ask, max_tokens: 2 })
       expect(plain.choices[0]!.logprobs).toBeNull()
+    })
+
+    it('gives a token that ends inside a UTF-8 character its own logprobs entry, streamed and not', async () => {
+      // Seed 3 samples, as its first token, the first two bytes of a three-byte character (this
+      // test model's vocabulary has such tokens); llama.cpp used to fold it into the next entry.
+      const request = { model: MODEL, messages: [{ role: 'user' as const, content: 'Hi' }], max_tokens: 40, temperature: 1, seed: 3, logprobs: true, ...noThinking }
+      const answer = await client.chat.completions.create(request)
+      const content = answer.choices[0]!.logprobs!.content!
+      expect(content).toHaveLength(answer.usage!.completion_tokens)
+      const held = content.filter((t) => t.token === '' && t.bytes!.length === 0)
+      expect(held.length).toBeGreaterThan(0)
+      expect(held.every((t) => t.logprob <= 0)).toBe(true)
+      expect(content.map((t) => t.token).join('')).toBe(answer.choices[0]!.message.content)
+      const streamed: OpenAI.ChatCompletionTokenLogprob[] = []
+      for await (const chunk of await client.chat.completions.create({ ...request, stream: true })) streamed.push(...(chunk.choices[0]?.logprobs?.content ?? []))
+      expect(streamed.map((t) => [t.token, t.logprob])).toEqual(content.map((t) => [t.token, t.logprob]))
     })
 
     it('the same seed gives the same answer when sampling', async () => {

@@ -63,7 +63,8 @@ export function pinnedLlamaSource(cacheDir: string, log: (line: string) => void)
  * stand in for it) and `parallel_tool_calls: false` is kept; (2) output the chat parser cannot read
  * comes back as text instead of failing the request; (3) `stream_interval_ms` lets a stream's close
  * tokens leave in one write; (4) tagged call formats hold string enums to their values and read back
- * calls with whitespace before the closing marker.
+ * calls with whitespace before the closing marker; (5) a token that ends inside a UTF-8 character
+ * keeps its own logprobs entry.
  */
 export const LLAMA_PATCHES: readonly string[] = readdirSync(fileURLToPath(new URL('./patches/', import.meta.url)))
   .filter((name) => name.startsWith('llama-') && name.endsWith('.patch'))
