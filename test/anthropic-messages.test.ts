@@ -136,6 +136,15 @@ describe.skipIf(!llamaBuild || !qwen3 || !qwq)("Anthropic's Messages API", () =>
     expect(streamed.content[0]).toEqual(thinking.content[0])
   })
 
+  it('holds thinking to budget_tokens: the thinking block ends and a text block follows', async () => {
+    // A random model never ends its thinking by itself; the engine closes it after the budget.
+    const uncapped = await client.messages.create({ model: 'qwq-tiny', max_tokens: 20, messages: ask })
+    expect(uncapped.content.map((b) => b.type)).toEqual(['thinking'])
+    const capped = await client.messages.create({ model: 'qwq-tiny', max_tokens: 20, messages: ask, thinking: { type: 'enabled', budget_tokens: 3 } })
+    expect(capped.content.map((b) => b.type)).toEqual(['thinking', 'text'])
+    expect(capped.content[0]).toMatchObject({ type: 'thinking', thinking: expect.stringMatching(/./) })
+  })
+
   it('counts tokens as the model will see them', async () => {
     const short = await client.messages.countTokens({ model: MODEL, messages: ask })
     const longer = await client.messages.countTokens({ model: MODEL, messages: ask, system: 'You are a weather assistant who answers in one word.', tools })

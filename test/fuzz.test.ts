@@ -252,7 +252,7 @@ const dataUrl = (bytes: Buffer, type: string) => `data:image/${type};base64,${by
 
 function chatBases() {
   return [
-    { model: 'chat', messages: [{ role: 'system', content: 'Be brief' }, { role: 'user', content: 'Hi' }], max_tokens: 3, temperature: 0.5, top_p: 0.9, top_k: 40, stop: ['\n'], seed: 1 },
+    { model: 'chat', messages: [{ role: 'system', content: 'Be brief' }, { role: 'user', content: 'Hi' }], max_tokens: 3, temperature: 0.5, top_p: 0.9, top_k: 40, stop: ['\n'], seed: 1, thinking_budget_tokens: 4 },
     { model: 'plain', messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }, { role: 'assistant', content: 'Hello' }, { role: 'user', content: 'More' }], max_completion_tokens: 2, stream: true, stream_options: { include_usage: true } },
     { model: 'chat', messages: [{ role: 'developer', content: 'x' }, { role: 'user', content: [{ type: 'text', text: 'What is it?' }, { type: 'image_url', image_url: { url: dataUrl(png, 'png'), detail: 'low' } }] }], max_tokens: 2 },
     {
@@ -286,7 +286,7 @@ function messagesBases() {
   const image = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png.toString('base64') } }
   return [
     { model: 'chat', max_tokens: 3, system: 'Be brief', messages: [{ role: 'user', content: 'Hi' }], temperature: 0.5, top_p: 0.9, top_k: 40, stop_sequences: ['\n'] },
-    { model: 'chat', max_tokens: 2, stream: true, messages: [{ role: 'user', content: [image, { type: 'text', text: 'What is it?' }] }] },
+    { model: 'chat', max_tokens: 2, stream: true, thinking: { type: 'enabled', budget_tokens: 4 }, messages: [{ role: 'user', content: [image, { type: 'text', text: 'What is it?' }] }] },
     {
       model: 'chat',
       max_tokens: 4,

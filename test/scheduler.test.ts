@@ -78,6 +78,7 @@ function job(label: string): ChatJob {
     parallelToolCalls: true,
     jsonSchema: undefined,
     reasoningEffort: undefined,
+    thinkingBudgetTokens: undefined,
     topLogprobs: undefined,
   }
 }

@@ -21,16 +21,18 @@ const haveTemplates = existsSync(TEMPLATES)
 if (!haveTemplates) console.warn(`\n*** SKIPPED test/tool-conformance.test.ts: no chat templates at ${TEMPLATES} ***\n`)
 
 interface Family extends FamilyModelSpec {
-  /** A forced call: `valid` arguments satisfy the schema; `named` only the right function is called (string arguments are free text in this format). */
-  forced: 'valid' | 'named'
   /** Several calls in one answer when `parallel_tool_calls` allows them. */
   parallel: boolean
   /** The template renders a history with two calls in one turn (some allow one call per turn). */
   replaysParallel: boolean
   /** `json_schema` output satisfies the schema (the others think first, and a random model never stops thinking). */
   schema: boolean
-  /** The template opens its thinking itself, and `reasoning_effort: "none"` closes it. */
-  thinking: 'switchable' | 'always' | 'none'
+  /**
+   * The template opens its thinking itself; `reasoning_effort: "none"` turns it off through the
+   * template's own switch (`switch`), or, where the template has none, by the engine closing the
+   * thinking as soon as it opens (`closed`).
+   */
+  thinking: 'switch' | 'closed' | 'none'
   /** Tokens a forced call may take: formats whose markers are many tokens in the test model's vocabulary need more. */
   callTokens?: number
 }
@@ -40,16 +42,16 @@ const qwen = (template: string, row: Row): Family => ({ template, vocabulary: 'q
 const llama = (template: string, row: Row): Family => ({ template, vocabulary: 'llama3_1', ...row })
 const deepseek = (template: string, row: Row): Family => ({ template, vocabulary: 'deepseek_v3', ...row })
 /** Most rows: JSON arguments that satisfy the schema, parallel calls, schema output, no thinking. */
-const json: Row = { forced: 'valid', parallel: true, replaysParallel: true, schema: true, thinking: 'none' }
-/** Families that write arguments as tagged text: the call is forced, and a string enum takes one of its values (Hearth's llama.cpp patch 4). */
-const tagged: Row = { forced: 'valid', parallel: false, replaysParallel: true, schema: true, thinking: 'none' }
+const json: Row = { parallel: true, replaysParallel: true, schema: true, thinking: 'none' }
+/** Families that write arguments as tagged text (or their own syntax): the call is forced, and a string enum takes one of its values (Hearth's llama.cpp patches 4 and 6). */
+const tagged: Row = { parallel: false, replaysParallel: true, schema: true, thinking: 'none' }
 
 const FAMILIES: Family[] = [
   qwen('Qwen-Qwen2.5-7B-Instruct', json),
   qwen('Qwen-Qwen3-0.6B', json),
-  qwen('Qwen-QwQ-32B', { ...json, thinking: 'switchable' }),
-  qwen('Qwen3-Coder', { ...tagged, forced: 'valid' }),
-  qwen('Qwen3.5-4B', { ...tagged, forced: 'valid', parallel: true, thinking: 'switchable' }),
+  qwen('Qwen-QwQ-32B', { ...json, thinking: 'switch' }),
+  qwen('Qwen3-Coder', tagged),
+  qwen('Qwen3.5-4B', { ...tagged, parallel: true, thinking: 'switch' }),
   llama('NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use', { ...json, parallel: false }),
   llama('NousResearch-Hermes-3-Llama-3.1-8B-tool_use', { ...json, parallel: false }),
   llama('meta-llama-Llama-3.1-8B-Instruct', { ...json, replaysParallel: false }),
@@ -62,32 +64,38 @@ const FAMILIES: Family[] = [
   qwen('Mistral-Small-3.2-24B-Instruct-2506', { ...json, eos: '</s>', parallel: false, replaysParallel: false }),
   qwen('unsloth-mistral-Devstral-Small-2507', { ...json, eos: '</s>', parallel: false }),
   qwen('mistralai-Ministral-3-14B-Reasoning-2512', { ...json, eos: '</s>', parallel: false, replaysParallel: false }),
-  deepseek('deepseek-ai-DeepSeek-V3.1', { ...json, parallel: false, thinking: 'switchable' }),
-  deepseek('deepseek-ai-DeepSeek-V3.2', { ...tagged, thinking: 'switchable', callTokens: 240 }),
-  deepseek('deepseek-ai-DeepSeek-V4', { ...tagged, parallel: true, thinking: 'switchable', callTokens: 240 }),
+  deepseek('deepseek-ai-DeepSeek-V3.1', { ...json, parallel: false, thinking: 'switch' }),
+  deepseek('deepseek-ai-DeepSeek-V3.2', { ...tagged, thinking: 'switch', callTokens: 240 }),
+  deepseek('deepseek-ai-DeepSeek-V4', { ...tagged, parallel: true, thinking: 'switch', callTokens: 240 }),
   qwen('ibm-granite-granite-4.0', json),
   qwen('ibm-granite-granite-4.1', json),
   qwen('CohereForAI-c4ai-command-r-plus-tool_use', json),
   qwen('GLM-4.6', tagged),
-  qwen('GLM-4.7-Flash', { ...tagged, thinking: 'switchable' }),
-  // Their parsers read arguments without the schema: the call is forced, string values are free text.
-  qwen('google-gemma-4-31B-it', { ...tagged, forced: 'named' }),
-  qwen('LFM2-8B-A1B', { ...tagged, forced: 'named' }),
-  qwen('LFM2.5-8B-A1B', { ...tagged, forced: 'named' }),
-  qwen('NVIDIA-Nemotron-3-Nano-30B-A3B-BF16', { ...tagged, forced: 'valid', parallel: true, thinking: 'switchable' }),
+  qwen('GLM-4.7-Flash', { ...tagged, thinking: 'switch' }),
+  // Gemma 4's dict syntax and LFM2's Python-style calls are held to the schema by Hearth's patch 6.
+  qwen('google-gemma-4-31B-it', { ...tagged, parallel: true }),
+  qwen('LFM2-8B-A1B', tagged),
+  qwen('LFM2.5-8B-A1B', tagged),
+  qwen('NVIDIA-Nemotron-3-Nano-30B-A3B-BF16', { ...tagged, parallel: true, thinking: 'switch' }),
   qwen('ByteDance-Seed-OSS', tagged),
-  qwen('poolside-Laguna-XS.2', { ...tagged, parallel: true, thinking: 'switchable' }),
+  qwen('poolside-Laguna-XS.2', { ...tagged, parallel: true, thinking: 'switch' }),
   qwen('tencent-Hy3', { ...tagged, callTokens: 240 }),
-  qwen('openbmb-MiniCPM5-1B', { ...tagged, parallel: true, thinking: 'switchable' }),
-  qwen('Bielik-11B-v3.0-Instruct', { ...json, thinking: 'switchable' }),
+  qwen('openbmb-MiniCPM5-1B', { ...tagged, parallel: true, thinking: 'switch' }),
+  qwen('Bielik-11B-v3.0-Instruct', { ...json, thinking: 'switch' }),
   // Reka may think before the schema's object even with thinking off; a random model never stops.
-  qwen('Reka-Edge', { ...json, schema: false, thinking: 'switchable' }),
+  qwen('Reka-Edge', { ...json, schema: false, thinking: 'switch' }),
   qwen('MiMo-VL', json),
   qwen('GigaChat3-10B-A1.8B', { ...json, parallel: false, schema: false }),
   qwen('GigaChat3.1-10B-A1.8B', json),
   qwen('upstage-Solar-Open-100B', json),
   qwen('Apertus-8B-Instruct', { ...json, parallel: false }),
   qwen('unsloth-Apriel-1.5', { ...json, parallel: false }),
+  qwen('LFM2.5-Instruct', tagged),
+  qwen('StepFun3.5-Flash', { ...tagged, thinking: 'closed' }),
+  deepseek('deepseek-ai-DeepSeek-V4-Flash-0731', { ...tagged, parallel: true, thinking: 'switch', callTokens: 240 }),
+  qwen('google-gemma-4-31B-it-interleaved', { ...tagged, parallel: true }),
+  qwen('poolside-Laguna-S-2.1', { ...tagged, parallel: true, thinking: 'switch' }),
+  qwen('poolside-Laguna-XS-2.1', { ...tagged, parallel: true, thinking: 'switch' }),
 ]
 
 const weather = {
@@ -134,12 +142,11 @@ describe.skipIf(!llamaBuild || !haveTemplates)('tool calling across model famili
       await postJson(server, `/api/models/${encodeURIComponent(model)}/unload`, {})
     })
 
-    it(`a forced call names the function${family.forced === 'valid' ? ', with arguments that satisfy its schema' : ''}; streamed the same`, async () => {
+    it('a forced call names the function, with arguments that satisfy its schema; streamed the same', async () => {
       const res = await chat(model, { messages: ask, ...forceWeather, max_tokens: family.callTokens ?? forceWeather.max_tokens })
       expect(res.status, res.text).toBe(200)
       const choice = res.json.choices[0]
-      // A call whose string arguments are free text may run to the token limit; the call is still made.
-      if (family.forced === 'valid') expect(validWeather(JSON.parse(choice.message.tool_calls?.[0]?.function.arguments ?? 'null'))).toBe(true)
+      expect(validWeather(JSON.parse(choice.message.tool_calls?.[0]?.function.arguments ?? 'null'))).toBe(true)
       expect(choice.message.tool_calls).toHaveLength(1)
       const call = choice.message.tool_calls[0]
       expect(call).toMatchObject({ id: expect.stringMatching(/^call_/), type: 'function', function: { name: 'get_weather' } })
@@ -190,10 +197,8 @@ describe.skipIf(!llamaBuild || !haveTemplates)('tool calling across model famili
       expect(thinking.json.usage.completion_tokens_details.reasoning_tokens).toBeGreaterThan(0)
       const plain = await chat(model, { messages: ask, max_tokens: 8, reasoning_effort: 'none' })
       expect(plain.status, plain.text).toBe(200)
-      if (family.thinking === 'switchable') {
-        expect(plain.json.choices[0].message.reasoning_content).toBeUndefined()
-        expect(plain.json.choices[0].message.content.length).toBeGreaterThan(0)
-      }
+      expect(plain.json.choices[0].message.reasoning_content).toBeUndefined()
+      expect(plain.json.choices[0].message.content.length).toBeGreaterThan(0)
     })
   })
 })

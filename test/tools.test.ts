@@ -282,6 +282,20 @@ describe.skipIf(!llamaBuild || !template || !thinkingTemplate)('tools, structure
       expect(message.content!.length).toBeGreaterThan(0)
       expect(answer.usage!.completion_tokens_details!.reasoning_tokens).toBe(0)
     })
+
+    it('thinking_budget_tokens caps the thinking: the engine closes it and the answer follows', async () => {
+      const body = { model: THINKER, messages: ask, max_tokens: 24, thinking_budget_tokens: 4 }
+      const res = await postJson(server, '/v1/chat/completions', body)
+      expect(res.status, res.text).toBe(200)
+      const { message } = res.json.choices[0]
+      // A random model never ends its thinking by itself: without the cap all 24 tokens are thinking.
+      const uncapped = await postJson(server, '/v1/chat/completions', { ...body, thinking_budget_tokens: undefined })
+      expect(uncapped.json.choices[0].message.content ?? '').toBe('')
+      expect(message.reasoning_content.length).toBeGreaterThan(0)
+      expect(message.content.length).toBeGreaterThan(0)
+      // The four thinking tokens, and the closing marker the engine wrote for the model.
+      expect(res.json.usage.completion_tokens_details.reasoning_tokens).toBeLessThanOrEqual(6)
+    })
   })
 
   describe('the Vercel AI SDK', () => {
@@ -387,6 +401,8 @@ describe.skipIf(!llamaBuild || !template || !thinkingTemplate)('tools, structure
       ['json_schema without a name', { response_format: { type: 'json_schema', json_schema: { schema: {} } } }, 'response_format.json_schema.name'],
       ['a schema that is not an object', { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: 'string' } } }, 'response_format.json_schema.schema'],
       ['a bad reasoning_effort', { reasoning_effort: 'extreme' }, 'reasoning_effort'],
+      ['a negative thinking budget', { thinking_budget_tokens: -1 }, 'thinking_budget_tokens'],
+      ['a thinking budget that is not a whole number', { thinking_budget_tokens: 2.5 }, 'thinking_budget_tokens'],
       ['top_logprobs without logprobs', { top_logprobs: 2 }, 'top_logprobs'],
       ['top_logprobs over 20', { logprobs: true, top_logprobs: 21 }, 'top_logprobs'],
       ['logprobs with tools', { logprobs: true, tools }, 'logprobs', 'unsupported_parameter'],

@@ -49,6 +49,7 @@ export function chatRequestBody(job: ChatJob, quirks: TemplateQuirks = { nineCha
   }
   if (job.jsonSchema) body.response_format = { type: 'json_schema', json_schema: { schema: job.jsonSchema } }
   if (job.reasoningEffort) body.reasoning_effort = TEMPLATE_EFFORT[job.reasoningEffort] ?? job.reasoningEffort
+  if (job.thinkingBudgetTokens !== undefined) body.thinking_budget_tokens = job.thinkingBudgetTokens
   if (job.topLogprobs !== undefined) {
     body.logprobs = true
     // llama-server reports nothing at all for 0 candidates; one is asked for and dropped again.

@@ -64,7 +64,8 @@ export function pinnedLlamaSource(cacheDir: string, log: (line: string) => void)
  * comes back as text instead of failing the request; (3) `stream_interval_ms` lets a stream's close
  * tokens leave in one write; (4) tagged call formats hold string enums to their values and read back
  * calls with whitespace before the closing marker; (5) a token that ends inside a UTF-8 character
- * keeps its own logprobs entry.
+ * keeps its own logprobs entry; (6) Gemma 4's and LFM2's call arguments are held to the tool's
+ * schema; (7) a zero thinking budget meets a prompt that closed the thinking without failing.
  */
 export const LLAMA_PATCHES: readonly string[] = readdirSync(fileURLToPath(new URL('./patches/', import.meta.url)))
   .filter((name) => name.startsWith('llama-') && name.endsWith('.patch'))

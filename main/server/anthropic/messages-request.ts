@@ -148,6 +148,7 @@ export function toChatRequest(request: MessagesRequest): ChatRequest {
     ...(tools?.length && choice ? { tool_choice: openAiToolChoice(choice) } : {}),
     ...(tools?.length && choice && 'disable_parallel_tool_use' in choice && choice.disable_parallel_tool_use ? { parallel_tool_calls: false } : {}),
     ...(request.thinking?.type === 'disabled' ? { reasoning_effort: 'none' } : {}),
+    ...(request.thinking?.type === 'enabled' ? { thinking_budget_tokens: request.thinking.budget_tokens } : {}),
   }
   return parseChatRequest(body)
 }
