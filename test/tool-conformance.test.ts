@@ -119,7 +119,7 @@ describe.skipIf(!llamaBuild || !haveTemplates)('tool calling across model famili
 
   beforeAll(async () => {
     const cache = join(PROJECT_ROOT, 'test/artifacts/family-models')
-    // Hard links beside the cache: forty models copied would take longer than the tests.
+    // Hard links beside the cache: fifty models copied would take longer than the tests.
     mkdirSync(join(PROJECT_ROOT, 'test/artifacts'), { recursive: true })
     modelsDir = mkdtempSync(join(PROJECT_ROOT, 'test/artifacts/families-'))
     for (const family of FAMILIES) {
