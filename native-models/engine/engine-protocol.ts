@@ -105,10 +105,7 @@ export interface ChatJob extends Sampling {
   jsonSchema: Record<string, unknown> | undefined
   /** `none` switches thinking off where the template has a switch; other levels go to the template. */
   reasoningEffort: string | undefined
-  /**
-   * Tokens the model may think before the engine closes its thinking; undefined = no cap. 0 closes it
-   * as soon as it opens, which turns thinking off in templates that have no switch.
-   */
+  /** Tokens the model may think before the engine closes its thinking, as the client set it; undefined = no cap. */
   thinkingBudgetTokens: number | undefined
   /** Candidates to report per token; undefined = no log probabilities. */
   topLogprobs: number | undefined

@@ -49,7 +49,9 @@ export function chatRequestBody(job: ChatJob, quirks: TemplateQuirks = { nineCha
   }
   if (job.jsonSchema) body.response_format = { type: 'json_schema', json_schema: { schema: job.jsonSchema } }
   if (job.reasoningEffort) body.reasoning_effort = TEMPLATE_EFFORT[job.reasoningEffort] ?? job.reasoningEffort
-  if (job.thinkingBudgetTokens !== undefined) body.thinking_budget_tokens = job.thinkingBudgetTokens
+  // "none" means no thinking, switch or not: a zero budget closes the thinking the moment it opens.
+  const budget = job.thinkingBudgetTokens ?? (job.reasoningEffort === 'none' ? 0 : undefined)
+  if (budget !== undefined) body.thinking_budget_tokens = budget
   if (job.topLogprobs !== undefined) {
     body.logprobs = true
     // llama-server reports nothing at all for 0 candidates; one is asked for and dropped again.

@@ -246,10 +246,8 @@ export function chatBody(job: ChatJob, model: string): Record<string, unknown> {
       Object.keys(job.jsonSchema).length === 0 ? { type: 'json_object' } : { type: 'json_schema', json_schema: { name: 'response', schema: job.jsonSchema } }
   }
   if (job.reasoningEffort) body.reasoning_effort = job.reasoningEffort
-  // A cap the client set goes on (llama-server and Hearth read it); the 0 that stands for "none" does
-  // not, since the remote makes its own "none" of reasoning_effort.
-  const derivedFromNone = job.reasoningEffort === 'none' && job.thinkingBudgetTokens === 0
-  if (job.thinkingBudgetTokens !== undefined && !derivedFromNone) body.thinking_budget_tokens = job.thinkingBudgetTokens
+  // The remote makes its own "none" of reasoning_effort; a cap the client set goes on as it is.
+  if (job.thinkingBudgetTokens !== undefined) body.thinking_budget_tokens = job.thinkingBudgetTokens
   if (job.topLogprobs !== undefined) {
     body.logprobs = true
     body.top_logprobs = job.topLogprobs

@@ -172,8 +172,7 @@ export async function planChat(request: ChatRequest, model: ModelRecord): Promis
       ...toolsOf(request),
       jsonSchema: jsonSchemaOf(request),
       reasoningEffort: request.reasoning_effort ?? undefined,
-      // "none" means no thinking, switch or not: the engine closes thinking the moment it opens.
-      thinkingBudgetTokens: request.thinking_budget_tokens ?? (request.reasoning_effort === 'none' ? 0 : undefined),
+      thinkingBudgetTokens: request.thinking_budget_tokens ?? undefined,
       topLogprobs: request.logprobs === true ? (request.top_logprobs ?? 0) : undefined,
     },
   }
