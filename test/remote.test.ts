@@ -6,16 +6,21 @@
  * to the remote.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import OpenAI, { toFile } from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { postJson, PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'
 import { writeTinyBert, writeTinyLlama, writeTinyWhisper } from './support/tiny-models.ts'
+import { familyModel } from './support/family-models.ts'
+import { sharedFixture } from './support/shared-fixtures.ts'
 import { llamaBuild, startUpstreamProgram, type UpstreamServer } from './support/upstream-servers.ts'
 
 const REMOTE_KEY = 'remote-secret-0123456789'
+/** A chat template with tool calling (the tiny ChatML model has none): Qwen 3's, from the shared fixtures. */
+const toolTemplate = sharedFixture('chat-templates/Qwen-Qwen3-0.6B.jinja')
+if (!toolTemplate) console.warn('*** test/remote.test.ts: no Qwen 3 chat template in ../shared/fixtures; tool calls through a remote are not tested ***')
 const speech = () => readFileSync(join(PROJECT_ROOT, 'test/fixtures/audio/speech.flac'))
 
 let remote: TestServer
@@ -32,6 +37,10 @@ beforeAll(async () => {
   writeTinyBert(join(remoteModels, 'tiny-bert.gguf'))
   writeTinyBert(join(remoteModels, 'tiny-reranker.gguf'), { reranker: true })
   writeTinyWhisper(join(remoteModels, 'tiny-whisper.bin'))
+  if (toolTemplate) {
+    const path = familyModel(join(PROJECT_ROOT, 'test/artifacts/family-models'), { template: 'Qwen-Qwen3-0.6B', vocabulary: 'qwen3' }, readFileSync(toolTemplate, 'utf8'))
+    copyFileSync(path, join(remoteModels, 'tiny-tools.gguf'))
+  }
   remote = await startTestServer({ modelsDir: remoteModels, args: ['--api-key', REMOTE_KEY] })
 
   hanging = await hangingServer()
@@ -44,6 +53,7 @@ beforeAll(async () => {
     JSON.stringify({
       models: [
         { id: 'far-chat', remote: far('tiny-chat') },
+        ...(toolTemplate ? [{ id: 'far-tools', remote: far('tiny-tools') }] : []),
         { id: 'far-bert', remote: far('tiny-bert') },
         { id: 'far-reranker', remote: far('tiny-reranker') },
         { id: 'far-whisper', remote: far('tiny-whisper') },
@@ -87,7 +97,7 @@ describe('the catalog', () => {
     expect(byId.get('far-bert')).toMatchObject({ capabilities: ['embeddings'], remote: { health: 'healthy' } })
     expect(byId.get('far-whisper')).toMatchObject({ capabilities: ['transcription', 'translation'] })
     // Imported whole: every model the remote lists, under the prefix.
-    expect([...byId.keys()].filter((id) => id.startsWith('far/')).sort()).toEqual(['far/tiny-bert', 'far/tiny-chat', 'far/tiny-reranker', 'far/tiny-whisper'])
+    expect([...byId.keys()].filter((id) => id.startsWith('far/')).sort()).toEqual(['far/tiny-bert', 'far/tiny-chat', 'far/tiny-reranker', ...(toolTemplate ? ['far/tiny-tools'] : []), 'far/tiny-whisper'])
     // Listed by its server, so healthy until a request to it fails.
     expect(byId.get('hangs')).toMatchObject({ remote: { health: 'healthy' } })
   })
@@ -163,17 +173,23 @@ describe('forwarding', () => {
   it('structured output and tools reach the remote, which answers as it would directly', async () => {
     const schema = { type: 'object', properties: { name: { type: 'string', enum: ['Tom', 'Sue'] } }, required: ['name'], additionalProperties: false }
     const tools = [{ type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'] } } }]
+    // Qwen 3 may think first, and a random model never stops: its thinking is switched off.
+    const toolRequests = [
+      { messages: [{ role: 'user' as const, content: 'Weather?' }], max_tokens: 60, tools, tool_choice: { type: 'function' as const, function: { name: 'get_weather' } }, reasoning_effort: 'none' as const },
+      { messages: [{ role: 'user' as const, content: 'Weather?' }], max_tokens: 60, tools, tool_choice: 'required' as const, seed: 7, stop: ['zz'], reasoning_effort: 'none' as const },
+    ]
     const requests = [
       { messages: [{ role: 'user' as const, content: 'Who?' }], max_tokens: 60, response_format: { type: 'json_schema' as const, json_schema: { name: 'who', schema } } },
-      { messages: [{ role: 'user' as const, content: 'Weather?' }], max_tokens: 60, tools, tool_choice: { type: 'function' as const, function: { name: 'get_weather' } } },
-      { messages: [{ role: 'user' as const, content: 'Weather?' }], max_tokens: 60, tools, tool_choice: 'required' as const, seed: 7, stop: ['zz'] },
+      ...(toolTemplate ? toolRequests : []),
       { messages: [{ role: 'user' as const, content: 'Once' }], max_tokens: 8, logprobs: true, top_logprobs: 2, presence_penalty: 0.5 },
     ]
     for (const request of requests) {
+      const tooled = 'tools' in request
       const [viaFront, straight] = await Promise.all([
-        client().chat.completions.create({ ...request, model: 'far-chat' }),
-        direct().chat.completions.create({ ...request, model: 'tiny-chat' }),
+        client().chat.completions.create({ ...request, model: tooled ? 'far-tools' : 'far-chat' }),
+        direct().chat.completions.create({ ...request, model: tooled ? 'tiny-tools' : 'tiny-chat' }),
       ])
+      if (tooled) expect(viaFront.choices[0]!.message.tool_calls?.[0]).toMatchObject({ function: { name: 'get_weather' } })
       const shape = (c: OpenAI.ChatCompletion) => ({
         content: c.choices[0]!.message.content,
         finish: c.choices[0]!.finish_reason,
@@ -186,6 +202,10 @@ describe('forwarding', () => {
     // What the remote enforced holds: the schema's enum.
     const who = await client().chat.completions.create({ ...requests[0]!, model: 'far-chat', max_tokens: 200 })
     if (who.choices[0]!.finish_reason === 'stop') expect(['Tom', 'Sue']).toContain(JSON.parse(who.choices[0]!.message.content!).name)
+    // What the remote refuses comes back as its error: the ChatML model has no tool calling.
+    const refused = await postJson(front, '/v1/chat/completions', { model: 'far-chat', messages: [{ role: 'user', content: 'Weather?' }], tools, max_tokens: 4 })
+    expect(refused.status).toBe(400)
+    expect(refused.json.error).toMatchObject({ code: 'model_not_compatible', param: 'tools' })
   })
 
   it('embeddings, rerank and speech equal the remote\'s own answers', async () => {

@@ -33,6 +33,8 @@ interface Family extends FamilyModelSpec {
    * thinking as soon as it opens (`closed`).
    */
   thinking: 'switch' | 'closed' | 'none'
+  /** Words of the thinking the template writes itself (Apriel's "Here are my reasoning steps:"): they stay as reasoning when it is closed. */
+  openingWords?: string
   /** Tokens a forced call may take: formats whose markers are many tokens in the test model's vocabulary need more. */
   callTokens?: number
 }
@@ -59,8 +61,8 @@ const FAMILIES: Family[] = [
   llama('meta-llama-Llama-3.3-70B-Instruct', { ...json, replaysParallel: false }),
   llama('fireworks-ai-llama-3-firefunction-v2', { ...json, parallel: false }),
   llama('meetkai-functionary-medium-v3.1', json),
-  llama('meetkai-functionary-medium-v3.2', { ...json, schema: false }),
-  qwen('mistralai-Mistral-Nemo-Instruct-2407', { ...json, eos: '</s>', parallel: false, replaysParallel: false }),
+  llama('meetkai-functionary-medium-v3.2', json),
+  qwen('mistralai-Mistral-Nemo-Instruct-2407', { ...json, eos: '</s>', replaysParallel: false }),
   qwen('Mistral-Small-3.2-24B-Instruct-2506', { ...json, eos: '</s>', parallel: false, replaysParallel: false }),
   qwen('unsloth-mistral-Devstral-Small-2507', { ...json, eos: '</s>', parallel: false }),
   qwen('mistralai-Ministral-3-14B-Reasoning-2512', { ...json, eos: '</s>', parallel: false, replaysParallel: false }),
@@ -85,7 +87,7 @@ const FAMILIES: Family[] = [
   // Reka may think before the schema's object even with thinking off; a random model never stops.
   qwen('Reka-Edge', { ...json, schema: false, thinking: 'switch' }),
   qwen('MiMo-VL', json),
-  qwen('GigaChat3-10B-A1.8B', { ...json, parallel: false, schema: false }),
+  qwen('GigaChat3-10B-A1.8B', { ...json, parallel: false }),
   qwen('GigaChat3.1-10B-A1.8B', json),
   qwen('upstage-Solar-Open-100B', json),
   qwen('Apertus-8B-Instruct', { ...json, parallel: false }),
@@ -96,6 +98,33 @@ const FAMILIES: Family[] = [
   qwen('google-gemma-4-31B-it-interleaved', { ...tagged, parallel: true }),
   qwen('poolside-Laguna-S-2.1', { ...tagged, parallel: true, thinking: 'switch' }),
   qwen('poolside-Laguna-XS-2.1', { ...tagged, parallel: true, thinking: 'switch' }),
+  // Forced calls here come out through Hearth's patch 8 (bounded ids and format names, no free text
+  // before a required call, Granite 3's own parser) and patch 7 (a zero budget closes "<think>\n").
+  // gpt-oss, Kimi K2 Thinking and Command R7B think only when the model opens its thinking, which a
+  // random model never does.
+  { template: 'openai-gpt-oss-120b', vocabulary: 'gptoss', ...json, parallel: false, callTokens: 160 },
+  qwen('Kimi-K2-Instruct', { ...json, parallel: false }),
+  qwen('Kimi-K2-Thinking', { ...json, parallel: false }),
+  qwen('moonshotai-Kimi-K2', { ...json, parallel: false }),
+  qwen('MiniMax-M2', { ...tagged, eos: '[e~[', parallel: true, thinking: 'closed' }),
+  qwen('MiniMax-M3', { ...tagged, eos: '[e~[', callTokens: 240 }),
+  qwen('CohereForAI-c4ai-command-r7b-12-2024-tool_use', { ...json, eos: '<|END_OF_TURN_TOKEN|>' }),
+  qwen('Cohere2MoE', { ...json, eos: '<|END_OF_TURN_TOKEN|>', thinking: 'closed' }),
+  qwen('ibm-granite-granite-3.3-2B-Instruct', { ...json, eos: '<|end_of_text|>' }),
+  qwen('NVIDIA-Nemotron-Nano-v2', { ...json, eos: '<SPECIAL_12>', thinking: 'switch' }),
+  qwen('Apriel-1.6-15b-Thinker-fixed', { ...json, eos: '<|end|>', thinking: 'closed', openingWords: 'Here are my reasoning steps:\n' }),
+  deepseek('llama-cpp-deepseek-r1', { ...json, parallel: false, thinking: 'closed' }),
+  // Writes calls but never shows the model its tools: Hearth lists them in the system message.
+  deepseek('deepseek-ai-DeepSeek-R1-Distill-Qwen-32B', { ...json, parallel: false, thinking: 'closed' }),
+]
+
+/** Templates that never show the model its tools: a request with tools is refused, not answered as if there were none. */
+const WITHOUT_TOOLS: FamilyModelSpec[] = [
+  { template: 'google-gemma-2-2b-it', vocabulary: 'qwen3', eos: '<end_of_turn>' },
+  { template: 'microsoft-Phi-3.5-mini-instruct', vocabulary: 'qwen3', eos: '<|end|>' },
+  { template: 'llama-cpp-rwkv-world', vocabulary: 'qwen3' },
+  { template: 'HuggingFaceTB-SmolLM3-3B', vocabulary: 'qwen3' },
+  { template: 'deepseek-ai-DeepSeek-R1-Distill-Llama-8B', vocabulary: 'deepseek_v3' },
 ]
 
 const weather = {
@@ -122,7 +151,7 @@ describe.skipIf(!llamaBuild || !haveTemplates)('tool calling across model famili
     // Hard links beside the cache: fifty models copied would take longer than the tests.
     mkdirSync(join(PROJECT_ROOT, 'test/artifacts'), { recursive: true })
     modelsDir = mkdtempSync(join(PROJECT_ROOT, 'test/artifacts/families-'))
-    for (const family of FAMILIES) {
+    for (const family of [...FAMILIES, ...WITHOUT_TOOLS]) {
       const path = familyModel(cache, family, readFileSync(join(TEMPLATES, `${family.template}.jinja`), 'utf8'))
       linkSync(path, join(modelsDir, `${family.template}.gguf`))
     }
@@ -171,7 +200,7 @@ describe.skipIf(!llamaBuild || !haveTemplates)('tool calling across model famili
       expect(new Set(calls.map((c: { id: string }) => c.id)).size).toBe(calls.length)
     })
 
-    it(`replays a conversation with ${family.replaysParallel ? 'two calls' : 'a call'} and the results`, async () => {
+    it(`replays a conversation with ${family.replaysParallel ? 'two calls' : 'a call'} and the results, and shows the model its tools`, async () => {
       const calls = [
         { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris","days":1}' } },
         { id: 'call_2', type: 'function', function: { name: 'get_time', arguments: '{"city":"Paris"}' } },
@@ -182,10 +211,13 @@ describe.skipIf(!llamaBuild || !haveTemplates)('tool calling across model famili
       expect(res.status, res.text).toBe(200)
       const bare = await chat(model, { tools, max_tokens: 3, messages: ask })
       expect(res.json.usage.prompt_tokens).toBeGreaterThan(bare.json.usage.prompt_tokens + 10)
+      // The model sees its tools (where the template never shows them, Hearth's system message does).
+      const toolless = await chat(model, { max_tokens: 3, messages: ask })
+      expect(bare.json.usage.prompt_tokens).toBeGreaterThan(toolless.json.usage.prompt_tokens + 10)
     })
 
     it.runIf(family.schema)('json_schema output satisfies the schema', async () => {
-      const res = await chat(model, { messages: ask, max_tokens: 60, reasoning_effort: 'none', response_format: { type: 'json_schema', json_schema: { name: 'weather', schema: weather } } })
+      const res = await chat(model, { messages: ask, max_tokens: family.callTokens ?? 60, reasoning_effort: 'none', response_format: { type: 'json_schema', json_schema: { name: 'weather', schema: weather } } })
       expect(res.status, res.text).toBe(200)
       expect(validWeather(JSON.parse(res.json.choices[0].message.content)), res.text).toBe(true)
     })
@@ -197,8 +229,28 @@ describe.skipIf(!llamaBuild || !haveTemplates)('tool calling across model famili
       expect(thinking.json.usage.completion_tokens_details.reasoning_tokens).toBeGreaterThan(0)
       const plain = await chat(model, { messages: ask, max_tokens: 8, reasoning_effort: 'none' })
       expect(plain.status, plain.text).toBe(200)
-      expect(plain.json.choices[0].message.reasoning_content).toBeUndefined()
+      expect(plain.json.choices[0].message.reasoning_content).toBe(family.openingWords)
       expect(plain.json.choices[0].message.content.length).toBeGreaterThan(0)
+    })
+  })
+
+  describe.each(WITHOUT_TOOLS)('$template (no tools in its template)', ({ template: model }) => {
+    afterAll(async () => {
+      await postJson(server, `/api/models/${encodeURIComponent(model)}/unload`, {})
+    })
+
+    it('refuses tools by name, and answers without them', async () => {
+      const res = await chat(model, { messages: ask, tools, tool_choice: 'auto', max_tokens: 4 })
+      expect(res.status, res.text).toBe(400)
+      expect(res.json.error).toMatchObject({ type: 'invalid_request_error', code: 'model_not_compatible', param: 'tools' })
+      expect(res.json.error.message).toContain('has no tool calling')
+      // tool_choice "none" asks for no call: the tools are beside the point, and the answer comes.
+      const none = await chat(model, { messages: ask, tools, tool_choice: 'none', max_tokens: 4 })
+      expect(none.status, none.text).toBe(200)
+      const plain = await chat(model, { messages: ask, max_tokens: 4 })
+      expect(plain.status, plain.text).toBe(200)
+      const { content, reasoning_content: reasoning } = plain.json.choices[0].message
+      expect(content.length + (reasoning?.length ?? 0)).toBeGreaterThan(0)
     })
   })
 })

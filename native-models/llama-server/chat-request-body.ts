@@ -5,17 +5,39 @@
  * what the contract promises.
  */
 import { createHash } from 'node:crypto'
-import type { ChatJob, ChatMessage, CompleteJob, Sampling } from '../engine/engine-protocol.ts'
+import type { ChatJob, ChatMessage, CompleteJob, Sampling, ToolDefinition } from '../engine/engine-protocol.ts'
 import { openAiMessages } from '../engine/openai-messages.ts'
 
 /** What the model's chat template demands beyond OpenAI's shapes. */
 export interface TemplateQuirks {
   /** Mistral's templates refuse any tool call id but nine letters and digits. */
   nineCharacterToolCallIds: boolean
+  /**
+   * The template writes calls but never shows the model its tools (DeepSeek V3.1, the R1 Qwen
+   * distill, firefunction v2, whose `functions` llama.cpp never fills): Hearth lists them in the
+   * system message, as llama.cpp's template polyfill once did, or a call would be forced blind.
+   */
+  toolsInSystemMessage: boolean
 }
 
-export function templateQuirks(chatTemplate: string | undefined): TemplateQuirks {
-  return { nineCharacterToolCallIds: /alphanumeric strings with length 9/.test(chatTemplate ?? '') }
+/** What llama-server's `/props` says a template can do (`chat_template_caps`). */
+export interface TemplateCaps {
+  supports_tools?: boolean
+  supports_tool_calls?: boolean
+}
+
+export const NO_QUIRKS: TemplateQuirks = { nineCharacterToolCallIds: false, toolsInSystemMessage: false }
+
+export function templateQuirks(chatTemplate: string | undefined, caps: TemplateCaps = {}): TemplateQuirks {
+  return {
+    nineCharacterToolCallIds: /alphanumeric strings with length 9/.test(chatTemplate ?? ''),
+    toolsInSystemMessage: caps.supports_tool_calls === true && caps.supports_tools !== true,
+  }
+}
+
+/** The template can take part in tool calling at all: it shows the model its tools, or writes calls. */
+export function templateHasTools(caps: TemplateCaps): boolean {
+  return caps.supports_tools === true || caps.supports_tool_calls === true
 }
 
 /**
@@ -29,9 +51,11 @@ const STREAM_INTERVAL_MS = 2
 /** OpenAI's effort levels, as the templates that have a switch (gpt-oss: low, medium, high) know them. */
 const TEMPLATE_EFFORT: Record<string, string> = { none: 'none', minimal: 'low', low: 'low', medium: 'medium', high: 'high', xhigh: 'high' }
 
-export function chatRequestBody(job: ChatJob, quirks: TemplateQuirks = { nineCharacterToolCallIds: false }): Record<string, unknown> {
+export function chatRequestBody(job: ChatJob, quirks: TemplateQuirks = NO_QUIRKS): Record<string, unknown> {
+  let messages = quirks.nineCharacterToolCallIds ? job.messages.map(withNineCharacterIds) : job.messages
+  if (quirks.toolsInSystemMessage && job.tools.length > 0 && job.toolChoice !== 'none') messages = withToolsListed(messages, job.tools)
   const body: Record<string, unknown> = {
-    messages: openAiMessages(quirks.nineCharacterToolCallIds ? job.messages.map(withNineCharacterIds) : job.messages),
+    messages: openAiMessages(messages),
     stream: true,
     stream_options: { include_usage: true },
     // The first event reports the prompt's size before any work, for our context check.
@@ -58,6 +82,14 @@ export function chatRequestBody(job: ChatJob, quirks: TemplateQuirks = { nineCha
     body.top_logprobs = Math.max(1, job.topLogprobs)
   }
   return body
+}
+
+/** The tools, listed at the end of the system message (one is added where there is none). */
+function withToolsListed(messages: readonly ChatMessage[], tools: readonly ToolDefinition[]): ChatMessage[] {
+  const listing = `You can call any of the following tools to satisfy the user's requests: ${JSON.stringify(tools, null, 2)}`
+  const [first, ...rest] = messages
+  if (first?.role === 'system' && typeof first.content === 'string') return [{ role: 'system', content: `${first.content}\n\n${listing}` }, ...rest]
+  return [{ role: 'system', content: listing }, ...messages]
 }
 
 /** The same id always becomes the same nine characters, so a call and its result still pair up. */

@@ -30,7 +30,7 @@ import { programPath, type LlamaBuild } from '../native-build/llama-build.ts'
 import { EngineServerProcess } from '../engine/engine-server-process.ts'
 import type { IncomingMessage } from 'node:http'
 import { ProgressBatch } from '../engine/progress-coalescer.ts'
-import { chatRequestBody, completionRequestBody, templateQuirks, type TemplateQuirks } from './chat-request-body.ts'
+import { chatRequestBody, completionRequestBody, templateHasTools, templateQuirks, type TemplateCaps, type TemplateQuirks } from './chat-request-body.ts'
 import { ChatStreamReader, type UpstreamChunk } from '../engine/chat-stream-reader.ts'
 import { readEventBatches } from '../engine/event-stream.ts'
 import { decodeBase64Floats, normaliseInto } from '../engine/embedding-vectors.ts'
@@ -62,6 +62,8 @@ export class LlamaServerEngine extends ServerEngine {
     private readonly meta: ModelMeta,
     private readonly slotCache: SlotCache | undefined,
     private readonly quirks: TemplateQuirks,
+    /** The chat template takes part in tool calling at all (see templateHasTools). */
+    private readonly templateHasTools: boolean,
   ) {
     super(server, info)
   }
@@ -79,7 +81,11 @@ export class LlamaServerEngine extends ServerEngine {
     try {
       const models = (await (await server.request('/v1/models')).json()) as { data?: Array<{ meta?: Record<string, number> }> }
       const meta = models.data?.[0]?.meta ?? {}
-      const props = (await (await server.request('/props')).json()) as { modalities?: { vision?: boolean }; chat_template?: string }
+      const props = (await (await server.request('/props')).json()) as {
+        modalities?: { vision?: boolean }
+        chat_template?: string
+        chat_template_caps?: TemplateCaps
+      }
       const info: EngineModelInfo = {
         devices: devicesOf(build, spec),
         loadMs: Math.round(performance.now() - started),
@@ -99,7 +105,8 @@ export class LlamaServerEngine extends ServerEngine {
         info,
         { vocabularySize: Number(meta.n_vocab ?? 0), embeddingLength: Number(meta.n_embd ?? 0) },
         slotCache,
-        templateQuirks(props.chat_template),
+        templateQuirks(props.chat_template, props.chat_template_caps),
+        templateHasTools(props.chat_template_caps ?? {}),
       )
     } catch (e) {
       await server.stop()
@@ -124,6 +131,11 @@ export class LlamaServerEngine extends ServerEngine {
   private async chat(job: ChatJob, { onProgress, signal }: RunOptions): Promise<ChatResult> {
     const hasImage = job.messages.some((m) => Array.isArray(m.content) && m.content.some((p) => p.type === 'image'))
     if (hasImage && !this.info.vision) throw new ModelError('model_not_compatible', `model "${this.spec.modelId}" has no vision projector`, 'model')
+    // A template with no tool calling (Gemma 2, Phi 3.5, SmolLM3…) would have the tools ignored:
+    // refused, as Ollama does, rather than answered as if there were none.
+    if (job.tools.length > 0 && job.toolChoice !== 'none' && !this.templateHasTools) {
+      throw new ModelError('model_not_compatible', `the chat template of model "${this.spec.modelId}" has no tool calling; send the request without 'tools'`, 'tools')
+    }
     this.checkLogitBias(job)
     const limit = this.spec.contextLength
     const upstream = new AbortController()

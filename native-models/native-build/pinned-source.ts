@@ -65,7 +65,11 @@ export function pinnedLlamaSource(cacheDir: string, log: (line: string) => void)
  * tokens leave in one write; (4) tagged call formats hold string enums to their values and read back
  * calls with whitespace before the closing marker; (5) a token that ends inside a UTF-8 character
  * keeps its own logprobs entry; (6) Gemma 4's and LFM2's call arguments are held to the tool's
- * schema; (7) a zero thinking budget meets a prompt that closed the thinking without failing.
+ * schema; (7) a zero thinking budget closes the thinking whether the prompt left it open or
+ * closed it; (8) forced calls and schemas come out in gpt-oss, Kimi K2, MiniMax M3, Command R7B,
+ * Cohere2 MoE, Granite 3.x, functionary v3.2 and GigaChat 3 (bounded ids and format names, no free
+ * text before a required call, `response_format` in every parser, a parser for Granite 3's
+ * `<|tool_call|>`), and a token that ends the generation stays out of the answer's text.
  */
 export const LLAMA_PATCHES: readonly string[] = readdirSync(fileURLToPath(new URL('./patches/', import.meta.url)))
   .filter((name) => name.startsWith('llama-') && name.endsWith('.patch'))
