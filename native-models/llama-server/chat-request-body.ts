@@ -88,8 +88,10 @@ export function chatRequestBody(job: ChatJob, quirks: TemplateQuirks = NO_QUIRKS
 function withToolsListed(messages: readonly ChatMessage[], tools: readonly ToolDefinition[]): ChatMessage[] {
   const listing = `You can call any of the following tools to satisfy the user's requests: ${JSON.stringify(tools, null, 2)}`
   const [first, ...rest] = messages
-  if (first?.role === 'system' && typeof first.content === 'string') return [{ role: 'system', content: `${first.content}\n\n${listing}` }, ...rest]
-  return [{ role: 'system', content: listing }, ...messages]
+  if (first?.role !== 'system') return [{ role: 'system', content: listing }, ...messages]
+  // Into the system message there is: templates take one, at the start.
+  const content = typeof first.content === 'string' ? `${first.content}\n\n${listing}` : [...first.content, { type: 'text' as const, text: `\n\n${listing}` }]
+  return [{ role: 'system', content }, ...rest]
 }
 
 /** The same id always becomes the same nine characters, so a call and its result still pair up. */
