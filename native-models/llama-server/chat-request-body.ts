@@ -89,7 +89,7 @@ function withToolsListed(messages: readonly ChatMessage[], tools: readonly ToolD
   const listing = `You can call any of the following tools to satisfy the user's requests: ${JSON.stringify(tools, null, 2)}`
   const [first, ...rest] = messages
   if (first?.role !== 'system') return [{ role: 'system', content: listing }, ...messages]
-  // Into the system message there is: templates take one, at the start.
+  // Added to the system message there is, not as a second one: templates take one, at the start.
   const content = typeof first.content === 'string' ? `${first.content}\n\n${listing}` : [...first.content, { type: 'text' as const, text: `\n\n${listing}` }]
   return [{ role: 'system', content }, ...rest]
 }
