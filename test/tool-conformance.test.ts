@@ -116,7 +116,7 @@ const FAMILIES: Family[] = [
   deepseek('deepseek-ai-DeepSeek-R1-Distill-Qwen-32B', { ...json, parallel: false, thinking: 'closed' }),
 ]
 
-/** Templates that never show the model its tools: a request with tools is refused, not answered as if there were none. */
+/** Templates with no tool calling at all (no tools shown, no calls written): a request with tools is refused, not answered as if there were none. */
 const WITHOUT_TOOLS: FamilyModelSpec[] = [
   { template: 'google-gemma-2-2b-it', vocabulary: 'qwen3', eos: '<end_of_turn>' },
   { template: 'microsoft-Phi-3.5-mini-instruct', vocabulary: 'qwen3', eos: '<|end|>' },
