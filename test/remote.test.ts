@@ -417,6 +417,61 @@ describe.skipIf(!llamaBuild)('two copies on upstream llama-server', () => {
   })
 })
 
+describe.skipIf(!llamaBuild || !toolTemplate)('tools on upstream llama-server', () => {
+  const servers: UpstreamServer[] = []
+  let tooled: TestServer
+  const weather = { type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'] } } }
+  const time = { type: 'function' as const, function: { name: 'get_time', parameters: { type: 'object', properties: { zone: { type: 'string', enum: ['UTC', 'CET'] } }, required: ['zone'] } } }
+
+  beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hearth-remote-tools-'))
+    const qwen = familyModel(join(PROJECT_ROOT, 'test/artifacts/family-models'), { template: 'Qwen-Qwen3-0.6B', vocabulary: 'qwen3' }, readFileSync(toolTemplate!, 'utf8'))
+    const chatml = join(dir, 'chatml.gguf')
+    writeTinyLlama(chatml, { contextLength: 256 })
+    servers.push(await startUpstreamProgram(llamaBuild!, 'llama-server', ['-m', qwen, '--alias', 'qwen', '-t', '1', '-c', '1024', '--no-webui']))
+    servers.push(await startUpstreamProgram(llamaBuild!, 'llama-server', ['-m', chatml, '--alias', 'chatml', '-t', '1', '--no-webui']))
+    const frontModels = mkdtempSync(join(tmpdir(), 'hearth-remote-tools-front-'))
+    const models = [
+      { id: 'qwen-far', remote: { base_url: `${servers[0]!.url}/v1`, model: 'qwen' } },
+      { id: 'chatml-far', remote: { base_url: `${servers[1]!.url}/v1`, model: 'chatml' } },
+    ]
+    writeFileSync(join(frontModels, 'models.json'), JSON.stringify({ models }))
+    tooled = await startTestServer({ modelsDir: frontModels })
+  })
+
+  afterAll(async () => {
+    await tooled?.stop()
+    for (const server of servers) await server.stop('SIGKILL')
+  })
+
+  const ask = () => new OpenAI({ baseURL: `${tooled.url}/v1`, apiKey: tooled.apiKey, maxRetries: 0 })
+
+  it('a named tool_choice is held (llama-server takes none: an object there means "auto")', async () => {
+    const messages = [{ role: 'user' as const, content: 'What now?' }]
+    for (const name of ['get_time', 'get_weather']) {
+      const answer = await ask().chat.completions.create({
+        model: 'qwen-far',
+        messages,
+        tools: [weather, time],
+        tool_choice: { type: 'function', function: { name } },
+        reasoning_effort: 'none',
+        max_tokens: 60,
+      })
+      const names = (answer.choices[0]!.message.tool_calls ?? []).map((c) => (c as { function: { name: string } }).function.name)
+      expect(names.length).toBeGreaterThan(0)
+      expect(new Set(names)).toEqual(new Set([name]))
+    }
+  })
+
+  it('tools for a template without tool calling are refused by name, as for a local model', async () => {
+    const refused = await postJson(tooled, '/v1/chat/completions', { model: 'chatml-far', messages: [{ role: 'user', content: 'Weather?' }], tools: [weather], max_tokens: 4 })
+    expect(refused.status).toBe(400)
+    expect(refused.json.error).toMatchObject({ code: 'model_not_compatible', param: 'tools', type: 'invalid_request_error' })
+    const plain = await ask().chat.completions.create({ model: 'chatml-far', messages: [{ role: 'user', content: 'Weather?' }], max_tokens: 4 })
+    expect(plain.choices[0]!.finish_reason).toBe('length')
+  })
+})
+
 /** An OpenAI-style server that lists its model, then accepts requests and never answers them. */
 async function hangingServer(): Promise<{ server: Server; url: string; closed: number; received: number }> {
   const state = { server: undefined as unknown as Server, url: '', closed: 0, received: 0 }

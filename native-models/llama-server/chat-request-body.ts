@@ -52,10 +52,8 @@ const STREAM_INTERVAL_MS = 2
 const TEMPLATE_EFFORT: Record<string, string> = { none: 'none', minimal: 'low', low: 'low', medium: 'medium', high: 'high', xhigh: 'high' }
 
 export function chatRequestBody(job: ChatJob, quirks: TemplateQuirks = NO_QUIRKS): Record<string, unknown> {
-  let messages = quirks.nineCharacterToolCallIds ? job.messages.map(withNineCharacterIds) : job.messages
-  if (quirks.toolsInSystemMessage && job.tools.length > 0 && job.toolChoice !== 'none') messages = withToolsListed(messages, job.tools)
   const body: Record<string, unknown> = {
-    messages: openAiMessages(messages),
+    messages: openAiMessages(templateMessages(job, quirks)),
     stream: true,
     stream_options: { include_usage: true },
     // The first event reports the prompt's size before any work, for our context check.
@@ -64,13 +62,7 @@ export function chatRequestBody(job: ChatJob, quirks: TemplateQuirks = NO_QUIRKS
     max_tokens: job.maxTokens ?? job.maxCompletionTokens,
     ...samplingFields(job),
   }
-  if (job.tools.length > 0) {
-    const named = typeof job.toolChoice === 'object' ? job.toolChoice.function : undefined
-    // llama-server knows no named choice: the call is required, and that function is the only one offered.
-    body.tools = named === undefined ? job.tools : job.tools.filter((t) => t.function.name === named)
-    body.tool_choice = named === undefined ? job.toolChoice : 'required'
-    body.parallel_tool_calls = job.parallelToolCalls
-  }
+  if (job.tools.length > 0) Object.assign(body, toolFields(job))
   if (job.jsonSchema) body.response_format = { type: 'json_schema', json_schema: { schema: job.jsonSchema } }
   if (job.reasoningEffort) body.reasoning_effort = TEMPLATE_EFFORT[job.reasoningEffort] ?? job.reasoningEffort
   // "none" means no thinking, switch or not: a zero budget closes the thinking the moment it opens.
@@ -82,6 +74,25 @@ export function chatRequestBody(job: ChatJob, quirks: TemplateQuirks = NO_QUIRKS
     body.top_logprobs = Math.max(1, job.topLogprobs)
   }
   return body
+}
+
+/** The job's messages as the model's template needs them. */
+export function templateMessages(job: ChatJob, quirks: TemplateQuirks): readonly ChatMessage[] {
+  const messages = quirks.nineCharacterToolCallIds ? job.messages.map(withNineCharacterIds) : job.messages
+  return quirks.toolsInSystemMessage && job.tools.length > 0 && job.toolChoice !== 'none' ? withToolsListed(messages, job.tools) : messages
+}
+
+/**
+ * A job's tools as llama-server takes them. It knows no named choice (an object there quietly
+ * means "auto"): the call is required, and that function is the only one offered.
+ */
+export function toolFields(job: ChatJob): Record<string, unknown> {
+  const named = typeof job.toolChoice === 'object' ? job.toolChoice.function : undefined
+  return {
+    tools: named === undefined ? job.tools : job.tools.filter((t) => t.function.name === named),
+    tool_choice: named === undefined ? job.toolChoice : 'required',
+    parallel_tool_calls: job.parallelToolCalls,
+  }
 }
 
 /** The tools, listed at the end of the system message (one is added where there is none). */

@@ -34,7 +34,8 @@ import { whisperCodeOfName } from '../audio/whisper-languages.ts'
 import { ModelError } from '../errors.ts'
 import { RemoteModelError, remoteErrorOf } from './remote-error.ts'
 import { postRemote, type RemoteAnswer } from './remote-http.ts'
-import type { RemotePool } from './remote-pool.ts'
+import { templateHasTools, templateMessages, templateQuirks, toolFields } from '../llama-server/chat-request-body.ts'
+import type { RemotePool, RemoteTemplate } from './remote-pool.ts'
 import { replicaKey, type RemoteReplica } from './remote-target.ts'
 
 /** Answers that mean "this copy cannot serve now": the next copy is tried. */
@@ -85,7 +86,9 @@ export class RemoteEngine implements Engine {
   }
 
   private async chat(job: ChatJob, { signal, onProgress }: RunOptions): Promise<ChatResult> {
-    return this.post('/chat/completions', (model) => JSON.stringify(chatBody(job, model)), signal, async (res, where) => {
+    this.refuseToolsWithoutTemplate(job)
+    const body = (replica: RemoteReplica) => JSON.stringify(chatBody(job, replica.model, this.pool.modelInfo(replica)?.template))
+    return this.post('/chat/completions', body, signal, async (res, where) => {
       const progress = onProgress && new ProgressBatch(onProgress)
       const reader = new ChatStreamReader(progress && ((p) => progress.emit(p)), job.topLogprobs)
       await readEvents(res, where, signal, progress, (event) => reader.read(event as UpstreamChunk))
@@ -96,7 +99,7 @@ export class RemoteEngine implements Engine {
   }
 
   private async complete(job: CompleteJob, { signal, onProgress }: RunOptions): Promise<CompleteResult> {
-    return this.post('/completions', (model) => JSON.stringify(completionBody(job, model)), signal, async (res, where) => {
+    return this.post('/completions', (replica) => JSON.stringify(completionBody(job, replica.model)), signal, async (res, where) => {
       let text = ''
       let finishReason: CompleteResult['finishReason'] = 'stop'
       let usage: { prompt_tokens: number; completion_tokens: number } | undefined
@@ -119,7 +122,7 @@ export class RemoteEngine implements Engine {
 
   private async embed(job: EmbedJob, { signal }: RunOptions): Promise<EmbedResult> {
     if (job.inputs.length === 0) return { type: 'embed', vectors: new Float32Array(0), dimensions: job.dimensions ?? 0, promptTokens: 0 }
-    const body = (model: string) => JSON.stringify({ model, input: job.inputs, encoding_format: 'base64' })
+    const body = ({ model }: RemoteReplica) => JSON.stringify({ model, input: job.inputs, encoding_format: 'base64' })
     return this.post('/embeddings', body, signal, async (res, where) => {
       const answer = await res.json<{ data?: Array<{ index: number; embedding: string | number[] }>; usage?: { prompt_tokens?: number } }>()
       const data = answer.data ?? []
@@ -137,7 +140,7 @@ export class RemoteEngine implements Engine {
   }
 
   private async rerank(job: RerankJob, { signal }: RunOptions): Promise<RerankResult> {
-    const body = (model: string) => JSON.stringify({ model, query: job.query, documents: job.documents, top_n: job.documents.length })
+    const body = ({ model }: RemoteReplica) => JSON.stringify({ model, query: job.query, documents: job.documents, top_n: job.documents.length })
     return this.post('/rerank', body, signal, async (res, where) => {
       const answer = await res.json<{ results?: Array<{ index: number; relevance_score: number }>; usage?: { prompt_tokens?: number; total_tokens?: number } }>()
       const scores = new Array<number>(job.documents.length).fill(Number.NaN)
@@ -153,7 +156,7 @@ export class RemoteEngine implements Engine {
     const samples = await openAsBlob(job.audioPath)
     const durationSeconds = samples.size / 4 / 16_000
     const audio = new Blob([new Uint8Array(floatWavHeader(samples.size)), samples], { type: 'audio/wav' })
-    const form = (model: string) => {
+    const form = ({ model }: RemoteReplica) => {
       const body = new FormData()
       body.append('model', model)
       body.append('file', audio, 'audio.wav')
@@ -177,13 +180,25 @@ export class RemoteEngine implements Engine {
   }
 
   /**
+   * A llama-server whose template has no tool calling would answer as if there were no tools:
+   * refused by name, as for a local model.
+   */
+  private refuseToolsWithoutTemplate(job: ChatJob): void {
+    if (job.tools.length === 0 || job.toolChoice === 'none') return
+    const template = this.replicas.map((r) => this.pool.modelInfo(r)?.template).find((t) => t !== undefined)
+    if (template && !templateHasTools(template.caps)) {
+      throw new ModelError('model_not_compatible', `the chat template of model "${this.modelId}" has no tool calling; send the request without 'tools'`, 'tools')
+    }
+  }
+
+  /**
    * Sends a request to a copy of the model and reads its answer with `read`. Copies that cannot
    * be reached, or answer 502/503/504, are counted as failures and the next copy is tried; an
    * answer once begun is never sent again elsewhere.
    */
   private async post<T>(
     path: string,
-    body: (model: string) => string | FormData,
+    body: (replica: RemoteReplica) => string | FormData,
     signal: AbortSignal | undefined,
     read: (res: RemoteAnswer, where: string) => Promise<T>,
   ): Promise<T> {
@@ -203,7 +218,7 @@ export class RemoteEngine implements Engine {
         const headers: Record<string, string> = replica.apiKey ? { authorization: `Bearer ${replica.apiKey}` } : {}
         let res: RemoteAnswer
         try {
-          res = await postRemote(`${replica.baseUrl}${path}`, headers, body(replica.model), signal)
+          res = await postRemote(`${replica.baseUrl}${path}`, headers, body(replica), signal)
         } catch (e) {
           if (signal?.aborted) throw cancelled()
           this.pool.failed(replica)
@@ -232,11 +247,16 @@ export class RemoteEngine implements Engine {
   }
 }
 
-/** A chat job as a plain OpenAI request. */
-export function chatBody(job: ChatJob, model: string): Record<string, unknown> {
-  const body: Record<string, unknown> = { model, messages: openAiMessages(job.messages), ...streamedSampling(job) }
+/**
+ * A chat job as a plain OpenAI request. To a llama-server (`template` known), the messages as its
+ * template needs them and the tools as it takes them, as for a local model.
+ */
+export function chatBody(job: ChatJob, model: string, template?: RemoteTemplate): Record<string, unknown> {
+  const messages = template ? templateMessages(job, templateQuirks(template.text, template.caps)) : job.messages
+  const body: Record<string, unknown> = { model, messages: openAiMessages(messages), ...streamedSampling(job) }
   if (job.maxTokens !== undefined) body.max_tokens = job.maxTokens
-  if (job.tools.length > 0) {
+  if (job.tools.length > 0 && template) Object.assign(body, toolFields(job))
+  else if (job.tools.length > 0) {
     body.tools = job.tools
     body.tool_choice = typeof job.toolChoice === 'object' ? { type: 'function', function: { name: job.toolChoice.function } } : job.toolChoice
     body.parallel_tool_calls = job.parallelToolCalls

@@ -4,6 +4,7 @@
  * request goes to the least busy healthy copy of its model. A copy that fails is taken out after
  * a few failures in a row and comes back when its server's health check passes again.
  */
+import type { TemplateCaps } from '../llama-server/chat-request-body.ts'
 import { replicaKey, type RemoteReplica } from './remote-target.ts'
 
 /** What a remote says of one of its models in `GET /models` (and llama-server's `/props`). */
@@ -15,6 +16,13 @@ export interface RemoteModelInfo {
   /** Hearth's own list (`chat`, `vision`, `embeddings`, …) when the remote is a Hearth. */
   capabilities: string[] | undefined
   vision: boolean | undefined
+  /** The chat template, where the remote is a llama-server (its `/props` says). */
+  template: RemoteTemplate | undefined
+}
+
+export interface RemoteTemplate {
+  text: string | undefined
+  caps: TemplateCaps
 }
 
 export type RemoteHealth = 'healthy' | 'unhealthy' | 'unknown'
@@ -221,6 +229,13 @@ interface ListedModel {
   meta?: { n_ctx_train?: unknown; n_ctx?: unknown }
 }
 
+interface LlamaServerProps {
+  default_generation_settings?: { n_ctx?: number }
+  modalities?: { vision?: boolean }
+  chat_template?: string
+  chat_template_caps?: TemplateCaps
+}
+
 /** `GET /models`, read the way vLLM, llama-server and Hearth each describe their models. */
 async function listModels(baseUrl: string, apiKey: string | undefined, timeoutMs: number): Promise<RemoteModelInfo[]> {
   const headers: Record<string, string> = apiKey ? { authorization: `Bearer ${apiKey}` } : {}
@@ -229,15 +244,17 @@ async function listModels(baseUrl: string, apiKey: string | undefined, timeoutMs
   const body = (await res.json()) as { data?: ListedModel[] }
   if (!Array.isArray(body.data)) throw new Error('GET /models did not return a model list')
   const models = body.data.filter((m): m is ListedModel & { id: string } => typeof m?.id === 'string').map(infoOf)
-  // llama-server says its context and whether it sees pictures in /props (at the server's root).
+  // llama-server says its context, whether it sees pictures and what its chat template can do in
+  // /props (at the server's root). A Hearth lists its models the same way, but has no /props.
   if (models.some((m) => m.ownedBy === 'llamacpp')) {
     const props = await fetch(`${new URL(baseUrl).origin}/props`, { headers, signal: AbortSignal.timeout(timeoutMs) })
-      .then((r) => (r.ok ? (r.json() as Promise<{ default_generation_settings?: { n_ctx?: number }; modalities?: { vision?: boolean } }>) : undefined))
+      .then((r) => (r.ok ? (r.json() as Promise<LlamaServerProps>) : undefined))
       .catch(() => undefined)
     for (const m of models) {
       if (m.ownedBy !== 'llamacpp' || !props) continue
       m.contextLength = positive(props.default_generation_settings?.n_ctx) ?? m.contextLength
       m.vision = props.modalities?.vision ?? m.vision
+      if (props.chat_template_caps) m.template = { text: props.chat_template, caps: props.chat_template_caps }
     }
   }
   return models
@@ -251,6 +268,7 @@ function infoOf(m: ListedModel & { id: string }): RemoteModelInfo {
     maxCompletionTokens: positive(m.max_completion_tokens),
     capabilities: Array.isArray(m.capabilities) ? m.capabilities.filter((c): c is string => typeof c === 'string') : undefined,
     vision: undefined,
+    template: undefined,
   }
 }
 
