@@ -417,7 +417,7 @@ describe.skipIf(!llamaBuild)('two copies on upstream llama-server', () => {
   })
 })
 
-describe.skipIf(!llamaBuild || !toolTemplate)('tools on upstream llama-server', () => {
+describe.skipIf(!llamaBuild || !toolTemplate)('upstream llama-server as the remote: what it takes differently', () => {
   const servers: UpstreamServer[] = []
   let tooled: TestServer
   const weather = { type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'] } } }
@@ -469,6 +469,17 @@ describe.skipIf(!llamaBuild || !toolTemplate)('tools on upstream llama-server', 
     expect(refused.json.error).toMatchObject({ code: 'model_not_compatible', param: 'tools', type: 'invalid_request_error' })
     const plain = await ask().chat.completions.create({ model: 'chatml-far', messages: [{ role: 'user', content: 'Weather?' }], max_tokens: 4 })
     expect(plain.choices[0]!.finish_reason).toBe('length')
+  })
+
+  it('logprobs without alternatives (top_logprobs 0) still has an entry per token', async () => {
+    const answer = await ask().chat.completions.create({ model: 'chatml-far', messages: [{ role: 'user', content: 'Once' }], max_tokens: 3, logprobs: true, top_logprobs: 0 })
+    const entries = answer.choices[0]!.logprobs?.content ?? []
+    expect(entries).toHaveLength(answer.usage!.completion_tokens)
+    for (const entry of entries) {
+      expect(entry.logprob).toBeLessThanOrEqual(0)
+      expect(entry.top_logprobs).toEqual([])
+    }
+    expect(entries.map((e) => e.token).join('')).toBe(answer.choices[0]!.message.content)
   })
 })
 

@@ -270,7 +270,8 @@ export function chatBody(job: ChatJob, model: string, template?: RemoteTemplate)
   if (job.thinkingBudgetTokens !== undefined) body.thinking_budget_tokens = job.thinkingBudgetTokens
   if (job.topLogprobs !== undefined) {
     body.logprobs = true
-    body.top_logprobs = job.topLogprobs
+    // llama-server reports nothing at all for 0 candidates: one is asked for, and the reader drops it.
+    body.top_logprobs = Math.max(1, job.topLogprobs)
   }
   return body
 }
