@@ -481,6 +481,20 @@ describe.skipIf(!llamaBuild || !toolTemplate)('upstream llama-server as the remo
     }
     expect(entries.map((e) => e.token).join('')).toBe(answer.choices[0]!.message.content)
   })
+
+  it('completions\' logprobs come through (llama-server writes them as chat does), streamed or not', async () => {
+    for (const top of [0, 2]) {
+      const request = { model: 'chatml-far', prompt: 'Once upon a', max_tokens: 4, logprobs: top, temperature: 0 }
+      const whole = await ask().completions.create(request)
+      const logprobs = whole.choices[0]!.logprobs!
+      expect(logprobs.tokens).toHaveLength(whole.usage!.completion_tokens)
+      expect(logprobs.tokens!.join('')).toBe(whole.choices[0]!.text)
+      for (const candidates of logprobs.top_logprobs!) expect(Object.keys(candidates)).toHaveLength(top)
+      let streamed: string[] = []
+      for await (const chunk of await ask().completions.create({ ...request, stream: true })) streamed = [...streamed, ...(chunk.choices[0]?.logprobs?.tokens ?? [])]
+      expect(streamed).toEqual(logprobs.tokens)
+    }
+  })
 })
 
 /** An OpenAI-style server that lists its model, then accepts requests and never answers them. */

@@ -108,11 +108,12 @@ export class RemoteEngine implements Engine {
       await readEvents(res, where, signal, progress, (raw) => {
         const event = raw as CompletionChunk
         const choice = event.choices?.[0]
+        const entries = logprobs && choice?.logprobs ? completionLogprobs(choice.logprobs, job.logprobs!) : undefined
+        if (entries) logprobs!.push(...entries)
         if (choice?.text) {
           text += choice.text
-          progress?.emit({ type: 'text', text: choice.text })
+          progress?.emit(entries?.length ? { type: 'text', text: choice.text, logprobs: entries } : { type: 'text', text: choice.text })
         }
-        if (logprobs && choice?.logprobs?.tokens) logprobs.push(...legacyLogprobs(choice.logprobs))
         if (choice?.finish_reason) finishReason = choice.finish_reason === 'length' ? 'length' : 'stop'
         if (event.usage) usage = event.usage
       })
@@ -283,7 +284,8 @@ function completionBody(job: CompleteJob, model: string): Record<string, unknown
     ...(job.suffix !== undefined ? { suffix: job.suffix } : {}),
     max_tokens: job.maxTokens,
     ...streamedSampling(job),
-    ...(job.logprobs !== undefined ? { logprobs: job.logprobs } : {}),
+    // llama-server reports nothing for 0 candidates: one is asked for, and dropped again.
+    ...(job.logprobs !== undefined ? { logprobs: Math.max(1, job.logprobs) } : {}),
   }
 }
 
@@ -310,18 +312,30 @@ interface CompletionChunk {
   choices?: Array<{
     text?: string
     finish_reason?: string | null
-    logprobs?: { tokens?: string[]; token_logprobs?: number[]; top_logprobs?: Array<Record<string, number>> | null } | null
+    logprobs?: CompletionLogprobs | null
   }>
   usage?: { prompt_tokens: number; completion_tokens: number }
 }
 
-/** The legacy completions' logprobs (parallel arrays) as Hearth's entries. */
-function legacyLogprobs(l: NonNullable<NonNullable<CompletionChunk['choices']>[number]['logprobs']>): TokenLogprob[] {
+type Candidate = { token: string; logprob: number; bytes?: number[] }
+
+/** The legacy shape (OpenAI, vLLM, a Hearth: parallel arrays), or llama-server's (chat's entries). */
+interface CompletionLogprobs {
+  tokens?: string[]
+  token_logprobs?: number[]
+  top_logprobs?: Array<Record<string, number>> | null
+  content?: Array<Candidate & { top_logprobs?: Candidate[] }>
+}
+
+/** A completion chunk's logprobs as Hearth's entries, with at most `top` candidates each. */
+function completionLogprobs(l: CompletionLogprobs, top: number): TokenLogprob[] {
+  const candidate = (c: Candidate) => ({ token: c.token, logprob: c.logprob, bytes: c.bytes ?? [...Buffer.from(c.token)] })
+  if (l.content) return l.content.map((e) => ({ ...candidate(e), top_logprobs: (e.top_logprobs ?? []).slice(0, top).map(candidate) }))
   return (l.tokens ?? []).map((token, i) => ({
-    token,
-    logprob: l.token_logprobs?.[i] ?? 0,
-    bytes: [...Buffer.from(token)],
-    top_logprobs: Object.entries(l.top_logprobs?.[i] ?? {}).map(([t, logprob]) => ({ token: t, logprob, bytes: [...Buffer.from(t)] })),
+    ...candidate({ token, logprob: l.token_logprobs?.[i] ?? 0 }),
+    top_logprobs: Object.entries(l.top_logprobs?.[i] ?? {})
+      .slice(0, top)
+      .map(([t, logprob]) => candidate({ token: t, logprob })),
   }))
 }
 
