@@ -34,7 +34,7 @@ import { whisperCodeOfName } from '../audio/whisper-languages.ts'
 import { ModelError } from '../errors.ts'
 import { RemoteModelError, remoteErrorOf } from './remote-error.ts'
 import { postRemote, type RemoteAnswer } from './remote-http.ts'
-import { templateHasTools, templateMessages, templateQuirks, toolFields } from '../llama-server/chat-request-body.ts'
+import { templateMessages, toolFields } from '../llama-server/chat-request-body.ts'
 import type { RemotePool, RemoteTemplate } from './remote-pool.ts'
 import { replicaKey, type RemoteReplica } from './remote-target.ts'
 
@@ -187,7 +187,7 @@ export class RemoteEngine implements Engine {
   private refuseToolsWithoutTemplate(job: ChatJob): void {
     if (job.tools.length === 0 || job.toolChoice === 'none') return
     const template = this.replicas.map((r) => this.pool.modelInfo(r)?.template).find((t) => t !== undefined)
-    if (template && !templateHasTools(template.caps)) {
+    if (template && !template.hasTools) {
       throw new ModelError('model_not_compatible', `the chat template of model "${this.modelId}" has no tool calling; send the request without 'tools'`, 'tools')
     }
   }
@@ -253,7 +253,7 @@ export class RemoteEngine implements Engine {
  * template needs them and the tools as it takes them, as for a local model.
  */
 export function chatBody(job: ChatJob, model: string, template?: RemoteTemplate): Record<string, unknown> {
-  const messages = template ? templateMessages(job, templateQuirks(template.text, template.caps)) : job.messages
+  const messages = template ? templateMessages(job, template.quirks) : job.messages
   const body: Record<string, unknown> = { model, messages: openAiMessages(messages), ...streamedSampling(job) }
   if (job.maxTokens !== undefined) body.max_tokens = job.maxTokens
   if (job.tools.length > 0 && template) Object.assign(body, toolFields(job))

@@ -4,7 +4,7 @@
  * request goes to the least busy healthy copy of its model. A copy that fails is taken out after
  * a few failures in a row and comes back when its server's health check passes again.
  */
-import type { TemplateCaps } from '../llama-server/chat-request-body.ts'
+import { templateHasTools, templateQuirks, type TemplateCaps, type TemplateQuirks } from '../llama-server/chat-request-body.ts'
 import { replicaKey, type RemoteReplica } from './remote-target.ts'
 
 /** What a remote says of one of its models in `GET /models` (and llama-server's `/props`). */
@@ -21,8 +21,9 @@ export interface RemoteModelInfo {
 }
 
 export interface RemoteTemplate {
-  text: string | undefined
-  caps: TemplateCaps
+  /** It takes part in tool calling at all. */
+  hasTools: boolean
+  quirks: TemplateQuirks
 }
 
 export type RemoteHealth = 'healthy' | 'unhealthy' | 'unknown'
@@ -254,7 +255,8 @@ async function listModels(baseUrl: string, apiKey: string | undefined, timeoutMs
       if (m.ownedBy !== 'llamacpp' || !props) continue
       m.contextLength = positive(props.default_generation_settings?.n_ctx) ?? m.contextLength
       m.vision = props.modalities?.vision ?? m.vision
-      if (props.chat_template_caps) m.template = { text: props.chat_template, caps: props.chat_template_caps }
+      const caps = props.chat_template_caps
+      if (caps) m.template = { hasTools: templateHasTools(caps), quirks: templateQuirks(props.chat_template, caps) }
     }
   }
   return models
