@@ -31,10 +31,10 @@ import { readEventBatches } from '../engine/event-stream.ts'
 import { openAiMessages } from '../engine/openai-messages.ts'
 import { ProgressBatch } from '../engine/progress-coalescer.ts'
 import { whisperCodeOfName } from '../audio/whisper-languages.ts'
+import { templateMessages, toolFields } from '../llama-server/chat-request-body.ts'
 import { ModelError } from '../errors.ts'
 import { RemoteModelError, remoteErrorOf } from './remote-error.ts'
 import { postRemote, type RemoteAnswer } from './remote-http.ts'
-import { templateMessages, toolFields } from '../llama-server/chat-request-body.ts'
 import type { RemotePool, RemoteTemplate } from './remote-pool.ts'
 import { replicaKey, type RemoteReplica } from './remote-target.ts'
 
@@ -256,12 +256,7 @@ export function chatBody(job: ChatJob, model: string, template?: RemoteTemplate)
   const messages = template ? templateMessages(job, template.quirks) : job.messages
   const body: Record<string, unknown> = { model, messages: openAiMessages(messages), ...streamedSampling(job) }
   if (job.maxTokens !== undefined) body.max_tokens = job.maxTokens
-  if (job.tools.length > 0 && template) Object.assign(body, toolFields(job))
-  else if (job.tools.length > 0) {
-    body.tools = job.tools
-    body.tool_choice = typeof job.toolChoice === 'object' ? { type: 'function', function: { name: job.toolChoice.function } } : job.toolChoice
-    body.parallel_tool_calls = job.parallelToolCalls
-  }
+  if (job.tools.length > 0) Object.assign(body, template ? toolFields(job) : openAiToolFields(job))
   if (job.jsonSchema) {
     body.response_format =
       Object.keys(job.jsonSchema).length === 0 ? { type: 'json_object' } : { type: 'json_schema', json_schema: { name: 'response', schema: job.jsonSchema } }
@@ -275,6 +270,14 @@ export function chatBody(job: ChatJob, model: string, template?: RemoteTemplate)
     body.top_logprobs = Math.max(1, job.topLogprobs)
   }
   return body
+}
+
+function openAiToolFields(job: ChatJob): Record<string, unknown> {
+  return {
+    tools: job.tools,
+    tool_choice: typeof job.toolChoice === 'object' ? { type: 'function', function: { name: job.toolChoice.function } } : job.toolChoice,
+    parallel_tool_calls: job.parallelToolCalls,
+  }
 }
 
 function completionBody(job: CompleteJob, model: string): Record<string, unknown> {
