@@ -258,6 +258,10 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
     await page.getByTestId('chat-model').selectOption('tiny-tools')
     await page.getByRole('button', { name: 'Parameters' }).click()
     await page.getByLabel(/Max tokens/).fill('100')
+    // The same answer every time (the panel's temperature is 0.7), with no thinking first, which a
+    // random model could keep up past the 100 tokens: the call comes at once.
+    await page.getByLabel(/^Temperature/).fill('0')
+    await page.getByLabel(/Let thinking models think first/).uncheck()
     const tools = page.getByLabel(/^Tools/)
     await tools.fill('[{"type": "function"')
     await expect.poll(() => page.getByRole('alert').textContent()).toContain('Not valid JSON')
@@ -278,7 +282,9 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
     const answer = page.locator('article.assistant').last()
     await expect.poll(() => answer.locator('[data-testid=usage]').isVisible(), { timeout: 60_000 }).toBe(true)
     // The model may call more than once in an answer (parallel calls); the first is complete.
-    const call = answer.getByRole('list', { name: 'Tool calls' }).getByRole('listitem').first()
+    const calls = answer.getByRole('list', { name: 'Tool calls' })
+    expect(await calls.count(), `no tool calls shown; the answer: ${await answer.innerText()}`).toBe(1)
+    const call = calls.getByRole('listitem').first()
     expect(await call.locator('code.name').textContent()).toBe('get_weather')
     const args = JSON.parse((await call.locator('pre').textContent())!)
     expect(['Paris', 'Oslo']).toContain(args.city)
@@ -287,6 +293,8 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
     await page.getByRole('button', { name: 'Parameters' }).click()
     await page.getByLabel(/^Tools/).fill('')
     await page.getByLabel('Tool choice').selectOption('auto')
+    await page.getByLabel(/Let thinking models think first/).check()
+    await page.getByLabel(/^Temperature/).fill('0.7')
     await page.getByRole('button', { name: 'Close' }).click()
   })
 
