@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto'
 import type { ChatJob, ChatMessage, CompleteJob, Sampling, ToolDefinition } from '../engine/engine-protocol.ts'
 import { openAiMessages } from '../engine/openai-messages.ts'
+import { ModelError } from '../errors.ts'
 
 /** What the model's chat template demands beyond OpenAI's shapes. */
 export interface TemplateQuirks {
@@ -26,18 +27,38 @@ export interface TemplateCaps {
   supports_tool_calls?: boolean
 }
 
+/** What a model's chat template can do and needs, worked out once from llama-server's `/props`. */
+export interface ChatTemplateTraits {
+  /** It takes part in tool calling at all: it shows the model its tools, or writes calls. */
+  hasTools: boolean
+  quirks: TemplateQuirks
+}
+
 export const NO_QUIRKS: TemplateQuirks = { nineCharacterToolCallIds: false, toolsInSystemMessage: false }
 
-export function templateQuirks(chatTemplate: string | undefined, caps: TemplateCaps = {}): TemplateQuirks {
+export function templateTraits(chatTemplate: string | undefined, caps: TemplateCaps = {}): ChatTemplateTraits {
   return {
-    nineCharacterToolCallIds: /alphanumeric strings with length 9/.test(chatTemplate ?? ''),
-    toolsInSystemMessage: caps.supports_tool_calls === true && caps.supports_tools !== true,
+    hasTools: caps.supports_tools === true || caps.supports_tool_calls === true,
+    quirks: {
+      nineCharacterToolCallIds: /alphanumeric strings with length 9/.test(chatTemplate ?? ''),
+      toolsInSystemMessage: caps.supports_tool_calls === true && caps.supports_tools !== true,
+    },
   }
 }
 
-/** The template can take part in tool calling at all: it shows the model its tools, or writes calls. */
-export function templateHasTools(caps: TemplateCaps): boolean {
-  return caps.supports_tools === true || caps.supports_tool_calls === true
+/**
+ * A template with no tool calling (Gemma 2, Phi 3.5, SmolLM3…) would have the tools ignored:
+ * refused by name, as Ollama does, rather than answered as if there were none.
+ */
+export function refuseToolsWithoutTemplate(job: ChatJob, template: ChatTemplateTraits, modelId: string): void {
+  if (job.tools.length > 0 && job.toolChoice !== 'none' && !template.hasTools) {
+    throw new ModelError('model_not_compatible', `the chat template of model "${modelId}" has no tool calling; send the request without 'tools'`, 'tools')
+  }
+}
+
+/** llama-server reports nothing at all for 0 candidates: one is asked for, and dropped again. */
+export function candidatesToAsk(wanted: number): number {
+  return Math.max(1, wanted)
 }
 
 /**
@@ -70,8 +91,7 @@ export function chatRequestBody(job: ChatJob, quirks: TemplateQuirks = NO_QUIRKS
   if (budget !== undefined) body.thinking_budget_tokens = budget
   if (job.topLogprobs !== undefined) {
     body.logprobs = true
-    // llama-server reports nothing at all for 0 candidates; one is asked for and dropped again.
-    body.top_logprobs = Math.max(1, job.topLogprobs)
+    body.top_logprobs = candidatesToAsk(job.topLogprobs)
   }
   return body
 }
@@ -126,7 +146,7 @@ export function completionRequestBody(job: CompleteJob): Record<string, unknown>
     stream_interval_ms: STREAM_INTERVAL_MS,
     n_predict: job.maxTokens,
     ...samplingFields(job),
-    ...(job.logprobs !== undefined ? { n_probs: Math.max(1, job.logprobs) } : {}),
+    ...(job.logprobs !== undefined ? { n_probs: candidatesToAsk(job.logprobs) } : {}),
   }
 }
 

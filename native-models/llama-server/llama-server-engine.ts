@@ -30,7 +30,7 @@ import { programPath, type LlamaBuild } from '../native-build/llama-build.ts'
 import { EngineServerProcess } from '../engine/engine-server-process.ts'
 import type { IncomingMessage } from 'node:http'
 import { ProgressBatch } from '../engine/progress-coalescer.ts'
-import { chatRequestBody, completionRequestBody, templateHasTools, templateQuirks, type TemplateCaps, type TemplateQuirks } from './chat-request-body.ts'
+import { chatRequestBody, completionRequestBody, refuseToolsWithoutTemplate, templateTraits, type ChatTemplateTraits, type TemplateCaps } from './chat-request-body.ts'
 import { ChatStreamReader, type UpstreamChunk } from '../engine/chat-stream-reader.ts'
 import { readEventBatches } from '../engine/event-stream.ts'
 import { decodeBase64Floats, normaliseInto } from '../engine/embedding-vectors.ts'
@@ -61,9 +61,7 @@ export class LlamaServerEngine extends ServerEngine {
     info: EngineModelInfo,
     private readonly meta: ModelMeta,
     private readonly slotCache: SlotCache | undefined,
-    private readonly quirks: TemplateQuirks,
-    /** The chat template takes part in tool calling at all (see templateHasTools). */
-    private readonly templateHasTools: boolean,
+    private readonly template: ChatTemplateTraits,
   ) {
     super(server, info)
   }
@@ -105,8 +103,7 @@ export class LlamaServerEngine extends ServerEngine {
         info,
         { vocabularySize: Number(meta.n_vocab ?? 0), embeddingLength: Number(meta.n_embd ?? 0) },
         slotCache,
-        templateQuirks(props.chat_template, props.chat_template_caps),
-        templateHasTools(props.chat_template_caps ?? {}),
+        templateTraits(props.chat_template, props.chat_template_caps),
       )
     } catch (e) {
       await server.stop()
@@ -131,11 +128,7 @@ export class LlamaServerEngine extends ServerEngine {
   private async chat(job: ChatJob, { onProgress, signal }: RunOptions): Promise<ChatResult> {
     const hasImage = job.messages.some((m) => Array.isArray(m.content) && m.content.some((p) => p.type === 'image'))
     if (hasImage && !this.info.vision) throw new ModelError('model_not_compatible', `model "${this.spec.modelId}" has no vision projector`, 'model')
-    // A template with no tool calling (Gemma 2, Phi 3.5, SmolLM3…) would have the tools ignored:
-    // refused, as Ollama does, rather than answered as if there were none.
-    if (job.tools.length > 0 && job.toolChoice !== 'none' && !this.templateHasTools) {
-      throw new ModelError('model_not_compatible', `the chat template of model "${this.spec.modelId}" has no tool calling; send the request without 'tools'`, 'tools')
-    }
+    refuseToolsWithoutTemplate(job, this.template, this.spec.modelId)
     this.checkLogitBias(job)
     const limit = this.spec.contextLength
     const upstream = new AbortController()
@@ -147,7 +140,7 @@ export class LlamaServerEngine extends ServerEngine {
     signal?.addEventListener('abort', cancel, { once: true })
     try {
       if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-      const res = await this.server.streamRequest('/v1/chat/completions', chatRequestBody(job, this.quirks), upstream.signal)
+      const res = await this.server.streamRequest('/v1/chat/completions', chatRequestBody(job, this.template.quirks), upstream.signal)
       if (res.statusCode !== 200) throw chatError(res.statusCode ?? 500, await textOf(res), limit, job)
       let checked = false
       for await (const batch of readEventBatches(res)) {

@@ -31,11 +31,11 @@ import { readEventBatches } from '../engine/event-stream.ts'
 import { openAiMessages } from '../engine/openai-messages.ts'
 import { ProgressBatch } from '../engine/progress-coalescer.ts'
 import { whisperCodeOfName } from '../audio/whisper-languages.ts'
-import { templateMessages, toolFields } from '../llama-server/chat-request-body.ts'
+import { candidatesToAsk, refuseToolsWithoutTemplate, templateMessages, toolFields, type ChatTemplateTraits } from '../llama-server/chat-request-body.ts'
 import { ModelError } from '../errors.ts'
 import { RemoteModelError, remoteErrorOf } from './remote-error.ts'
 import { postRemote, type RemoteAnswer } from './remote-http.ts'
-import type { RemotePool, RemoteTemplate } from './remote-pool.ts'
+import type { RemotePool } from './remote-pool.ts'
 import { replicaKey, type RemoteReplica } from './remote-target.ts'
 
 /** Answers that mean "this copy cannot serve now": the next copy is tried. */
@@ -86,7 +86,10 @@ export class RemoteEngine implements Engine {
   }
 
   private async chat(job: ChatJob, { signal, onProgress }: RunOptions): Promise<ChatResult> {
-    this.refuseToolsWithoutTemplate(job)
+    // A llama-server says what its template can do, and that is held as for a local model; other
+    // servers do not say.
+    const template = this.replicas.map((r) => this.pool.modelInfo(r)?.template).find((t) => t !== undefined)
+    if (template) refuseToolsWithoutTemplate(job, template, this.modelId)
     const body = (replica: RemoteReplica) => JSON.stringify(chatBody(job, replica.model, this.pool.modelInfo(replica)?.template))
     return this.post('/chat/completions', body, signal, async (res, where) => {
       const progress = onProgress && new ProgressBatch(onProgress)
@@ -181,18 +184,6 @@ export class RemoteEngine implements Engine {
   }
 
   /**
-   * A llama-server whose template has no tool calling would answer as if there were no tools:
-   * refused by name, as for a local model.
-   */
-  private refuseToolsWithoutTemplate(job: ChatJob): void {
-    if (job.tools.length === 0 || job.toolChoice === 'none') return
-    const template = this.replicas.map((r) => this.pool.modelInfo(r)?.template).find((t) => t !== undefined)
-    if (template && !template.hasTools) {
-      throw new ModelError('model_not_compatible', `the chat template of model "${this.modelId}" has no tool calling; send the request without 'tools'`, 'tools')
-    }
-  }
-
-  /**
    * Sends a request to a copy of the model and reads its answer with `read`. Copies that cannot
    * be reached, or answer 502/503/504, are counted as failures and the next copy is tried; an
    * answer once begun is never sent again elsewhere.
@@ -252,7 +243,7 @@ export class RemoteEngine implements Engine {
  * A chat job as a plain OpenAI request. To a llama-server (`template` known), the messages as its
  * template needs them and the tools as it takes them, as for a local model.
  */
-export function chatBody(job: ChatJob, model: string, template?: RemoteTemplate): Record<string, unknown> {
+export function chatBody(job: ChatJob, model: string, template?: ChatTemplateTraits): Record<string, unknown> {
   const messages = template ? templateMessages(job, template.quirks) : job.messages
   const body: Record<string, unknown> = { model, messages: openAiMessages(messages), ...streamedSampling(job) }
   if (job.maxTokens !== undefined) body.max_tokens = job.maxTokens
@@ -266,8 +257,7 @@ export function chatBody(job: ChatJob, model: string, template?: RemoteTemplate)
   if (job.thinkingBudgetTokens !== undefined) body.thinking_budget_tokens = job.thinkingBudgetTokens
   if (job.topLogprobs !== undefined) {
     body.logprobs = true
-    // llama-server reports nothing at all for 0 candidates: one is asked for, and the reader drops it.
-    body.top_logprobs = Math.max(1, job.topLogprobs)
+    body.top_logprobs = candidatesToAsk(job.topLogprobs) // the reader keeps only those asked for
   }
   return body
 }
@@ -287,8 +277,7 @@ function completionBody(job: CompleteJob, model: string): Record<string, unknown
     ...(job.suffix !== undefined ? { suffix: job.suffix } : {}),
     max_tokens: job.maxTokens,
     ...streamedSampling(job),
-    // llama-server reports nothing for 0 candidates: one is asked for, and dropped again.
-    ...(job.logprobs !== undefined ? { logprobs: Math.max(1, job.logprobs) } : {}),
+    ...(job.logprobs !== undefined ? { logprobs: candidatesToAsk(job.logprobs) } : {}),
   }
 }
 

@@ -4,7 +4,7 @@
  * request goes to the least busy healthy copy of its model. A copy that fails is taken out after
  * a few failures in a row and comes back when its server's health check passes again.
  */
-import { templateHasTools, templateQuirks, type TemplateCaps, type TemplateQuirks } from '../llama-server/chat-request-body.ts'
+import { templateTraits, type ChatTemplateTraits, type TemplateCaps } from '../llama-server/chat-request-body.ts'
 import { replicaKey, type RemoteReplica } from './remote-target.ts'
 
 /** What a remote says of one of its models in `GET /models` (and llama-server's `/props`). */
@@ -17,13 +17,7 @@ export interface RemoteModelInfo {
   capabilities: string[] | undefined
   vision: boolean | undefined
   /** The chat template, where the remote is a llama-server (its `/props` says). */
-  template: RemoteTemplate | undefined
-}
-
-export interface RemoteTemplate {
-  /** It takes part in tool calling at all. */
-  hasTools: boolean
-  quirks: TemplateQuirks
+  template: ChatTemplateTraits | undefined
 }
 
 export type RemoteHealth = 'healthy' | 'unhealthy' | 'unknown'
@@ -255,8 +249,7 @@ async function listModels(baseUrl: string, apiKey: string | undefined, timeoutMs
       if (m.ownedBy !== 'llamacpp' || !props) continue
       m.contextLength = positive(props.default_generation_settings?.n_ctx) ?? m.contextLength
       m.vision = props.modalities?.vision ?? m.vision
-      const caps = props.chat_template_caps
-      if (caps) m.template = { hasTools: templateHasTools(caps), quirks: templateQuirks(props.chat_template, caps) }
+      if (props.chat_template_caps) m.template = templateTraits(props.chat_template, props.chat_template_caps)
     }
   }
   return models
