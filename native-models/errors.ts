@@ -30,6 +30,8 @@ export class ModelError extends Error {
     message: string,
     /** The request field at fault, as a dotted path (`messages[0].content`), when there is one. */
     readonly param: string | null = null,
+    /** `context_length_exceeded`: the numbers, so each API can word them its own way. */
+    readonly context?: { promptTokens: number; contextLength: number },
   ) {
     super(message)
   }

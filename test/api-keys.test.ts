@@ -206,11 +206,11 @@ describe('the quota gate', () => {
     gate.admit(record, t0 + 30_000)
     expect(() => gate.admit(record, t0 + 59_000)).toThrow(/2 requests per minute/)
     gate.admit(record, t0 + 60_001) // the first one left the window
-    gate.charge(record, { promptTokens: 60, completionTokens: 40, audioSeconds: 0 }, t0)
+    gate.charge(record, { promptTokens: 60, cachedTokens: 0, completionTokens: 40, audioSeconds: 0 }, t0)
     expect(() => gate.admit(record, t0 + 50_000)).toThrow(/100 tokens per day/)
     expect(store.tokensToday(record.id, t0 + 200_000)).toBe(0) // a new UTC day
     gate.admit(record, t0 + 200_000)
-    expect(quotaTokens({ promptTokens: 1, completionTokens: 2, audioSeconds: 1.05 })).toBe(3 + 11)
+    expect(quotaTokens({ promptTokens: 1, cachedTokens: 0, completionTokens: 2, audioSeconds: 1.05 })).toBe(3 + 11)
     await store.flush()
   })
 })

@@ -3,14 +3,22 @@
  * server, no engine): chat and completions as OpenAI sends them, transcripts, Responses events
  * and Anthropic's message events.
  */
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import type { ChatResult, CompleteResult, JobProgress, SpeechResult } from '../native-models/engine/engine-protocol.ts'
 import { MessageStreamWriter } from '../main/server/anthropic/messages-response.ts'
 import { ChatStreamWriter } from '../main/server/openai/chat-response.ts'
 import { CompletionStreamWriter } from '../main/server/openai/completions-response.ts'
 import { TranscriptStreamWriter } from '../main/server/openai/speech-response.ts'
-import { ResponseStreamWriter } from '../main/server/responses/response-object.ts'
+import { ReasoningSeal } from '../main/server/reasoning-seal.ts'
+import { Notices } from '../main/server/request-notices.ts'
+import { ResponseStreamWriter, type ResponseShape } from '../main/server/responses/response-object.ts'
+import { ResponseTools } from '../main/server/responses/response-tools.ts'
 import { parseResponsesRequest } from '../main/server/responses/responses-request.ts'
+
+const seal = ReasoningSeal.forKeyFile(join(mkdtempSync(join(tmpdir(), 'hearth-seal-')), 'reasoning-key'))
 
 const who = { id: 'chatcmpl-1', created: 1, model: 'm' }
 const text = (t: string): JobProgress => ({ type: 'text', text: t })
@@ -122,15 +130,16 @@ describe('transcript events', () => {
 })
 
 describe('Responses events', () => {
-  const request = parseResponsesRequest({ model: 'm', input: 'hi' })
+  const request = parseResponsesRequest({ model: 'm', input: 'hi' }, new Notices())
   const responseWho = { id: 'resp_1', createdAt: 1, model: 'm' }
+  const shape: ResponseShape = { tools: new ResponseTools([], new Notices()), seal, encryptedReasoning: false }
 
   it('starts with response.created then response.in_progress', () => {
-    expect(new ResponseStreamWriter(responseWho, request).start().map((e) => e.type)).toEqual(['response.created', 'response.in_progress'])
+    expect(new ResponseStreamWriter(responseWho, request, shape).start().map((e) => e.type)).toEqual(['response.created', 'response.in_progress'])
   })
 
   it('opens an item and its content part before the first text delta, and closes them in order before completing', () => {
-    const writer = new ResponseStreamWriter(responseWho, request)
+    const writer = new ResponseStreamWriter(responseWho, request, shape)
     writer.start()
     const opening = writer.progress(text('Hi')).map((e) => e.type)
     expect(opening).toEqual(['response.output_item.added', 'response.content_part.added', 'response.output_text.delta'])
@@ -139,7 +148,7 @@ describe('Responses events', () => {
   })
 
   it('numbers every event in sequence', () => {
-    const writer = new ResponseStreamWriter(responseWho, request)
+    const writer = new ResponseStreamWriter(responseWho, request, shape)
     const events = [...writer.start(), ...writer.progress(text('Hi')), ...writer.finish(chatResult({ text: 'Hi' })).events]
     expect(events.map((e) => (e as unknown as { sequence_number: number }).sequence_number)).toEqual(events.map((_, i) => i))
   })
@@ -147,19 +156,45 @@ describe('Responses events', () => {
 
 describe("Anthropic's message events", () => {
   const kinds = (events: Array<{ event: string }>) => events.map((e) => e.event)
+  const shape = { seal, omitThinking: false, appliedEdits: undefined }
+
+  it('starts the message with the prompt\'s usage, cache reads apart, when the engine reports it first', () => {
+    const writer = new MessageStreamWriter({ id: 'msg_1', model: 'm' }, shape)
+    const [start] = writer.progress({ type: 'prompt', promptTokens: 120, cachedTokens: 100 })
+    expect(start).toMatchObject({ event: 'message_start', data: { message: { usage: { input_tokens: 20, cache_read_input_tokens: 100, output_tokens: 0 } } } })
+    expect(kinds(writer.progress(text('Hi')))).toEqual(['content_block_start', 'content_block_delta'])
+  })
 
   it('starts a block when the kind of output changes, stopping the open one first', () => {
-    const writer = new MessageStreamWriter({ id: 'msg_1', model: 'm' })
-    expect(kinds(writer.progress({ type: 'reasoning', text: 'hmm' }))).toEqual(['content_block_start', 'content_block_delta'])
-    expect(kinds(writer.progress(text('Hi')))).toEqual(['content_block_stop', 'content_block_start', 'content_block_delta'])
+    const writer = new MessageStreamWriter({ id: 'msg_1', model: 'm' }, shape)
+    expect(kinds(writer.progress({ type: 'reasoning', text: 'hmm' }))).toEqual(['message_start', 'content_block_start', 'content_block_delta'])
+    // A thinking block ends with its signature, which holds the thinking sealed.
+    const next = writer.progress(text('Hi'))
+    expect(kinds(next)).toEqual(['content_block_delta', 'content_block_stop', 'content_block_start', 'content_block_delta'])
+    expect(seal.open((next[0]!.data.delta as { signature: string }).signature)).toBe('hmm')
     expect(kinds(writer.progress(text('!')))).toEqual(['content_block_delta'])
   })
 
+  it('leaves the thinking text out when asked to omit it, and keeps it in the signature', () => {
+    const writer = new MessageStreamWriter({ id: 'msg_1', model: 'm' }, { ...shape, omitThinking: true })
+    const events = [...writer.progress({ type: 'reasoning', text: 'secret plan' }), ...writer.finish(chatResult({ reasoning: 'secret plan' }))]
+    expect(events.some((e) => (e.data.delta as { type?: string } | undefined)?.type === 'thinking_delta')).toBe(false)
+    const signature = events.find((e) => (e.data.delta as { type?: string } | undefined)?.type === 'signature_delta')!
+    expect(seal.open((signature.data.delta as { signature: string }).signature)).toBe('secret plan')
+  })
+
   it('ends with the open block stopped, message_delta with the stop reason, then message_stop', () => {
-    const writer = new MessageStreamWriter({ id: 'msg_1', model: 'm' })
+    const writer = new MessageStreamWriter({ id: 'msg_1', model: 'm' }, shape)
     writer.progress(text('Hi'))
     const end = writer.finish(chatResult({ finishReason: 'length' }))
     expect(kinds(end)).toEqual(['content_block_stop', 'message_delta', 'message_stop'])
     expect(end[1]!.data).toMatchObject({ delta: { stop_reason: 'max_tokens' } })
+  })
+
+  it('says the context window ran out when it did, before max_tokens', () => {
+    const writer = new MessageStreamWriter({ id: 'msg_1', model: 'm' }, shape)
+    const end = writer.finish(chatResult({ finishReason: 'length', contextFull: true }))
+    expect(kinds(end)).toEqual(['message_start', 'message_delta', 'message_stop'])
+    expect(end[1]!.data).toMatchObject({ delta: { stop_reason: 'model_context_window_exceeded' } })
   })
 })

@@ -26,6 +26,7 @@ async function main(): Promise<void> {
   console.log(`models folder: ${settings.modelsDir} (${models.length} model${models.length === 1 ? '' : 's'})`)
   if (catalogProblem) console.warn(`warning: ${catalogProblem}`)
   for (const b of broken) console.warn(`warning: model "${b.id}" cannot be served: ${b.problem}`)
+  for (const m of models) if (m.contextNote) console.warn(`warning: model "${m.id}": ${m.contextNote}`)
   warnIfEnvironmentHidesStoredKey(settings.dataDir, settings.apiKeys)
   if (!settings.auth) console.warn('warning: authentication is OFF (--no-auth): any program that can reach this address can use it')
   else if (server.keyFile) console.log(`API key: stored in ${server.keyFile}`)

@@ -38,6 +38,8 @@ export function createApp(ctx: ServerContext): Express {
   app.use(requireKnownHost(allowedHostNames(ctx.settings.host, ctx.settings.allowedHosts)))
   app.use(allowOrigins(ctx.settings.corsOrigins ?? []))
   app.use(healthRoute(ctx))
+  // Claude Code warms its connection with `HEAD /api/hello` before its first request, without a key.
+  app.head('/api/hello', (_req, res) => void res.status(200).end())
 
   // One instance: the per-key requests-per-minute windows live in it.
   const auth = requireApiKey(ctx.keys)

@@ -15,6 +15,11 @@ export interface RequestRecord {
   status: number
   duration_ms: number
   code: string | null
+  /** Chat requests: the prompt's tokens, and how many of them came from the engine's cache. */
+  prompt_tokens?: number
+  cached_tokens?: number
+  /** What the request asked for that was set aside (the answer's `Warning` header). */
+  notices?: string[]
 }
 
 export type RequestListener = (record: RequestRecord) => void

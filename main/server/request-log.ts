@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { RequestHandler } from 'express'
+import { usageOf } from './keys/key-quotas.ts'
 import { RequestHistory } from './request-history.ts'
 
 /** Gives every response an `x-request-id` and logs one line per request when it ends. */
@@ -14,7 +15,11 @@ export function requestLog(log: (line: string) => void, history?: RequestHistory
       const status = res.writableFinished ? res.statusCode : `${res.statusCode} (client closed)`
       const code = res.locals.errorCode ? ` code=${res.locals.errorCode}` : ''
       const path = req.originalUrl.split('?')[0] ?? ''
-      log(`${req.method} ${path} ${status} ${ms}ms${model}${code} id=${id}`)
+      const usage = res.locals.usage ? usageOf(res) : undefined
+      const tokens = usage?.promptTokens ? ` prompt=${usage.promptTokens} cached=${usage.cachedTokens}` : ''
+      const notices = Array.isArray(res.locals.notices) ? (res.locals.notices as string[]) : []
+      const set = notices.length ? ` set-aside=${JSON.stringify(notices)}` : ''
+      log(`${req.method} ${path} ${status} ${ms}ms${model}${code}${tokens} id=${id}${set}`)
       if (history && RequestHistory.records(req.method, path)) {
         history.add({
           id,
@@ -25,6 +30,8 @@ export function requestLog(log: (line: string) => void, history?: RequestHistory
           status: res.writableFinished ? res.statusCode : 499,
           duration_ms: ms,
           code: typeof res.locals.errorCode === 'string' ? res.locals.errorCode : null,
+          ...(usage?.promptTokens ? { prompt_tokens: usage.promptTokens, cached_tokens: usage.cachedTokens } : {}),
+          ...(notices.length ? { notices } : {}),
         })
       }
     })

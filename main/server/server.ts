@@ -21,7 +21,7 @@ import type { ServerSettings } from './settings.ts'
 import { mkdir } from 'node:fs/promises'
 import { memoryBudget } from './memory-budget.ts'
 import { loadSpecFor, slotsFor, type EngineDefaults } from '../../native-models/engine/load-spec.ts'
-import { estimateModelMemory } from '../../native-models/scheduler/memory-plan.ts'
+import { estimateModelMemory, promptCacheBytes } from '../../native-models/scheduler/memory-plan.ts'
 import { findLlamaBuild, type LlamaBuild } from '../../native-models/native-build/llama-build.ts'
 import { listLlamaDevices } from '../../native-models/llama-server/llama-devices.ts'
 import { LlamaServerEngine } from '../../native-models/llama-server/llama-server-engine.ts'
@@ -118,23 +118,34 @@ export async function startServer(
   }))
   const slotCacheDir = join(settings.dataDir, 'slot-cache')
   await mkdir(slotCacheDir, { recursive: true })
+  // A remote model uses the other machine's memory, none of ours.
+  const estimateBytes = (model: ModelRecord) => (model.remote ? 0 : estimateModelMemory(model, slotsFor(model, engineDefaults)).total)
+  /** The prompt cache a chat model gets, sized from what the memory plan leaves free once it is loaded. */
+  const promptCacheMiB = (model: ModelRecord) => {
+    const others = scheduler.loaded().filter((m) => m.id !== model.id).reduce((sum, m) => sum + m.estimateBytes, 0)
+    return Math.round(promptCacheBytes(memoryBudget(settings, scheduler) - others - estimateBytes(model)) / 1024 ** 2)
+  }
   const scheduler: ModelScheduler = new ModelScheduler({
     maxQueuePerModel: settings.maxQueuePerModel,
     slotsFor: (model) => (model.remote ? remoteSlots(model) : slotsFor(model, engineDefaults)),
-    // A remote model uses the other machine's memory, none of ours.
-    estimateBytes: (model) => (model.remote ? 0 : estimateModelMemory(model, slotsFor(model, engineDefaults)).total),
+    estimateBytes,
     idleTtlMs: (model) => (model.catalogEntry?.ttl !== undefined ? model.catalogEntry.ttl * 1000 : settings.idleTtlMs),
     memoryBudget: () => memoryBudget(settings, scheduler),
     startEngine: async (model) => {
       if (model.remote) return new RemoteEngine(model.id, model.remote.replicas, remotes, model.capabilities.includes('vision'))
       const { native } = await choice
-      const spec = loadSpecFor(model, engineDefaults)
+      const spec = { ...loadSpecFor(model, engineDefaults), ...(model.kind === 'chat' ? { promptCacheMiB: promptCacheMiB(model) } : {}) }
       const forwardLog = process.env.HEARTH_ENGINE_LOG === '1'
       if (model.kind === 'speech') {
         if (whisperBuild) return WhisperServerEngine.start(spec, whisperBuild, { forwardLog })
       } else if ((native || model.kind === 'rerank') && llamaBuild) {
         // Rerankers run only on llama-server (the binding has no rank pooling), GPU build or not.
-        return LlamaServerEngine.start(spec, llamaBuild, { forwardLog, slotCacheDir })
+        const engine = await LlamaServerEngine.start(spec, llamaBuild, { forwardLog, slotCacheDir })
+        const given = engine.info.contextLength
+        if (given !== undefined && folder.reportEngineContext(model, given)) {
+          log(`warning: model "${model.id}" gets ${given} tokens of context per request from llama-server, not the ${model.contextLength} its record says; it is served with ${given}`)
+        }
+        return engine
       }
       return EngineProcess.start(spec, { forwardLog, spawn: options.spawnEngine })
     },

@@ -24,7 +24,10 @@ export interface ModelRecord {
   ownedBy: string
   /** Unix seconds: when the file was last written. */
   created: number
+  /** Tokens of context each request gets: what the engine really gives, where that is less than asked. */
   contextLength: number
+  /** Set when the catalog asked for more context than the model gets, saying why. */
+  contextNote?: string
   maxCompletionTokens: number
   pricing: { prompt: string; completion: string }
   sizeBytes: number
@@ -75,6 +78,7 @@ const MODEL_EXTENSIONS = new Set(['.gguf', '.bin'])
 const MAX_DISCOVERY_DEPTH = 3
 const DEFAULT_CONTEXT = 4096
 const ZERO_PRICE = '0.00000000'
+const fileStamp = (path: string, size: number, createdSeconds: number) => `${path}|${size}|${createdSeconds}`
 /** Parts after the first of a split GGUF (`name-00002-of-00003.gguf`) are loaded through the first. */
 const LATER_SPLIT_PART = /-0*([2-9]|\d{2,})-of-\d+\.gguf$/
 
@@ -98,6 +102,8 @@ export interface ModelFolderOptions {
 export class ModelFolder {
   readonly dir: string
   private readonly headers = new Map<string, HeaderCacheEntry>()
+  /** The context an engine reported giving a model file (by path, size and time), where less than asked. */
+  private readonly engineContext = new Map<string, number>()
 
   constructor(
     dir: string,
@@ -136,6 +142,18 @@ export class ModelFolder {
     if (last.catalog !== this.catalogStamp() || !this.fileUnchanged(model)) return (await this.cachedScan(0)).models.find((m) => m.id === id)
     this.refreshBehind()
     return model
+  }
+
+  /**
+   * An engine gives a model less context than its record says (llama-server caps each slot at
+   * the trained context, or memory allowed less): from now on the record, the listing, the checks
+   * and the errors say what the engine gives. True when this is news.
+   */
+  reportEngineContext(model: ModelRecord, contextLength: number): boolean {
+    if (model.remote || contextLength >= model.contextLength) return false
+    this.engineContext.set(fileStamp(model.path, model.sizeBytes, model.created), contextLength)
+    this.recent = undefined // the next request scans again, with the figure
+    return true
   }
 
   /** Starts a new scan that replaces the last one once it is done; the last one serves meanwhile. */
@@ -343,7 +361,8 @@ export class ModelFolder {
 
     const kind: ModelKind = entry?.kind ?? (header.format === 'whisper-ggml' ? 'speech' : kindFromArchitecture(header.architecture, header.poolingType))
     const trained = header.format === 'gguf' ? header.trainedContext : header.textContext
-    const contextLength = entry?.context_length ?? trained ?? DEFAULT_CONTEXT
+    const asked = entry?.context_length ?? trained ?? DEFAULT_CONTEXT
+    const { contextLength, contextNote } = this.contextOf(path, info, asked, header.format === 'gguf' ? trained : undefined)
     const maxCompletionTokens = Math.min(entry?.max_completion_tokens ?? contextLength, contextLength)
     return {
       id,
@@ -354,6 +373,7 @@ export class ModelFolder {
       ownedBy: entry?.owned_by ?? 'local',
       created: Math.floor(info.mtimeMs / 1000),
       contextLength,
+      ...(contextNote ? { contextNote } : {}),
       maxCompletionTokens,
       pricing: entry?.pricing ?? { prompt: ZERO_PRICE, completion: ZERO_PRICE },
       sizeBytes: info.size,
@@ -364,6 +384,21 @@ export class ModelFolder {
       projectorSizeBytes,
       catalogEntry: entry,
     }
+  }
+
+  /**
+   * The context a model gets: what the catalog asks, but no more than llama.cpp gives a request
+   * (the context the model was trained with) or than its engine reported giving.
+   */
+  private contextOf(path: string, info: { size: number; mtimeMs: number }, asked: number, trained: number | undefined): { contextLength: number; contextNote?: string } {
+    const reported = this.engineContext.get(fileStamp(path, info.size, Math.floor(info.mtimeMs / 1000)))
+    if (reported !== undefined && reported < asked && (trained === undefined || reported < trained)) {
+      return { contextLength: reported, contextNote: `the catalog asks for ${asked} tokens of context; its engine gives each request ${reported}` }
+    }
+    if (trained !== undefined && trained < asked) {
+      return { contextLength: trained, contextNote: `the catalog asks for ${asked} tokens of context; the model was trained with ${trained}, which is what llama.cpp gives each request` }
+    }
+    return { contextLength: asked }
   }
 
   /** A remote entry's models, or why it cannot serve; ids already taken are refused. */

@@ -23,6 +23,8 @@ export interface EngineLoadSpec {
   speculative?: { draftPath: string } | { ngram: true }
   /** Speech models: the voice-activity model (Silero) that `SpeechJob.vad` runs, when there is one. */
   vadModelPath?: string
+  /** Chat models: MiB of host RAM for prompts pushed out of their slots (llama-server's `--cache-ram`). */
+  promptCacheMiB?: number
 }
 
 export type GpuBackend = 'default' | 'cuda' | 'vulkan'
@@ -34,6 +36,11 @@ export interface EngineModelInfo {
   vision: boolean
   /** The program serving the model, where it is llama.cpp's own build (absent on the prebuilt binding). */
   engine?: EngineBuildInfo
+  /**
+   * Tokens of context the engine really gives each request, where it says (llama-server caps a
+   * slot at the context the model was trained with, whatever was asked).
+   */
+  contextLength?: number
 }
 
 export interface EngineBuildInfo {
@@ -109,6 +116,8 @@ export interface ChatJob extends Sampling {
   thinkingBudgetTokens: number | undefined
   /** Candidates to report per token; undefined = no log probabilities. */
   topLogprobs: number | undefined
+  /** The conversation this request continues, as its client named it: kept on one engine slot. */
+  conversationKey?: string
 }
 
 export type FinishReason = 'stop' | 'length' | 'tool_calls'
@@ -129,6 +138,8 @@ export interface ChatResult {
   toolCalls: ToolCall[]
   logprobs: TokenLogprob[] | undefined
   finishReason: FinishReason
+  /** The answer stopped because the context was full, before the request's `max_tokens`. */
+  contextFull?: boolean
   promptTokens: number
   completionTokens: number
   /** Of the completion tokens, how many were thinking. */
@@ -281,6 +292,8 @@ export type ResultOf<J extends EngineJob> = Extract<EngineResult, { type: J['typ
 
 /** Streamed while a job runs: generated text, thinking and tool calls (chat), or a finished segment of speech. */
 export type JobProgress =
+  /** The prompt's size, and how much of it the engine's cache held, before any work on it. */
+  | { type: 'prompt'; promptTokens: number; cachedTokens: number }
   | { type: 'text'; text: string; logprobs?: TokenLogprob[] }
   | { type: 'reasoning'; text: string }
   /** A piece of a tool call: its first piece has the id and name, the rest carry arguments. */

@@ -5,7 +5,7 @@
  * what the contract promises.
  */
 import { createHash } from 'node:crypto'
-import type { ChatJob, ChatMessage, CompleteJob, Sampling, ToolDefinition } from '../engine/engine-protocol.ts'
+import type { ChatContentPart, ChatJob, ChatMessage, CompleteJob, Sampling, ToolDefinition } from '../engine/engine-protocol.ts'
 import { openAiMessages } from '../engine/openai-messages.ts'
 import { ModelError } from '../errors.ts'
 
@@ -19,6 +19,12 @@ export interface TemplateQuirks {
    * system message, as llama.cpp's template polyfill once did, or a call would be forced blind.
    */
   toolsInSystemMessage: boolean
+  /**
+   * The template writes a system message where it stands in the conversation (Qwen, ChatML…).
+   * Where it does not (it refuses them, or moves them to the start), system messages after the
+   * first turn go into the nearest user turn, so what they say still comes where it was said.
+   */
+  systemMessagesInPlace: boolean
 }
 
 /** What llama-server's `/props` says a template can do (`chat_template_caps`). */
@@ -34,16 +40,33 @@ export interface ChatTemplateTraits {
   quirks: TemplateQuirks
 }
 
-export const NO_QUIRKS: TemplateQuirks = { nineCharacterToolCallIds: false, toolsInSystemMessage: false }
+export const NO_QUIRKS: TemplateQuirks = { nineCharacterToolCallIds: false, toolsInSystemMessage: false, systemMessagesInPlace: true }
 
-export function templateTraits(chatTemplate: string | undefined, caps: TemplateCaps = {}): ChatTemplateTraits {
+export function templateTraits(chatTemplate: string | undefined, caps: TemplateCaps = {}, systemMessagesInPlace = true): ChatTemplateTraits {
   return {
     hasTools: caps.supports_tools === true || caps.supports_tool_calls === true,
     quirks: {
       nineCharacterToolCallIds: /alphanumeric strings with length 9/.test(chatTemplate ?? ''),
       toolsInSystemMessage: caps.supports_tool_calls === true && caps.supports_tools !== true,
+      systemMessagesInPlace,
     },
   }
+}
+
+/** A conversation with a system message after its first turn, to see where a template writes it. */
+export const MID_SYSTEM_PROBE = [
+  { role: 'system', content: 'hearth-probe-first' },
+  { role: 'user', content: 'hearth-probe-user' },
+  { role: 'assistant', content: 'hearth-probe-answer' },
+  { role: 'system', content: 'hearth-probe-later' },
+  { role: 'user', content: 'hearth-probe-next' },
+]
+
+/** Whether the template wrote the probe's later system message where it stands: after the answer, before the next turn. */
+export function keepsSystemMessagesInPlace(prompt: string | undefined): boolean {
+  if (!prompt) return false
+  const at = (text: string) => prompt.indexOf(text)
+  return at('hearth-probe-answer') >= 0 && at('hearth-probe-answer') < at('hearth-probe-later') && at('hearth-probe-later') < at('hearth-probe-next')
 }
 
 /**
@@ -98,8 +121,44 @@ export function chatRequestBody(job: ChatJob, quirks: TemplateQuirks = NO_QUIRKS
 
 /** The job's messages as the model's template needs them. */
 export function templateMessages(job: ChatJob, quirks: TemplateQuirks): readonly ChatMessage[] {
-  const messages = quirks.nineCharacterToolCallIds ? job.messages.map(withNineCharacterIds) : job.messages
+  let messages = quirks.nineCharacterToolCallIds ? job.messages.map(withNineCharacterIds) : job.messages
+  if (!quirks.systemMessagesInPlace) messages = withSystemMessagesFolded(messages)
   return quirks.toolsInSystemMessage && job.tools.length > 0 && job.toolChoice !== 'none' ? withToolsListed(messages, job.tools) : messages
+}
+
+/**
+ * For templates that take one system message, at the start: the leading ones joined into it, and
+ * each later one written into the user turn before it (or after it, or a user turn of its own).
+ */
+export function withSystemMessagesFolded(messages: readonly ChatMessage[]): ChatMessage[] {
+  const lead = messages.findIndex((m) => m.role !== 'system')
+  const leading = lead < 0 ? messages.length : lead
+  const out: ChatMessage[] = leading > 0 ? [{ role: 'system', content: messages.slice(0, leading).map((m) => textOf(m.content)).join('\n\n') }] : []
+  const rest = messages.slice(leading)
+  rest.forEach((m, i) => {
+    if (m.role !== 'system') {
+      out.push(m)
+      return
+    }
+    const note = `<system>\n${textOf(m.content)}\n</system>`
+    const before = out.at(-1)
+    const after = rest.slice(i + 1).find((n) => n.role !== 'system')
+    if (before?.role === 'user') out[out.length - 1] = { role: 'user', content: joinText(before.content, note, 'after') }
+    else if (after?.role === 'user') rest[rest.indexOf(after)] = { role: 'user', content: joinText(after.content, note, 'before') }
+    else out.push({ role: 'user', content: note })
+  })
+  return out
+}
+
+function textOf(content: string | ChatContentPart[] | null): string {
+  if (content == null) return ''
+  return typeof content === 'string' ? content : content.map((p) => (p.type === 'text' ? p.text : '')).join('\n')
+}
+
+function joinText(content: string | ChatContentPart[], note: string, where: 'before' | 'after'): string | ChatContentPart[] {
+  if (typeof content === 'string') return where === 'after' ? `${content}\n\n${note}` : `${note}\n\n${content}`
+  const part: ChatContentPart = { type: 'text', text: note }
+  return where === 'after' ? [...content, part] : [part, ...content]
 }
 
 /**

@@ -1,8 +1,11 @@
 /** The llama-server command line for one catalog model: its context, slots, threads, layers and kind. */
 import type { EngineLoadSpec } from '../engine/engine-protocol.ts'
 
-/** Bounds the prompt cache that llama-server keeps in RAM beside the slots (MiB). */
-const PROMPT_CACHE_MIB = 1024
+/**
+ * The RAM llama-server may keep prompts in once they leave their slot (MiB), where the memory plan
+ * did not size it (server.ts does, from the memory budget): llama-server's own default.
+ */
+export const DEFAULT_PROMPT_CACHE_MIB = 8192
 
 /** llama.cpp's log levels: 2 keeps warnings and errors (what explains a crash), 3 adds a few lines per request. */
 const QUIET = 2
@@ -30,7 +33,7 @@ export function llamaServerArgs(spec: EngineLoadSpec, options: { slotCacheDir?: 
     args.push(spec.kind === 'rerank' ? '--reranking' : '--embedding', '--batch-size', String(spec.contextLength), '--ubatch-size', String(spec.contextLength))
   } else {
     // Thinking comes apart from the answer (`reasoning_content`), as OpenAI-style clients expect.
-    args.push('--jinja', '--reasoning-format', 'deepseek', '--cache-ram', String(PROMPT_CACHE_MIB))
+    args.push('--jinja', '--reasoning-format', 'deepseek', '--cache-ram', String(spec.promptCacheMiB ?? DEFAULT_PROMPT_CACHE_MIB))
     if (options.slotCacheDir) args.push('--slot-save-path', options.slotCacheDir)
   }
   if (spec.projectorPath) args.push('--mmproj', spec.projectorPath)

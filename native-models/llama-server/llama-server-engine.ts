@@ -30,12 +30,22 @@ import { programPath, type LlamaBuild } from '../native-build/llama-build.ts'
 import { EngineServerProcess } from '../engine/engine-server-process.ts'
 import type { IncomingMessage } from 'node:http'
 import { ProgressBatch } from '../engine/progress-coalescer.ts'
-import { chatRequestBody, completionRequestBody, refuseToolsWithoutTemplate, templateTraits, type ChatTemplateTraits, type TemplateCaps } from './chat-request-body.ts'
+import {
+  chatRequestBody,
+  completionRequestBody,
+  keepsSystemMessagesInPlace,
+  MID_SYSTEM_PROBE,
+  refuseToolsWithoutTemplate,
+  templateTraits,
+  type ChatTemplateTraits,
+  type TemplateCaps,
+} from './chat-request-body.ts'
 import { ChatStreamReader, type UpstreamChunk } from '../engine/chat-stream-reader.ts'
 import { readEventBatches } from '../engine/event-stream.ts'
 import { decodeBase64Floats, normaliseInto } from '../engine/embedding-vectors.ts'
 import { schemaProblemOf } from './schema-problem.ts'
 import { llamaServerArgs } from './llama-server-args.ts'
+import { SlotAffinity, promptPieces } from './slot-affinity.ts'
 import { SlotCache } from './slot-cache.ts'
 
 export interface LlamaServerEngineOptions {
@@ -55,6 +65,9 @@ interface ModelMeta {
 }
 
 export class LlamaServerEngine extends ServerEngine {
+  /** The context each request really gets: the catalog's, or less where llama-server gives less. */
+  private readonly contextLength: number
+
   private constructor(
     server: EngineServerProcess,
     private readonly spec: EngineLoadSpec,
@@ -62,8 +75,10 @@ export class LlamaServerEngine extends ServerEngine {
     private readonly meta: ModelMeta,
     private readonly slotCache: SlotCache | undefined,
     private readonly template: ChatTemplateTraits,
+    private readonly affinity: SlotAffinity | undefined,
   ) {
     super(server, info)
+    this.contextLength = info.contextLength ?? spec.contextLength
   }
 
   static async start(spec: EngineLoadSpec, build: LlamaBuild, options: LlamaServerEngineOptions = {}): Promise<LlamaServerEngine> {
@@ -83,7 +98,9 @@ export class LlamaServerEngine extends ServerEngine {
         modalities?: { vision?: boolean }
         chat_template?: string
         chat_template_caps?: TemplateCaps
+        default_generation_settings?: { n_ctx?: number }
       }
+      const slotContext = props.default_generation_settings?.n_ctx
       const info: EngineModelInfo = {
         devices: devicesOf(build, spec),
         loadMs: Math.round(performance.now() - started),
@@ -94,16 +111,22 @@ export class LlamaServerEngine extends ServerEngine {
           cpuFeatures: build.cpuFeatures,
           gpu: build.gpu,
         },
+        ...(typeof slotContext === 'number' && slotContext > 0 && slotContext < spec.contextLength ? { contextLength: slotContext } : {}),
       }
-      const slotCache = spec.kind === 'chat' && options.slotCacheDir ? new SlotCache(options.slotCacheDir, spec) : undefined
-      await slotCache?.restore(server)
+      const chat = spec.kind === 'chat'
+      // One slot needs no choosing: llama-server has only the one.
+      const affinity = chat && spec.parallel > 1 ? new SlotAffinity(spec.parallel) : undefined
+      const slotCache = chat && options.slotCacheDir ? new SlotCache(options.slotCacheDir, spec) : undefined
+      await slotCache?.restore(server, affinity)
+      const inPlace = chat ? keepsSystemMessagesInPlace(await templatePrompt(server, MID_SYSTEM_PROBE)) : true
       return new LlamaServerEngine(
         server,
         spec,
         info,
         { vocabularySize: Number(meta.n_vocab ?? 0), embeddingLength: Number(meta.n_embd ?? 0) },
         slotCache,
-        templateTraits(props.chat_template, props.chat_template_caps),
+        templateTraits(props.chat_template, props.chat_template_caps, inPlace),
+        affinity,
       )
     } catch (e) {
       await server.stop()
@@ -113,7 +136,7 @@ export class LlamaServerEngine extends ServerEngine {
 
   /** Saves the conversations' caches (chat models), then ends the process. */
   override async stop(): Promise<void> {
-    if (this.alive) await this.slotCache?.save(this.server)
+    if (this.alive) await this.slotCache?.save(this.server, this.affinity)
     await this.server.stop()
   }
 
@@ -130,7 +153,12 @@ export class LlamaServerEngine extends ServerEngine {
     if (hasImage && !this.info.vision) throw new ModelError('model_not_compatible', `model "${this.spec.modelId}" has no vision projector`, 'model')
     refuseToolsWithoutTemplate(job, this.template, this.spec.modelId)
     this.checkLogitBias(job)
-    const limit = this.spec.contextLength
+    const limit = this.contextLength
+    const body = chatRequestBody(job, this.template.quirks)
+    const pieces = this.affinity && promptPieces(body as { messages: unknown[]; tools?: unknown })
+    const slot = pieces && this.affinity!.take(pieces, job.conversationKey)
+    if (slot !== undefined) body.id_slot = slot
+    let served = false
     const upstream = new AbortController()
     const cancel = () => upstream.abort()
     // The tokens one read of the engine's stream carried leave together.
@@ -140,7 +168,7 @@ export class LlamaServerEngine extends ServerEngine {
     signal?.addEventListener('abort', cancel, { once: true })
     try {
       if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-      const res = await this.server.streamRequest('/v1/chat/completions', chatRequestBody(job, this.template.quirks), upstream.signal)
+      const res = await this.server.streamRequest('/v1/chat/completions', body, upstream.signal)
       if (res.statusCode !== 200) throw chatError(res.statusCode ?? 500, await textOf(res), limit, job)
       let checked = false
       for await (const batch of readEventBatches(res)) {
@@ -155,7 +183,8 @@ export class LlamaServerEngine extends ServerEngine {
           if (event.error) throw chatError(500, JSON.stringify(event), limit, job)
           if (event.prompt_progress && !checked) {
             checked = true
-            checkContext(event.prompt_progress.total, job.maxTokens, limit)
+            checkContext(event.prompt_progress.total, limit)
+            progress?.emit({ type: 'prompt', promptTokens: event.prompt_progress.total, cachedTokens: event.prompt_progress.cache ?? 0 })
           }
           answer.read(event)
         }
@@ -164,10 +193,15 @@ export class LlamaServerEngine extends ServerEngine {
       if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
       if (!answer.usage) throw await this.server.failureOf(new Error('the engine ended the answer early'))
       progress?.flush()
+      served = true
       // The thinking's length in tokens, counted again from its text (llama-server does not report
       // it); a re-tokenised text can come out a token or two longer than it was generated.
       const reasoningTokens = answer.reasoning ? await this.countTokens(answer.reasoning, false) : 0
-      return answer.result(Math.min(reasoningTokens, answer.usage.completion_tokens), answer.timings?.cache_n ?? 0)
+      const result = answer.result(Math.min(reasoningTokens, answer.usage.completion_tokens), answer.timings?.cache_n ?? 0)
+      // Stopped for length short of what the request allowed: the context was full.
+      const allowed = job.maxTokens ?? job.maxCompletionTokens
+      if (result.finishReason === 'length' && result.completionTokens < allowed) result.contextFull = true
+      return result
     } catch (e) {
       if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
       if (e instanceof ModelError) throw e
@@ -177,6 +211,7 @@ export class LlamaServerEngine extends ServerEngine {
       signal?.removeEventListener('abort', cancel)
       // A request that ends early (context check, error) stops its work upstream.
       if (!finished) upstream.abort()
+      if (slot !== undefined) this.affinity!.release(slot, served ? pieces : undefined, job.conversationKey)
     }
   }
 
@@ -186,7 +221,7 @@ export class LlamaServerEngine extends ServerEngine {
    */
   private async complete(job: CompleteJob, { onProgress, signal }: RunOptions): Promise<CompleteResult> {
     this.checkLogitBias(job)
-    const limit = this.spec.contextLength
+    const limit = this.contextLength
     const upstream = new AbortController()
     const cancel = () => upstream.abort()
     const progress = onProgress && new ProgressBatch(onProgress)
@@ -208,7 +243,7 @@ export class LlamaServerEngine extends ServerEngine {
           if (event.error) throw completionError(500, JSON.stringify(event), limit, job)
           if (event.prompt_progress && !checked) {
             checked = true
-            checkContext(event.prompt_progress.total, job.maxTokens, limit)
+            checkContext(event.prompt_progress.total, limit)
           }
           const pieces = logprobs && event.completion_probabilities ? nativeLogprobs(event.completion_probabilities, job.logprobs!) : undefined
           if (pieces) logprobs!.push(...pieces)
@@ -320,7 +355,7 @@ export class LlamaServerEngine extends ServerEngine {
 
   /** A query and document pair that does not fit the context, named; anything else as the engine said it. */
   private async rerankError(job: RerankJob, body: string): Promise<ModelError> {
-    const max = this.spec.contextLength
+    const max = this.contextLength
     const query = await this.countTokens(job.query)
     for (const [i, document] of job.documents.entries()) {
       const count = query + (await this.countTokens(document))
@@ -337,7 +372,7 @@ export class LlamaServerEngine extends ServerEngine {
 
   /** Which input llama-server refused, and why, in our words: it says how long, not which one. */
   private async embeddingError(texts: string[], body: string, name: (i: number) => string): Promise<ModelError> {
-    const max = this.spec.contextLength
+    const max = this.contextLength
     for (const [i, text] of texts.entries()) {
       const count = await this.countTokens(text)
       if (count > max) {
@@ -360,6 +395,20 @@ export class LlamaServerEngine extends ServerEngine {
   private async countTokens(text: string, withSpecial = true): Promise<number> {
     const res = await this.server.request('/tokenize', { body: { content: text, add_special: withSpecial } })
     return ((await res.json()) as { tokens: unknown[] }).tokens.length
+  }
+}
+
+/** The prompt a conversation becomes under the model's template, or undefined where the template refuses it. */
+async function templatePrompt(server: EngineServerProcess, messages: unknown[]): Promise<string | undefined> {
+  try {
+    const res = await server.request('/apply-template', { body: { messages } })
+    if (!res.ok) {
+      await res.body?.cancel()
+      return undefined
+    }
+    return ((await res.json()) as { prompt?: string }).prompt
+  } catch {
+    return undefined
   }
 }
 
@@ -398,22 +447,25 @@ function completionError(status: number, body: string, limit: number, job: Compl
   if (/Infill is not supported/i.test(message)) {
     return new ModelError('model_not_compatible', "This model has no fill-in-the-middle tokens, so it cannot complete with a 'suffix'", 'suffix')
   }
-  if (/exceed|context/i.test(message)) return contextExceeded(limit, job.maxTokens, limit)
+  if (/exceed|context/i.test(message)) return contextExceeded(limit, limit)
   return new ModelError('internal_error', `the engine failed the request: ${message}`)
 }
 
-/** Our context rule: the prompt plus an explicit `max_tokens` must fit, and the prompt must leave room. */
-function checkContext(promptTokens: number, maxTokens: number | undefined, limit: number): void {
-  const requested = maxTokens ?? 0
-  if (promptTokens + requested > limit || promptTokens >= limit) throw contextExceeded(promptTokens, requested, limit)
+/**
+ * Our context rule: the prompt must leave room for at least one token. A `max_tokens` past the
+ * room left is not refused: the answer stops where the context is full (finish reason `length`).
+ */
+function checkContext(promptTokens: number, limit: number): void {
+  if (promptTokens >= limit) throw contextExceeded(promptTokens, limit)
 }
 
-function contextExceeded(promptTokens: number, requested: number, limit: number): ModelError {
+function contextExceeded(promptTokens: number, limit: number): ModelError {
   return new ModelError(
     'context_length_exceeded',
-    `This model's maximum context length is ${limit} tokens. However, you requested ` +
-      `${promptTokens + requested} tokens (${promptTokens} in the messages, ${requested} in the completion).`,
+    `This model's maximum context length is ${limit} tokens, and your messages take ${promptTokens}, ` +
+      'which leaves no room for an answer. Shorten the messages, or give the model a longer context.',
     'messages',
+    { promptTokens, contextLength: limit },
   )
 }
 
@@ -431,7 +483,7 @@ function chatError(status: number, body: string, limit: number, job: ChatJob): M
   if (/JSON schema conversion failed/.test(message)) {
     return new ModelError('invalid_value', `The schema cannot be turned into a grammar: ${message.replace(/^JSON schema conversion failed:\s*/, '')}`, job.jsonSchema ? 'response_format' : 'tools')
   }
-  if (error.type === 'exceed_context_size_error') return contextExceeded(error.n_prompt_tokens ?? limit, job.maxTokens ?? 0, limit)
+  if (error.type === 'exceed_context_size_error') return contextExceeded(error.n_prompt_tokens ?? limit, limit)
   if (/image|media|mtmd|bitmap/i.test(message)) return new ModelError('invalid_image', `the engine could not read the image: ${message}`, 'messages')
   // The model's own template refused the conversation (roles out of order, two calls where it takes one…).
   if (/template|jinja|While executing|Unable to generate parser/i.test(message) || (status === 400 && /role/i.test(message))) {

@@ -2,14 +2,16 @@
  * A conversation's prompt cache outlives its engine: when a chat model unloads, each slot's cache
  * (its tokens and their KV state) is saved to the data folder through llama-server's slot API, and
  * the next load of the same model file, with the same context and slots, restores it, so the next
- * turn starts where the last one left off. The folder is bounded: least recently used files go
+ * turn starts where the last one left off. What each slot held goes with them (slot-affinity.ts),
+ * so the conversation finds its own slot again. The folder is bounded: least recently used files go
  * first once it holds more than its budget.
  */
 import { createHash } from 'node:crypto'
-import { readdirSync, rmSync, statSync, utimesSync } from 'node:fs'
+import { readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { EngineLoadSpec } from '../engine/engine-protocol.ts'
 import type { EngineServerProcess } from '../engine/engine-server-process.ts'
+import type { SlotAffinity, SlotAffinityState } from './slot-affinity.ts'
 
 /** All models' saved slots together. */
 export const SLOT_CACHE_BUDGET_BYTES = 2 * 1024 ** 3
@@ -23,7 +25,7 @@ export class SlotCache {
   ) {}
 
   /** Saves every slot that holds a prompt; failures only cost the next load its head start. */
-  async save(server: EngineServerProcess): Promise<void> {
+  async save(server: EngineServerProcess, affinity?: SlotAffinity): Promise<void> {
     const deadline = AbortSignal.timeout(SAVE_TIMEOUT_MS)
     for (let slot = 0; slot < this.slots; slot++) {
       try {
@@ -34,26 +36,29 @@ export class SlotCache {
         rmSync(this.path(slot), { force: true })
       }
     }
+    if (affinity) writeFileSync(this.affinityPath(), JSON.stringify(affinity.snapshot()))
     this.prune()
   }
 
   /** Restores the slots saved by an earlier engine for this same model and shape; returns how many. */
-  async restore(server: EngineServerProcess): Promise<number> {
-    let restored = 0
+  async restore(server: EngineServerProcess, affinity?: SlotAffinity): Promise<number> {
+    const restored = new Set<number>()
     for (let slot = 0; slot < this.slots; slot++) {
       const path = this.path(slot)
       if (!exists(path)) continue
       const res = await server.request(`/slots/${slot}?action=restore`, { body: { filename: this.fileName(slot) } })
       await res.body?.cancel()
       if (res.ok) {
-        restored++
+        restored.add(slot)
         const now = new Date()
         utimesSync(path, now, now) // recently used: pruned last
       } else {
         rmSync(path, { force: true })
       }
     }
-    return restored
+    const held = affinity && readJson<SlotAffinityState>(this.affinityPath())
+    if (held) affinity.restore(held, (slot) => restored.has(slot))
+    return restored.size
   }
 
   private get slots(): number {
@@ -72,6 +77,10 @@ export class SlotCache {
     return join(this.dir, this.fileName(slot))
   }
 
+  private affinityPath(): string {
+    return join(this.dir, this.fileName(0).replace(/-slot0\.bin$/, '-slots.json'))
+  }
+
   private prune(): void {
     const files = readdirSync(this.dir)
       .filter((name) => name.endsWith('.bin'))
@@ -85,6 +94,18 @@ export class SlotCache {
       total += file.bytes
       if (total > this.budgetBytes) rmSync(file.path, { force: true })
     }
+    // What the slots held is kept only while their first slot's cache is.
+    for (const name of readdirSync(this.dir).filter((n) => n.endsWith('-slots.json'))) {
+      if (!exists(join(this.dir, name.replace(/-slots\.json$/, '-slot0.bin')))) rmSync(join(this.dir, name), { force: true })
+    }
+  }
+}
+
+function readJson<T>(path: string): T | undefined {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as T
+  } catch {
+    return undefined
   }
 }
 

@@ -77,3 +77,16 @@ export function planEvictions(modelId: string, needed: number, budget: number, l
 function mib(bytes: number): number {
   return Math.round(bytes / MiB)
 }
+
+/** llama-server's own default for its RAM prompt cache, and the least worth having. */
+const MAX_PROMPT_CACHE = 8192 * MiB
+const MIN_PROMPT_CACHE = 256 * MiB
+
+/**
+ * The RAM a chat model's prompt cache may fill (prompts pushed out of their slots, kept to be read
+ * back instead of computed again): a quarter of the budget still free once the model is loaded,
+ * between 256 MiB and llama-server's own default of 8 GiB. The rest stays free for other models.
+ */
+export function promptCacheBytes(freeAfterLoad: number): number {
+  return Math.min(MAX_PROMPT_CACHE, Math.max(MIN_PROMPT_CACHE, Math.floor(freeAfterLoad / 4)))
+}

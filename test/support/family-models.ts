@@ -6,6 +6,7 @@
  * what it says is noise, but the template, the special tokens and the engine's chat parser and
  * grammar are the real ones — which is what tool-calling conformance is about.
  */
+import { createHash } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs'
 import { join } from 'node:path'
@@ -34,6 +35,15 @@ export interface FamilyModelSpec {
   /** Overrides of the vocabulary's own begin/end tokens, where the family uses others. */
   bos?: string
   eos?: string
+  /** The context the model says it was trained with (4096 unless given; agents' prompts need more). */
+  contextLength?: number
+  /**
+   * A model that answers, not babbles: after the token `reply[0]` (the last of the prompt, say
+   * `Ċ` after `assistant`) it writes `reply[1]`, then the next, and ends its turn after the last.
+   * Its layers add nothing to the residual stream, so each next token is decided by the current
+   * one alone. Agents need a turn to end: a random model writes until its token limit.
+   */
+  reply?: readonly string[]
 }
 
 interface TokenizerJson {
@@ -59,7 +69,9 @@ const WHITESPACE_ONLY = /^[\u0120\u0109\u010a\u010d]+$/
 /** The path of a family model, written on first use and cached (keyed by spec and writer version). */
 export function familyModel(dir: string, spec: FamilyModelSpec, templateText: string): string {
   mkdirSync(dir, { recursive: true })
-  const path = join(dir, `${spec.template}.v${FAMILY_MODELS_VERSION}.gguf`)
+  const context = spec.contextLength && spec.contextLength !== 4096 ? `.ctx${spec.contextLength}` : ''
+  const reply = spec.reply ? `.reply-${createHash('sha1').update(spec.reply.join('\u0000')).digest('hex').slice(0, 8)}` : ''
+  const path = join(dir, `${spec.template}${context}${reply}.v${FAMILY_MODELS_VERSION}.gguf`)
   if (existsSync(path)) return path
   const temporary = `${path}.${process.pid}.tmp`
   writeGguf(temporary, familyModelFile(spec, templateText))
@@ -106,7 +118,7 @@ function familyModelFile(spec: FamilyModelSpec, templateText: string): { metadat
     kv.str('general.name', `tiny-${spec.template}`),
     kv.str('general.description', 'random weights with a real vocabulary and chat template; for conformance tests only'),
     kv.u32('general.file_type', 1),
-    kv.u32('llama.context_length', 4096),
+    kv.u32('llama.context_length', spec.contextLength ?? 4096),
     kv.u32('llama.embedding_length', embd),
     kv.u32('llama.block_count', 1),
     kv.u32('llama.feed_forward_length', ff),
@@ -157,6 +169,7 @@ function familyModelFile(spec: FamilyModelSpec, templateText: string): { metadat
     // whitespace between any two tokens, which a random model would fill to the token limit).
     else if (WHITESPACE_ONLY.test(tokens[id]!)) output.data[id * embd] = -10
   })
+  if (spec.reply) scriptReply(spec.reply, { tokens, eos, embd, embeddings, output, layerOutputs: [attentionOut, ffnDown] })
   const tensors: GgufTensor[] = [
     embeddings,
     ones('blk.0.attn_norm.weight', embd),
@@ -172,6 +185,34 @@ function familyModelFile(spec: FamilyModelSpec, templateText: string): { metadat
     output,
   ]
   return { metadata, tensors }
+}
+
+/**
+ * Writes a fixed reply into the weights: the layers' outputs are zeroed, so the last hidden state
+ * is the current token's own embedding; each token of the reply gets a dimension of its own, and
+ * the token that follows it a large weight in that dimension.
+ */
+function scriptReply(
+  reply: readonly string[],
+  model: { tokens: string[]; eos: number; embd: number; embeddings: GgufTensor; output: GgufTensor; layerOutputs: GgufTensor[] },
+): void {
+  const { tokens, eos, embd, embeddings, output } = model
+  if (reply.length + 1 >= embd) throw new Error('a scripted reply must be shorter than the embedding')
+  for (const layer of model.layerOutputs) layer.data.fill(0)
+  const ids = reply.map((text) => {
+    const id = tokens.indexOf(text)
+    if (id < 0) throw new Error(`the vocabulary has no token '${text}'`)
+    return id
+  })
+  ids.forEach((id, step) => {
+    const dimension = step + 1
+    const embedding = embeddings.data.subarray(id * embd, (id + 1) * embd)
+    embedding.fill(0)
+    embedding[0] = 1
+    embedding[dimension] = 4
+    const next = step + 1 < ids.length ? ids[step + 1]! : eos
+    output.data[next * embd + dimension] = 100
+  })
 }
 
 /**

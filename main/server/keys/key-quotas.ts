@@ -17,6 +17,8 @@ export const AUDIO_TOKENS_PER_SECOND = 10
 
 export interface RequestUsage {
   promptTokens: number
+  /** Of the prompt tokens, those the engine's cache held (the request log shows them). */
+  cachedTokens: number
   completionTokens: number
   /** Seconds of audio a translation decoded. */
   audioSeconds: number
@@ -27,6 +29,7 @@ export function recordUsage(res: Response, usage: Partial<RequestUsage>): void {
   const previous = usageOf(res)
   res.locals.usage = {
     promptTokens: previous.promptTokens + (usage.promptTokens ?? 0),
+    cachedTokens: previous.cachedTokens + (usage.cachedTokens ?? 0),
     completionTokens: previous.completionTokens + (usage.completionTokens ?? 0),
     audioSeconds: previous.audioSeconds + (usage.audioSeconds ?? 0),
   } satisfies RequestUsage
@@ -34,7 +37,7 @@ export function recordUsage(res: Response, usage: Partial<RequestUsage>): void {
 
 export function usageOf(res: Response): RequestUsage {
   const usage = res.locals.usage as RequestUsage | undefined
-  return usage ?? { promptTokens: 0, completionTokens: 0, audioSeconds: 0 }
+  return usage ?? { promptTokens: 0, cachedTokens: 0, completionTokens: 0, audioSeconds: 0 }
 }
 
 /** The tokens a request costs against a daily quota. */

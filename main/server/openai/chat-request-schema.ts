@@ -10,19 +10,30 @@ export const UNSUPPORTED_CHAT_FIELDS: Readonly<Record<string, string>> = {
   audio: 'audio output is not supported',
   modalities: "only text output is supported; leave out 'modalities'",
   prediction: 'predicted outputs are not supported',
-  web_search_options: 'web search is not supported',
   functions: "the deprecated 'functions' field is not supported; send 'tools' instead",
   function_call: "the deprecated 'function_call' field is not supported; send 'tool_choice' instead",
-  verbosity: "'verbosity' is not supported",
 }
 
-/** Fields that never change what the model says; accepted and not used. */
+/**
+ * Fields of OpenAI's API with no local equivalent that a client can do without: set aside, and
+ * said so in the answer's `Warning` header (see request-notices.ts).
+ */
+export const SET_ASIDE_CHAT_FIELDS: Readonly<Record<string, string>> = {
+  web_search_options: 'web search was left out: Hearth runs no hosted tools',
+  verbosity: "'verbosity' was set aside: the model writes at its own length",
+}
+
+/**
+ * Fields that never change what the model says: accepted. `prompt_cache_key` (and `user` where
+ * it is missing) keeps a conversation on its engine slot; the rest are not used.
+ */
 const HARMLESS_FIELDS = {
   user: z.string().nullish(),
   metadata: z.record(z.string(), z.string()).nullish(),
   store: z.boolean().nullish(),
   service_tier: z.string().nullish(),
   prompt_cache_key: z.string().nullish(),
+  prompt_cache_retention: z.string().nullish(),
   safety_identifier: z.string().nullish(),
 }
 

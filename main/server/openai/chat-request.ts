@@ -8,7 +8,9 @@ import { imageErrorAt } from '../../../native-models/images/invalid-image-error.
 import { normalizeImageDataUrl } from '../../../native-models/images/normalize-image.ts'
 import { DEFAULT_PROJECTOR_INPUT, readProjectorInput } from '../../../native-models/images/projector-input.ts'
 import { invalidRequest, modelNotCompatible, unsupportedParameter } from '../http-errors.ts'
-import { chatRequestSchema, UNSUPPORTED_CHAT_FIELDS, type ChatRequest, type ChatRequestMessage } from './chat-request-schema.ts'
+import { Notices } from '../request-notices.ts'
+import { chatRequestSchema, SET_ASIDE_CHAT_FIELDS, UNSUPPORTED_CHAT_FIELDS, type ChatRequest, type ChatRequestMessage } from './chat-request-schema.ts'
+import { repairedArguments } from './tool-arguments.ts'
 import { parseOrThrow } from './validation.ts'
 
 export type { ChatRequest } from './chat-request-schema.ts'
@@ -31,17 +33,21 @@ export interface ImageRef {
 
 export const CHAT_DEFAULTS = { temperature: 0, topP: 0.9, topK: 50 } as const
 
-export function parseChatRequest(body: unknown): ChatRequest {
+/** The request, checked; what it asked for that Hearth set aside goes into `notices`. */
+export function parseChatRequest(body: unknown, notices: Notices = new Notices()): ChatRequest {
   if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
-    const refused = Object.keys(body).find((key) => key in UNSUPPORTED_CHAT_FIELDS)
+    const fields = body as Record<string, unknown>
+    const refused = Object.keys(fields).find((key) => key in UNSUPPORTED_CHAT_FIELDS)
     if (refused) throw unsupportedParameter(refused, UNSUPPORTED_CHAT_FIELDS[refused]!)
-    const n = (body as { n?: unknown }).n
+    const n = fields.n
     if (Number.isInteger(n) && (n as number) > 1) throw unsupportedParameter('n', 'only n = 1 is supported (one answer per request)')
+    for (const key of Object.keys(fields)) if (key in SET_ASIDE_CHAT_FIELDS && fields[key] != null) notices.add(SET_ASIDE_CHAT_FIELDS[key]!)
   }
-  const request = parseOrThrow(chatRequestSchema, body)
-  if (request.stream_options != null && request.stream !== true) {
+  const parsed = parseOrThrow(chatRequestSchema, body)
+  if (parsed.stream_options != null && parsed.stream !== true) {
     throw invalidRequest("'stream_options' is only allowed when 'stream' is true", 'stream_options')
   }
+  const request = { ...parsed, messages: withReadableToolCalls(parsed.messages, notices) }
   checkConversation(request.messages)
   checkTools(request)
   if (request.top_logprobs != null && request.logprobs !== true) {
@@ -53,6 +59,24 @@ export function parseChatRequest(body: unknown): ChatRequest {
   return request
 }
 
+/**
+ * Earlier tool calls whose arguments are not a JSON object (a call cut off by `max_tokens`, or
+ * written by another program) are mended rather than refused: the agent resends its history on
+ * every turn, and one broken call would otherwise stop the session for good. OpenAI takes them too.
+ */
+function withReadableToolCalls(messages: ChatRequestMessage[], notices: Notices): ChatRequestMessage[] {
+  return messages.map((m, i) => {
+    if (m.role !== 'assistant' || !m.tool_calls?.length) return m
+    const calls = m.tool_calls.map((call, j) => {
+      const mended = repairedArguments(call.function.arguments)
+      if (mended === call.function.arguments) return call
+      notices.add(`messages[${i}].tool_calls[${j}].function.arguments was not a JSON object; the model saw ${mended}`)
+      return { ...call, function: { ...call.function, arguments: mended } }
+    })
+    return { ...m, tool_calls: calls }
+  })
+}
+
 /** Assistant turns say something or call something; each tool result answers a call made before it. */
 function checkConversation(messages: readonly ChatRequestMessage[]): void {
   const calls = new Set<string>()
@@ -61,15 +85,7 @@ function checkConversation(messages: readonly ChatRequestMessage[]): void {
       if (m.content == null && !m.tool_calls?.length) {
         throw invalidRequest(`An assistant message needs 'content' or 'tool_calls'`, `messages[${i}].content`)
       }
-      m.tool_calls?.forEach((call, j) => {
-        if (!isJsonObject(call.function.arguments)) {
-          throw invalidRequest(
-            'Tool call arguments must be a JSON object, written as a string',
-            `messages[${i}].tool_calls[${j}].function.arguments`,
-          )
-        }
-        calls.add(call.id)
-      })
+      m.tool_calls?.forEach((call) => calls.add(call.id))
     }
     if (m.role === 'tool' && !calls.has(m.tool_call_id)) {
       throw invalidRequest(
@@ -108,31 +124,19 @@ function checkTools(request: ChatRequest): void {
   }
 }
 
-function isJsonObject(text: string): boolean {
-  try {
-    const value: unknown = JSON.parse(text)
-    return value !== null && typeof value === 'object' && !Array.isArray(value)
-  } catch {
-    return false
-  }
-}
-
-/** Checks the request against what the model can do and builds the engine job. */
 /**
  * The engine job for a request, checked against the model. The request's image is decoded,
  * checked and shrunk first and goes into the job as PNG bytes; a bad one is a 400 `invalid_image`
  * naming its part, and nothing unchecked ever reaches an engine.
+ *
+ * A `max_tokens` past what the model may write is served, capped (agents send 32000 whatever the
+ * model): the answer stops at the cap, or where the context runs out, with finish reason `length`.
+ * `conversationKey` names the conversation, to keep it on its engine slot (conversation-key.ts).
  */
-export async function planChat(request: ChatRequest, model: ModelRecord): Promise<ChatPlan> {
+export async function planChat(request: ChatRequest, model: ModelRecord, conversationKey?: string): Promise<ChatPlan> {
   if (!model.capabilities.includes('chat')) throw modelNotCompatible(model.id, 'chat completions')
-  const maxTokensParam = request.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens'
-  const maxTokens = request.max_completion_tokens ?? request.max_tokens ?? undefined
-  if (maxTokens !== undefined && maxTokens > model.maxCompletionTokens) {
-    throw invalidRequest(
-      `'${maxTokensParam}' is too large: ${maxTokens}. This model supports at most ${model.maxCompletionTokens} completion tokens`,
-      maxTokensParam,
-    )
-  }
+  const requested = request.max_completion_tokens ?? request.max_tokens ?? undefined
+  const maxTokens = requested === undefined ? undefined : Math.min(requested, model.maxCompletionTokens)
   const images = imagesOf(request)
   const misplaced = images.find((i) => request.messages[i.messageIndex]!.role !== 'user')
   if (misplaced) {
@@ -174,6 +178,7 @@ export async function planChat(request: ChatRequest, model: ModelRecord): Promis
       reasoningEffort: request.reasoning_effort ?? undefined,
       thinkingBudgetTokens: request.thinking_budget_tokens ?? undefined,
       topLogprobs: request.logprobs === true ? (request.top_logprobs ?? 0) : undefined,
+      ...(conversationKey ? { conversationKey } : {}),
     },
   }
 }

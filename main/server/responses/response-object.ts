@@ -5,6 +5,8 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { ChatResult, JobProgress } from '../../../native-models/engine/engine-protocol.ts'
+import type { ReasoningSeal } from '../reasoning-seal.ts'
+import { customInput, type CustomCallOutput, type FunctionCallOutput, type ResponseTools } from './response-tools.ts'
 import type { ResponsesRequest } from './responses-request.ts'
 
 const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`
@@ -15,8 +17,24 @@ export interface ResponseIdentity {
   model: string
 }
 
+/** How the answer's items are written, beyond the result itself. */
+export interface ResponseShape {
+  tools: ResponseTools
+  seal: ReasoningSeal
+  /** `include: ["reasoning.encrypted_content"]`: reasoning items carry their thinking sealed. */
+  encryptedReasoning: boolean
+}
+
+type ReasoningItem = {
+  type: 'reasoning'
+  id: string
+  summary: []
+  content: Array<{ type: 'reasoning_text'; text: string }>
+  encrypted_content?: string
+}
+
 export type OutputItem =
-  | { type: 'reasoning'; id: string; summary: []; content: Array<{ type: 'reasoning_text'; text: string }> }
+  | ReasoningItem
   | {
       type: 'message'
       id: string
@@ -24,17 +42,20 @@ export type OutputItem =
       role: 'assistant'
       content: Array<{ type: 'output_text'; text: string; annotations: []; logprobs: [] }>
     }
-  | { type: 'function_call'; id: string; call_id: string; name: string; arguments: string; status: 'completed' | 'in_progress' }
+  | FunctionCallOutput
+  | CustomCallOutput
 
-export function outputItemsOf(result: ChatResult): OutputItem[] {
+function reasoningItem(text: string, shape: ResponseShape): ReasoningItem {
+  return { type: 'reasoning', id: newId('rs'), summary: [], content: [{ type: 'reasoning_text', text }], ...(shape.encryptedReasoning ? { encrypted_content: shape.seal.seal(text) } : {}) }
+}
+
+export function outputItemsOf(result: ChatResult, shape: ResponseShape): OutputItem[] {
   const items: OutputItem[] = []
-  if (result.reasoning) items.push({ type: 'reasoning', id: newId('rs'), summary: [], content: [{ type: 'reasoning_text', text: result.reasoning }] })
+  if (result.reasoning) items.push(reasoningItem(result.reasoning, shape))
   if (result.text || result.toolCalls.length === 0) {
     items.push({ type: 'message', id: newId('msg'), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: result.text, annotations: [], logprobs: [] }] })
   }
-  for (const call of result.toolCalls) {
-    items.push({ type: 'function_call', id: newId('fc'), call_id: call.id, name: call.function.name, arguments: call.function.arguments, status: 'completed' })
-  }
+  for (const call of result.toolCalls) items.push(shape.tools.outputItem(call, newId(shape.tools.isCustom(call.function.name) ? 'ctc' : 'fc')))
   return items
 }
 
@@ -70,7 +91,7 @@ export function responseObject(who: ResponseIdentity, request: ResponsesRequest,
     temperature: request.temperature ?? 0,
     text: { format: textFormat },
     tool_choice: request.tool_choice ?? 'auto',
-    tools: (request.tools ?? []).map((t) => ({ type: 'function', name: t.name, description: t.description ?? null, parameters: t.parameters ?? null, strict: t.strict ?? false })),
+    tools: request.tools ?? [],
     top_p: request.top_p ?? 0.9,
     truncation: request.truncation ?? 'disabled',
     usage: outcome ? usageOf(outcome.result) : null,
@@ -87,10 +108,13 @@ export class ResponseStreamWriter {
   private items: OutputItem[] = []
   private open: OutputItem | undefined
   private openToolIndex = -1
+  /** A custom tool's call streams as function arguments; its `input` is read from them at the end. */
+  private customArguments = ''
 
   constructor(
     private readonly who: ResponseIdentity,
     private readonly request: ResponsesRequest,
+    private readonly shape: ResponseShape,
   ) {}
 
   start(): StreamEvent[] {
@@ -102,7 +126,7 @@ export class ResponseStreamWriter {
     switch (p.type) {
       case 'reasoning': {
         const events = this.openItem('reasoning')
-        const item = this.open as Extract<OutputItem, { type: 'reasoning' }>
+        const item = this.open as ReasoningItem
         item.content[0]!.text += p.text
         events.push(this.event({ type: 'response.reasoning_text.delta', item_id: item.id, output_index: this.index, content_index: 0, delta: p.text }))
         return events
@@ -116,16 +140,21 @@ export class ResponseStreamWriter {
       }
       case 'tool_call': {
         const events: StreamEvent[] = []
-        if (this.open?.type !== 'function_call' || this.openToolIndex !== p.index) {
+        const isCall = this.open?.type === 'function_call' || this.open?.type === 'custom_tool_call'
+        if (!isCall || this.openToolIndex !== p.index) {
           events.push(...this.closeOpen())
-          const item: OutputItem = { type: 'function_call', id: newId('fc'), call_id: p.id ?? '', name: p.name ?? '', arguments: '', status: 'in_progress' }
+          const name = p.name ?? ''
+          const id = newId(this.shape.tools.isCustom(name) ? 'ctc' : 'fc')
+          const item = this.shape.tools.outputItem({ id: p.id ?? '', type: 'function', function: { name, arguments: '' } }, id, 'in_progress')
           this.open = item
           this.openToolIndex = p.index
+          this.customArguments = ''
           this.items.push(item)
           events.push(this.event({ type: 'response.output_item.added', output_index: this.index, item: { ...item } }))
         }
-        const item = this.open as Extract<OutputItem, { type: 'function_call' }>
-        if (p.arguments) {
+        const item = this.open as FunctionCallOutput | CustomCallOutput
+        if (p.arguments && item.type === 'custom_tool_call') this.customArguments += p.arguments
+        else if (p.arguments && item.type === 'function_call') {
           item.arguments += p.arguments
           events.push(this.event({ type: 'response.function_call_arguments.delta', item_id: item.id, output_index: this.index, delta: p.arguments }))
         }
@@ -175,16 +204,31 @@ export class ResponseStreamWriter {
     if (!item) return []
     this.open = undefined
     const events: StreamEvent[] = []
-    if (item.type === 'message') {
-      item.status = 'completed'
-      const part = item.content[0]!
-      events.push(this.event({ type: 'response.output_text.done', item_id: item.id, output_index: this.index, content_index: 0, text: part.text, logprobs: [] }))
-      events.push(this.event({ type: 'response.content_part.done', item_id: item.id, output_index: this.index, content_index: 0, part: { ...part } }))
-    } else if (item.type === 'reasoning') {
-      events.push(this.event({ type: 'response.reasoning_text.done', item_id: item.id, output_index: this.index, content_index: 0, text: item.content[0]!.text }))
-    } else {
-      item.status = 'completed'
-      events.push(this.event({ type: 'response.function_call_arguments.done', item_id: item.id, output_index: this.index, name: item.name, arguments: item.arguments }))
+    const at = { item_id: item.id, output_index: this.index }
+    switch (item.type) {
+      case 'message': {
+        item.status = 'completed'
+        const part = item.content[0]!
+        events.push(this.event({ type: 'response.output_text.done', ...at, content_index: 0, text: part.text, logprobs: [] }))
+        events.push(this.event({ type: 'response.content_part.done', ...at, content_index: 0, part: { ...part } }))
+        break
+      }
+      case 'reasoning': {
+        const text = item.content[0]!.text
+        if (this.shape.encryptedReasoning) item.encrypted_content = this.shape.seal.seal(text)
+        events.push(this.event({ type: 'response.reasoning_text.done', ...at, content_index: 0, text }))
+        break
+      }
+      case 'custom_tool_call':
+        item.status = 'completed'
+        item.input = customInput(this.customArguments)
+        events.push(this.event({ type: 'response.custom_tool_call_input.delta', ...at, delta: item.input }))
+        events.push(this.event({ type: 'response.custom_tool_call_input.done', ...at, input: item.input }))
+        break
+      case 'function_call':
+        item.status = 'completed'
+        events.push(this.event({ type: 'response.function_call_arguments.done', ...at, name: item.name, arguments: item.arguments }))
+        break
     }
     events.push(this.event({ type: 'response.output_item.done', output_index: this.index, item: structuredClone(item) }))
     return events

@@ -1,24 +1,42 @@
 /**
  * OpenAI's Responses request (`POST /v1/responses`): its schema, its input items, and their
  * conversion (after any earlier response's items) into the chat completions request Hearth already
- * checks and plans. Errors name the Responses fields (`input[2].call_id`).
+ * checks and plans. Errors name the Responses fields (`input[2].call_id`). What each field becomes
+ * is in docs/agents.md ("Which fields are honoured").
  */
 import { z } from 'zod'
 import { invalidRequest, unsupportedParameter } from '../http-errors.ts'
-import { functionName } from '../openai/chat-request-schema.ts'
 import { parseChatRequest, type ChatRequest } from '../openai/chat-request.ts'
 import { parseOrThrow } from '../openai/validation.ts'
+import type { ReasoningSeal } from '../reasoning-seal.ts'
+import type { Notices } from '../request-notices.ts'
+import { ResponseTools, toolSchema, type ResponseTool } from './response-tools.ts'
 
-const UNSUPPORTED: Readonly<Record<string, string>> = {
+/** Fields Hearth does not implement and that change the answer: refused by name. */
+export const REFUSED_RESPONSES_FIELDS: Readonly<Record<string, string>> = {
   background: 'background responses are not supported; stream instead',
   conversation: "conversations are not supported; continue with 'previous_response_id'",
   prompt: 'stored prompt templates are not supported',
-  include: "'include' is not supported",
   top_logprobs: "'top_logprobs' is not supported on this route; use /v1/chat/completions",
 }
 
+/** `include` values: what Hearth can add to the answer, and what it never has to add. */
+const INCLUDABLE = {
+  /** Reasoning items carry their thinking sealed, to be sent back with `store: false`. */
+  honoured: ['reasoning.encrypted_content'],
+  /** Outputs of hosted tools and stored inputs, which a local answer never has: nothing to include. */
+  nothingToInclude: [
+    'web_search_call.action.sources',
+    'web_search_call.results',
+    'file_search_call.results',
+    'code_interpreter_call.outputs',
+    'computer_call_output.output.image_url',
+    'message.input_image.image_url',
+  ],
+}
+
 const inputText = z.object({ type: z.literal('input_text'), text: z.string() })
-const outputText = z.object({ type: z.literal('output_text'), text: z.string(), annotations: z.array(z.unknown()).optional() })
+const outputText = z.object({ type: z.literal('output_text'), text: z.string(), annotations: z.array(z.unknown()).optional(), logprobs: z.array(z.unknown()).optional() })
 const inputImage = z.object({ type: z.literal('input_image'), image_url: z.string(), detail: z.enum(['auto', 'low', 'high']).optional() })
 const refusal = z.object({ type: z.literal('refusal'), refusal: z.string() })
 const contentPart = z.discriminatedUnion('type', [inputText, outputText, inputImage, refusal])
@@ -29,12 +47,14 @@ const messageItem = z.object({
   status: z.string().optional(),
   role: z.enum(['user', 'assistant', 'system', 'developer']),
   content: z.union([z.string(), z.array(contentPart)]),
+  phase: z.string().nullish(),
 })
 const functionCallItem = z.object({
   type: z.literal('function_call'),
   id: z.string().optional(),
   call_id: z.string().min(1),
   name: z.string().min(1),
+  namespace: z.string().nullish(),
   arguments: z.string(),
   status: z.string().optional(),
 })
@@ -42,70 +62,104 @@ const functionCallOutputItem = z.object({
   type: z.literal('function_call_output'),
   id: z.string().optional(),
   call_id: z.string().min(1),
-  output: z.union([z.string(), z.array(z.union([inputText, outputText]))]),
+  output: z.union([z.string(), z.array(z.union([inputText, outputText, inputImage]))]),
   status: z.string().optional(),
+})
+const customToolCallItem = z.object({
+  type: z.literal('custom_tool_call'),
+  id: z.string().optional(),
+  call_id: z.string().min(1),
+  name: z.string().min(1),
+  namespace: z.string().nullish(),
+  input: z.string(),
+  status: z.string().optional(),
+})
+const customToolCallOutputItem = z.object({
+  type: z.literal('custom_tool_call_output'),
+  id: z.string().optional(),
+  call_id: z.string().min(1),
+  output: z.union([z.string(), z.array(z.union([inputText, outputText, inputImage]))]),
 })
 const reasoningItem = z.object({
   type: z.literal('reasoning'),
   id: z.string().optional(),
   summary: z.array(z.object({ type: z.string(), text: z.string() })).optional(),
-  content: z.array(z.object({ type: z.string(), text: z.string() })).optional(),
+  content: z.array(z.object({ type: z.string(), text: z.string() })).nullish(),
   encrypted_content: z.string().nullish(),
+  status: z.string().optional(),
 })
+/** A hosted tool's call from an earlier turn (web search, …): nothing the model can read again. */
+const hostedCallItem = z.looseObject({ type: z.enum(['web_search_call', 'file_search_call', 'code_interpreter_call', 'image_generation_call', 'tool_search_call', 'tool_search_output']) })
 
-export const inputItem = z.union([functionCallItem, functionCallOutputItem, reasoningItem, messageItem])
+export const inputItem = z.union([
+  functionCallItem,
+  functionCallOutputItem,
+  customToolCallItem,
+  customToolCallOutputItem,
+  reasoningItem,
+  hostedCallItem,
+  messageItem,
+])
 export type InputItem = z.infer<typeof inputItem>
-
-const tool = z.object({
-  type: z.literal('function'),
-  name: functionName,
-  description: z.string().nullish(),
-  parameters: z.record(z.string(), z.unknown()).nullish(),
-  strict: z.boolean().nullish(),
-})
 
 const format = z.discriminatedUnion('type', [
   z.object({ type: z.literal('text') }),
   z.object({ type: z.literal('json_object') }),
-  z.object({ type: z.literal('json_schema'), name: functionName, schema: z.record(z.string(), z.unknown()), description: z.string().optional(), strict: z.boolean().nullish() }),
+  z.object({ type: z.literal('json_schema'), name: z.string().min(1).max(64), schema: z.record(z.string(), z.unknown()), description: z.string().optional(), strict: z.boolean().nullish() }),
+])
+
+const toolChoice = z.union([
+  z.enum(['none', 'auto', 'required']),
+  z.object({ type: z.enum(['function', 'custom']), name: z.string() }),
+  z.object({ type: z.literal('allowed_tools'), mode: z.enum(['auto', 'required']), tools: z.array(z.looseObject({ type: z.string(), name: z.string().optional() })) }),
+  // A hosted tool: there is none to choose here (the tool was left out).
+  z.looseObject({ type: z.string() }),
 ])
 
 export const responsesRequestSchema = z.object({
   model: z.string().min(1),
   input: z.union([z.string(), z.array(inputItem).min(1)]),
   instructions: z.string().nullish(),
-  tools: z.array(tool).max(128).nullish(),
-  tool_choice: z.union([z.enum(['none', 'auto', 'required']), z.object({ type: z.literal('function'), name: z.string() })]).nullish(),
+  tools: z.array(toolSchema).max(512).nullish(),
+  tool_choice: toolChoice.nullish(),
   parallel_tool_calls: z.boolean().nullish(),
-  text: z.object({ format: format.optional(), verbosity: z.string().optional() }).nullish(),
+  text: z.object({ format: format.optional(), verbosity: z.string().nullish() }).nullish(),
   max_output_tokens: z.int().min(1).nullish(),
+  max_tool_calls: z.int().min(1).nullish(),
   temperature: z.number().min(0).max(1).nullish(),
   top_p: z.number().min(0).max(1).nullish(),
   stream: z.boolean().nullish(),
+  stream_options: z.object({ include_obfuscation: z.boolean().optional() }).nullish(),
   store: z.boolean().nullish(),
+  include: z.array(z.string()).nullish(),
   previous_response_id: z.string().nullish(),
-  reasoning: z.object({ effort: z.enum(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']).nullish(), summary: z.string().nullish() }).nullish(),
+  reasoning: z.object({ effort: z.enum(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']).nullish(), summary: z.string().nullish(), generate_summary: z.string().nullish() }).nullish(),
   metadata: z.record(z.string(), z.string()).nullish(),
+  client_metadata: z.record(z.string(), z.unknown()).nullish(),
   user: z.string().nullish(),
   safety_identifier: z.string().nullish(),
   prompt_cache_key: z.string().nullish(),
+  prompt_cache_retention: z.string().nullish(),
   service_tier: z.string().nullish(),
   truncation: z.enum(['disabled', 'auto']).nullish(),
 })
 
 export type ResponsesRequest = z.infer<typeof responsesRequestSchema>
 
-export function parseResponsesRequest(body: unknown): ResponsesRequest {
+export function parseResponsesRequest(body: unknown, notices: Notices): ResponsesRequest {
   if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
-    const refused = Object.keys(body).find((key) => key in UNSUPPORTED && (body as Record<string, unknown>)[key] != null)
-    if (refused) throw unsupportedParameter(refused, UNSUPPORTED[refused]!)
-    const tools = (body as { tools?: unknown }).tools
-    if (Array.isArray(tools)) {
-      const index = tools.findIndex((t) => t !== null && typeof t === 'object' && (t as { type?: unknown }).type !== 'function')
-      if (index >= 0) throw unsupportedParameter(`tools[${index}].type`, 'only function tools are supported (no hosted tools such as web search or file search)')
-    }
+    const refused = Object.keys(body).find((key) => key in REFUSED_RESPONSES_FIELDS && (body as Record<string, unknown>)[key] != null)
+    if (refused) throw unsupportedParameter(refused, REFUSED_RESPONSES_FIELDS[refused]!)
   }
-  return parseOrThrow(responsesRequestSchema, body)
+  const request = parseOrThrow(responsesRequestSchema, body)
+  request.include?.forEach((value, i) => {
+    if (value === 'message.output_text.logprobs') throw unsupportedParameter(`include[${i}]`, 'log probabilities are not supported on this route; use /v1/chat/completions')
+    if (!INCLUDABLE.honoured.includes(value) && !INCLUDABLE.nothingToInclude.includes(value)) throw invalidRequest(`'${value}' is not a value 'include' takes`, `include[${i}]`)
+  })
+  if (request.reasoning?.summary != null) notices.add('reasoning summaries were set aside: Hearth has no summarizer; reasoning items carry the thinking itself')
+  if (request.text?.verbosity != null) notices.add("'text.verbosity' was set aside: the model writes at its own length")
+  if (request.truncation === 'auto') notices.add("'truncation: auto' was set aside: a conversation longer than the context is refused, not cut")
+  return request
 }
 
 /** The request's input as items: a string is one user message. */
@@ -113,12 +167,24 @@ export function inputItemsOf(request: ResponsesRequest): InputItem[] {
   return typeof request.input === 'string' ? [{ role: 'user', content: request.input }] : request.input
 }
 
+/** Whether reasoning items in the answer carry `encrypted_content`. */
+export function includesEncryptedReasoning(request: ResponsesRequest): boolean {
+  return request.include?.includes('reasoning.encrypted_content') === true
+}
+
+export interface ConvertedResponse {
+  chat: ChatRequest
+  /** The tools as the model sees them, and how its calls are named back to the client. */
+  tools: ResponseTools
+}
+
 /**
  * The conversation as a chat completions request: `instructions` as the system message, then the
  * earlier turns' items (from `previous_response_id`), then this request's input. Consecutive
  * function calls join one assistant message; thinking joins the assistant message after it.
  */
-export function toChatRequest(request: ResponsesRequest, earlier: readonly InputItem[]): ChatRequest {
+export function toChatRequest(request: ResponsesRequest, earlier: readonly InputItem[], seal: ReasoningSeal, notices: Notices): ConvertedResponse {
+  const tools = new ResponseTools((request.tools ?? []) as ResponseTool[], notices)
   const messages: Array<Record<string, unknown>> = []
   if (request.instructions) messages.push({ role: 'system', content: request.instructions })
   let assistant: { role: 'assistant'; content: string | null; tool_calls?: unknown[]; reasoning_content?: string } | undefined
@@ -127,25 +193,48 @@ export function toChatRequest(request: ResponsesRequest, earlier: readonly Input
     if (assistant) messages.push(assistant)
     assistant = undefined
   }
+  const call = (id: string, name: string, args: string) => {
+    assistant ??= { role: 'assistant', content: null, ...(reasoning ? { reasoning_content: reasoning } : {}) }
+    reasoning = ''
+    ;(assistant.tool_calls ??= []).push({ id, type: 'function', function: { name, arguments: args } })
+  }
   const items = [...earlier, ...inputItemsOf(request)]
   const offset = earlier.length
   items.forEach((item, n) => {
     const where = `input[${n - offset}]`
-    if ('type' in item && item.type === 'reasoning') {
-      reasoning += (item.content ?? item.summary ?? []).map((p) => p.text).join('')
-      return
-    }
-    if ('type' in item && item.type === 'function_call') {
-      assistant ??= { role: 'assistant', content: null, ...(reasoning ? { reasoning_content: reasoning } : {}) }
-      reasoning = ''
-      ;(assistant.tool_calls ??= []).push({ id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments } })
-      return
-    }
-    if ('type' in item && item.type === 'function_call_output') {
-      flush()
-      const output = typeof item.output === 'string' ? item.output : item.output.map((p) => p.text).join('\n')
-      messages.push({ role: 'tool', tool_call_id: item.call_id, content: output })
-      return
+    const type = 'type' in item ? item.type : undefined
+    switch (type) {
+      case 'reasoning': {
+        const r = item as z.infer<typeof reasoningItem>
+        // Hearth's own sealed reasoning reads back whole; another server's is opaque.
+        reasoning += seal.open(r.encrypted_content) ?? (r.content ?? r.summary ?? []).map((p) => p.text).join('')
+        return
+      }
+      case 'function_call': {
+        const c = item as z.infer<typeof functionCallItem>
+        call(c.call_id, tools.flatName(c.name, c.namespace), c.arguments)
+        return
+      }
+      case 'custom_tool_call': {
+        const c = item as z.infer<typeof customToolCallItem>
+        call(c.call_id, tools.flatName(c.name, c.namespace), JSON.stringify({ input: c.input }))
+        return
+      }
+      case 'function_call_output':
+      case 'custom_tool_call_output': {
+        const o = item as z.infer<typeof functionCallOutputItem>
+        flush()
+        const output = typeof o.output === 'string' ? o.output : o.output.map((p) => ('text' in p ? p.text : '(a picture)')).join('\n')
+        messages.push({ role: 'tool', tool_call_id: o.call_id, content: output })
+        return
+      }
+      case 'web_search_call':
+      case 'file_search_call':
+      case 'code_interpreter_call':
+      case 'image_generation_call':
+      case 'tool_search_call':
+      case 'tool_search_output':
+        return // a hosted tool's turn: Hearth never ran it and the model cannot read it
     }
     const message = item as z.infer<typeof messageItem>
     flush()
@@ -159,25 +248,22 @@ export function toChatRequest(request: ResponsesRequest, earlier: readonly Input
   })
   flush()
 
-  const tools = request.tools?.map((t) => ({
-    type: 'function',
-    function: { name: t.name, ...(t.description ? { description: t.description } : {}), ...(t.parameters ? { parameters: t.parameters } : {}) },
-  }))
-  const choice = request.tool_choice
   const textFormat = request.text?.format
-  return parseChatRequest({
-    model: request.model,
-    messages,
-    max_tokens: request.max_output_tokens ?? undefined,
-    temperature: request.temperature ?? undefined,
-    top_p: request.top_p ?? undefined,
-    ...(tools?.length ? { tools } : {}),
-    ...(tools?.length && choice ? { tool_choice: typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.name } } } : {}),
-    ...(tools?.length && request.parallel_tool_calls != null ? { parallel_tool_calls: request.parallel_tool_calls } : {}),
-    ...(textFormat?.type === 'json_object' ? { response_format: { type: 'json_object' } } : {}),
-    ...(textFormat?.type === 'json_schema' ? { response_format: { type: 'json_schema', json_schema: { name: textFormat.name, schema: textFormat.schema } } } : {}),
-    ...(request.reasoning?.effort ? { reasoning_effort: request.reasoning.effort } : {}),
-  })
+  const chat = parseChatRequest(
+    {
+      model: request.model,
+      messages,
+      max_tokens: request.max_output_tokens ?? undefined,
+      temperature: request.temperature ?? undefined,
+      top_p: request.top_p ?? undefined,
+      ...tools.chatFields(request.tool_choice, request.parallel_tool_calls),
+      ...(textFormat?.type === 'json_object' ? { response_format: { type: 'json_object' } } : {}),
+      ...(textFormat?.type === 'json_schema' ? { response_format: { type: 'json_schema', json_schema: { name: 'output', schema: textFormat.schema } } } : {}),
+      ...(request.reasoning?.effort ? { reasoning_effort: request.reasoning.effort } : {}),
+    },
+    notices,
+  )
+  return { chat, tools }
 }
 
 function chatContent(content: string | z.infer<typeof contentPart>[], where: string): unknown {

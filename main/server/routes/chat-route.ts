@@ -8,15 +8,19 @@ import { requireModel } from '../model-lookup.ts'
 import { requestLifetime } from '../request-lifetime.ts'
 import { SseStream } from '../sse.ts'
 import { requireJsonBody } from '../json-body.ts'
+import { conversationKey } from '../conversation-key.ts'
+import { Notices, sendNotices } from '../request-notices.ts'
 import type { ServerContext } from '../server-context.ts'
 
 export function chatRoute(ctx: ServerContext): Router {
   const router = Router()
   router.post('/chat/completions', requireJsonBody, async (req, res) => {
-    const request = parseChatRequest(req.body)
+    const notices = new Notices()
+    const request = parseChatRequest(req.body, notices)
     const model = await requireModel(ctx.folder, request.model)
-    const plan = await planChat(request, model)
+    const plan = await planChat(request, model, conversationKey(req, request))
     res.locals.model = model.id
+    sendNotices(res, notices)
     const who: CompletionIdentity = {
       id: `chatcmpl-${randomBytes(12).toString('base64url')}`,
       created: Math.floor(Date.now() / 1000),

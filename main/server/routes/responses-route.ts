@@ -7,34 +7,41 @@ import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { Router, type Response } from 'express'
 import { requestKey } from '../auth.ts'
+import { conversationKey } from '../conversation-key.ts'
 import { ApiError, invalidRequest } from '../http-errors.ts'
 import { recordUsage } from '../keys/key-quotas.ts'
 import { requireJsonBody } from '../json-body.ts'
 import { requireModel } from '../model-lookup.ts'
 import { planChat } from '../openai/chat-request.ts'
+import { ReasoningSeal } from '../reasoning-seal.ts'
+import { Notices, sendNotices } from '../request-notices.ts'
 import { requestLifetime } from '../request-lifetime.ts'
-import { outputItemsOf, responseObject, ResponseStreamWriter, type OutputItem, type ResponseIdentity } from '../responses/response-object.ts'
+import { outputItemsOf, responseObject, ResponseStreamWriter, type OutputItem, type ResponseIdentity, type ResponseShape } from '../responses/response-object.ts'
 import { ResponseStore } from '../responses/response-store.ts'
-import { inputItemsOf, parseResponsesRequest, toChatRequest, type InputItem } from '../responses/responses-request.ts'
+import { includesEncryptedReasoning, inputItemsOf, parseResponsesRequest, toChatRequest, type InputItem } from '../responses/responses-request.ts'
 import type { ServerContext } from '../server-context.ts'
 import { SseStream } from '../sse.ts'
 
 export function responsesRoute(ctx: ServerContext): Router {
   const router = Router()
   const store = new ResponseStore(join(ctx.settings.dataDir, 'responses'))
+  const seal = ReasoningSeal.forKeyFile(join(ctx.settings.dataDir, 'reasoning-key'))
   const ownerOf = (res: Response) => requestKey(res)?.managed?.id ?? (ctx.keys ? 'server-key' : 'no-auth')
 
   router.post('/responses', requireJsonBody, async (req, res) => {
-    const request = parseResponsesRequest(req.body)
+    const notices = new Notices()
+    const request = parseResponsesRequest(req.body, notices)
     const owner = ownerOf(res)
     const earlier = request.previous_response_id ? await store.load(request.previous_response_id, owner) : undefined
     if (request.previous_response_id && !earlier) {
       throw invalidRequest(`Previous response with id '${request.previous_response_id}' not found`, 'previous_response_id', 'previous_response_not_found')
     }
-    const chat = toChatRequest(request, earlier?.items ?? [])
+    const { chat, tools } = toChatRequest(request, earlier?.items ?? [], seal, notices)
     const model = await requireModel(ctx.folder, chat.model)
-    const plan = await planChat(chat, model)
+    const plan = await planChat(chat, model, conversationKey(req, request))
     res.locals.model = model.id
+    sendNotices(res, notices)
+    const shape: ResponseShape = { tools, seal, encryptedReasoning: includesEncryptedReasoning(request) }
     const who: ResponseIdentity = { id: `resp_${randomBytes(12).toString('hex')}`, createdAt: Math.floor(Date.now() / 1000), model: model.id }
     const keep = async (output: OutputItem[], response: Record<string, unknown>) => {
       if (request.store === false) return
@@ -46,14 +53,14 @@ export function responsesRoute(ctx: ServerContext): Router {
       if (request.stream !== true) {
         const result = await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal })
         recordUsage(res, result)
-        const output = outputItemsOf(result)
+        const output = outputItemsOf(result, shape)
         const response = responseObject(who, request, { result, output })
         await keep(output, response)
         res.json(response)
         return
       }
       const sse = new SseStream(res)
-      const writer = new ResponseStreamWriter(who, request)
+      const writer = new ResponseStreamWriter(who, request, shape)
       const send = (events: Array<{ type: string }>) => events.forEach((e) => sse.send(e, e.type))
       send(writer.start())
       const result = await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal, onProgress: (p) => send(writer.progress(p)) })
