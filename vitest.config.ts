@@ -13,6 +13,7 @@ import { defineConfig } from 'vitest/config'
  */
 const FAST = [
   'test/renderer/**/*.test.ts',
+  'test/agent-replay.test.ts',
   'test/audio-decode.test.ts',
   'test/cors.test.ts',
   'test/downloads.test.ts',
@@ -54,7 +55,7 @@ export default defineConfig({
     sequence: { sequencer: SlowestFirst },
     projects: [
       { extends: true, test: { name: 'fast', include: FAST } },
-      { extends: true, test: { name: 'engines', include: ['test/**/*.test.ts'], exclude: FAST } },
+      { extends: true, test: { name: 'engines', include: ['test/**/*.test.ts'], exclude: FAST, globalSetup: ['test/support/engines-setup.ts'] } },
     ],
   },
 })

@@ -243,8 +243,6 @@ describe('bad requests get a 4xx OpenAI error body', () => {
     ['stream as a string', { model: 'org/tiny:q8', messages: hello, stream: 'yes' }, 400, 'invalid_value', 'stream'],
     ['stream_options without stream', { model: 'org/tiny:q8', messages: hello, stream_options: { include_usage: true } }, 400, 'invalid_value', 'stream_options'],
     ['max_tokens 0', { model: 'org/tiny:q8', messages: hello, max_tokens: 0 }, 400, 'invalid_value', 'max_tokens'],
-    ['max_tokens over the model limit', { model: 'org/tiny:q8', messages: hello, max_tokens: 101 }, 400, 'invalid_value', 'max_tokens'],
-    ['max_completion_tokens over the limit', { model: 'org/tiny:q8', messages: hello, max_completion_tokens: 1000 }, 400, 'invalid_value', 'max_completion_tokens'],
     ['n = 2', { model: 'org/tiny:q8', messages: hello, n: 2 }, 400, 'unsupported_parameter', 'n'],
     ['unknown model', { model: 'nope', messages: hello }, 404, 'model_not_found', 'model'],
     ['body that is an array', [1, 2], 400, 'invalid_json', null],
@@ -257,13 +255,28 @@ describe('bad requests get a 4xx OpenAI error body', () => {
     expect(res.headers.get('x-request-id')).toBeTruthy()
   })
 
-  it('refuses a prompt plus max_tokens over the context with both numbers in the message', async () => {
+  it('serves a max_tokens past the model\'s limit, capped there (agents send 32000 to every model)', async () => {
+    for (const limit of [{ max_tokens: 32000 }, { max_completion_tokens: 1000 }]) {
+      const res = await postJson(server, '/v1/chat/completions', { model: 'org/tiny:q8', messages: hello, ...limit })
+      expect(res.status).toBe(200)
+      expect(res.json.usage.completion_tokens).toBeLessThanOrEqual(100)
+    }
+  })
+
+  it('serves a prompt whose max_tokens does not fit beside it, stopping where the context is full', async () => {
     const longText = 'the dog and the cat went to the park '.repeat(40)
     const res = await postJson(server, '/v1/chat/completions', { model: 'org/tiny:q8', messages: [{ role: 'user', content: longText }], max_tokens: 100 })
+    expect(res.status).toBe(200)
+    expect(res.json.choices[0].finish_reason).toBe('length')
+    expect(res.json.usage.prompt_tokens + res.json.usage.completion_tokens).toBeLessThanOrEqual(512)
+  })
+
+  it('refuses a prompt that does not fit by itself, with the engine\'s numbers', async () => {
+    const longText = 'the dog and the cat went to the park '.repeat(80)
+    const res = await postJson(server, '/v1/chat/completions', { model: 'org/tiny:q8', messages: [{ role: 'user', content: longText }], max_tokens: 5 })
     expect(res.status).toBe(400)
-    expect(res.json.error.code).toBe('context_length_exceeded')
-    expect(res.json.error.message).toMatch(/512/)
-    expect(res.json.error.message).toMatch(/100 in the completion/)
+    expect(res.json.error).toMatchObject({ code: 'context_length_exceeded', param: 'messages' })
+    expect(res.json.error.message).toMatch(/maximum context length is 512 tokens, and your messages take \d{3,} tokens?/)
   })
 
   it('ignores unknown fields', async () => {

@@ -200,7 +200,12 @@ describe.skipIf(!llamaBuild || !qwen3)("OpenAI's Responses API", () => {
 
   it.each([
     ['no input', { model: MODEL }, 'input', 'missing_required_parameter'],
-    ['a hosted tool', { model: MODEL, input: 'x', tools: [{ type: 'web_search' }] }, 'tools[0].type', 'unsupported_parameter'],
+    ['a client tool of OpenAI\'s own schema', { model: MODEL, input: 'x', tools: [{ type: 'local_shell' }] }, 'tools[0].type', 'unsupported_parameter'],
+    ['an MCP server', { model: MODEL, input: 'x', tools: [{ type: 'mcp', server_label: 'x', server_url: 'http://127.0.0.1:9' }] }, 'tools[0].type', 'unsupported_parameter'],
+    ['a call with no output at the end', { model: MODEL, input: [{ role: 'user', content: 'x' }, { type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' }] }, 'input[1]', 'invalid_value'],
+    ['an output with no call', { model: MODEL, input: [{ type: 'function_call_output', call_id: 'c9', output: 'x' }] }, 'input[0].call_id', 'invalid_value'],
+    ['logprobs in include', { model: MODEL, input: 'x', include: ['message.output_text.logprobs'] }, 'include[0]', 'unsupported_parameter'],
+    ['an unknown include', { model: MODEL, input: 'x', include: ['everything'] }, 'include[0]', 'invalid_value'],
     ['background', { model: MODEL, input: 'x', background: true }, 'background', 'unsupported_parameter'],
     ['an unknown previous response', { model: MODEL, input: 'x', previous_response_id: 'resp_000000000000000000000000' }, 'previous_response_id', 'previous_response_not_found'],
     ['a bad item', { model: MODEL, input: [{ type: 'function_call_output' }] }, 'input[0]', undefined],

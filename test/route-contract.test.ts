@@ -79,6 +79,17 @@ describe('what a request becomes', () => {
     expect(plain).toMatchObject({ temperature: 0, topP: 0.9, topK: 50, maxTokens: undefined, maxCompletionTokens: 100, tools: [] })
   })
 
+  it('sets aside hints it has no local equivalent for, and says so in a Warning header', async () => {
+    const { server } = await serve()
+    const res = await postJson(server, '/v1/chat/completions', { model: 'tiny', messages: hi, web_search_options: {}, verbosity: 'low' })
+    expect(res.status).toBe(200)
+    const warning = res.headers.get('warning')!
+    expect(warning).toMatch(/^299 hearth "web search was left out: Hearth runs no hosted tools", 299 hearth "'verbosity' was set aside/)
+    const quiet = await postJson(server, '/v1/chat/completions', { model: 'tiny', messages: hi, prompt_cache_key: 'conversation-7', safety_identifier: 'u1' })
+    expect(quiet.headers.get('warning')).toBeNull()
+    expect((server.engines[0]!.jobs.at(-1) as ChatJob).conversationKey).toBe('conversation-7')
+  })
+
   it('serves a token limit past the model\'s own, capped at the model\'s (agents send 32000 to every model)', async () => {
     const { server } = await serve()
     const res = await postJson(server, '/v1/chat/completions', { model: 'tiny', messages: hi, max_completion_tokens: 32000 })

@@ -10,14 +10,14 @@
  * - among equals, the one that last served the same conversation (`conversationKey`);
  * - where none shares anything, the slot that is cheapest to give up: empty, then the one holding
  *   least, preferring a slot whose conversation has been idle for a while.
- * Prompts are compared by the hashes of their messages, weighted by their length; the engine
- * compares tokens, so this is the same choice made a little coarser. A slot whose content is not
+ * Prompts are compared by the hashes of their text in pieces of a few hundred characters; the
+ * engine compares tokens, so this is the same choice made a little coarser. A slot whose content is not
  * known (its request failed) counts as empty: llama-server keeps what it pushes out in its RAM
  * cache anyway.
  */
 import { createHash } from 'node:crypto'
 
-/** One message of a prompt (the tools go with the first), by hash and size. */
+/** A piece of a prompt's text, by hash and size. */
 export interface PromptPiece {
   hash: string
   size: number
@@ -108,10 +108,16 @@ function sharedSize(held: readonly PromptPiece[], wanted: readonly PromptPiece[]
   return size
 }
 
-/** A chat request body's prompt as pieces: the tools with the first message, then one per message. */
+/** Characters per piece: a change costs the rest of its piece, about 60 tokens. */
+const PIECE_CHARACTERS = 256
+
+/** A chat request body's prompt (its tools, then its messages) as pieces of its text. */
 export function promptPieces(body: { messages: readonly unknown[]; tools?: unknown }): PromptPiece[] {
-  return body.messages.map((m, i) => {
-    const text = JSON.stringify(i === 0 ? [body.tools ?? null, m] : m)
-    return { hash: createHash('sha1').update(text).digest('base64url'), size: text.length }
-  })
+  const text = JSON.stringify([body.tools ?? null, ...body.messages])
+  const pieces: PromptPiece[] = []
+  for (let at = 0; at < text.length; at += PIECE_CHARACTERS) {
+    const piece = text.slice(at, at + PIECE_CHARACTERS)
+    pieces.push({ hash: createHash('sha1').update(piece).digest('base64url').slice(0, 16), size: piece.length })
+  }
+  return pieces
 }

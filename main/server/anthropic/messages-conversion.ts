@@ -30,6 +30,7 @@ const EFFORT: Record<string, string> = { low: 'low', medium: 'medium', high: 'hi
 const BILLING_STAMP = /^x-anthropic-billing-header:(?:\s*[\w-]+=[^;\n]*;)*[ \t]*\n?/
 
 export function toChatRequest(request: MessagesRequest, seal: ReasoningSeal, notices: Notices): ConvertedMessages {
+  checkToolPairs(request.messages)
   const { messages: edited, applied } = applyContextEdits(request.messages, request.context_management?.edits ?? [])
   const messages: OpenAiMessage[] = []
   const system = systemText(request.system)
@@ -58,6 +59,29 @@ export function toChatRequest(request: MessagesRequest, seal: ReasoningSeal, not
     ...(thinking?.type === 'enabled' ? { thinking_budget_tokens: thinking.budget_tokens } : {}),
   }
   return { chat: parseChatRequest(body, notices), appliedEdits: applied }
+}
+
+/**
+ * Each tool result answers a tool use made before it, and the conversation does not end on tool
+ * uses whose results never came: a 400 naming the block, in Anthropic's terms.
+ */
+function checkToolPairs(messages: readonly AnthropicMessage[]): void {
+  const uses = new Set<string>()
+  messages.forEach((m, i) => {
+    if (typeof m.content === 'string') return
+    m.content.forEach((block, j) => {
+      if (block.type === 'tool_use') uses.add(block.id)
+      if (block.type === 'tool_result' && !uses.has(block.tool_use_id)) {
+        throw invalidRequest(`This tool_result answers no tool_use before it: no tool_use has the id '${block.tool_use_id}'`, `messages[${i}].content[${j}].tool_use_id`)
+      }
+    })
+  })
+  const i = messages.length - 1
+  const last = messages[i]!
+  const open = typeof last.content === 'string' || last.role !== 'assistant' ? -1 : last.content.findIndex((b) => b.type === 'tool_use')
+  if (open >= 0) {
+    throw invalidRequest('The conversation ends with tool_use blocks that have no results; send their tool_result blocks in a user message after them', `messages[${i}].content[${open}]`)
+  }
 }
 
 /** The system prompt as one text, without Claude Code's billing stamp. */

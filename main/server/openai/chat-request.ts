@@ -77,9 +77,20 @@ function withReadableToolCalls(messages: ChatRequestMessage[], notices: Notices)
   })
 }
 
-/** Assistant turns say something or call something; each tool result answers a call made before it. */
+/**
+ * Assistant turns say something or call something; each tool result answers a call made before it;
+ * and a conversation does not end on calls whose results never came (the model cannot go on from
+ * there, as OpenAI and Anthropic also say).
+ */
 function checkConversation(messages: readonly ChatRequestMessage[]): void {
   const calls = new Set<string>()
+  const last = messages.at(-1)
+  if (last?.role === 'assistant' && last.tool_calls?.length) {
+    throw invalidRequest(
+      `The conversation ends with tool calls that have no results; send each result in a message with role 'tool' and its 'tool_call_id' ('${last.tool_calls[0]!.id}') after them`,
+      `messages[${messages.length - 1}].tool_calls`,
+    )
+  }
   messages.forEach((m, i) => {
     if (m.role === 'assistant') {
       if (m.content == null && !m.tool_calls?.length) {

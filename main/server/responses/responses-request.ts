@@ -200,6 +200,7 @@ export function toChatRequest(request: ResponsesRequest, earlier: readonly Input
   }
   const items = [...earlier, ...inputItemsOf(request)]
   const offset = earlier.length
+  checkCallPairs(items, offset)
   items.forEach((item, n) => {
     const where = `input[${n - offset}]`
     const type = 'type' in item ? item.type : undefined
@@ -264,6 +265,29 @@ export function toChatRequest(request: ResponsesRequest, earlier: readonly Input
     notices,
   )
   return { chat, tools }
+}
+
+/**
+ * Each output answers a call made before it, and the input does not end on calls whose outputs
+ * never came: a 400 naming the item (`input[n]`, counted in this request's input).
+ */
+function checkCallPairs(items: readonly InputItem[], offset: number): void {
+  const calls = new Set<string>()
+  let pending: number | undefined
+  items.forEach((item, n) => {
+    const type = 'type' in item ? item.type : undefined
+    if (type === 'function_call' || type === 'custom_tool_call') {
+      calls.add((item as { call_id: string }).call_id)
+      pending ??= n
+    } else if (type === 'function_call_output' || type === 'custom_tool_call_output') {
+      const id = (item as { call_id: string }).call_id
+      if (!calls.has(id)) throw invalidRequest(`This output answers no call before it: no function call has the call_id '${id}'`, `input[${n - offset}].call_id`)
+      pending = undefined
+    } else if (type !== 'reasoning') pending = undefined
+  })
+  if (pending !== undefined) {
+    throw invalidRequest("The input ends with function calls that have no outputs; send a 'function_call_output' for each after them", `input[${pending - offset}]`)
+  }
 }
 
 function chatContent(content: string | z.infer<typeof contentPart>[], where: string): unknown {

@@ -1,0 +1,59 @@
+/**
+ * The coding agents the agent suites run (Claude Code, Codex, OpenCode, Qwen Code), pinned in
+ * test/agents/package.json and its lockfile, apart from the app's dependencies: together they weigh
+ * about a gigabyte. They are installed once per lockfile into a cache outside the clone (beside the
+ * engines), by the engines project's setup, and found there by the suites.
+ */
+import { execFileSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
+import { homedir } from 'node:os'
+import { join } from 'node:path'
+import { PROJECT_ROOT } from './server-process.ts'
+
+const AGENTS_DIR = join(PROJECT_ROOT, 'test/agents')
+
+/** The agents' programs by the name their packages install. */
+export type AgentProgram = 'claude' | 'codex' | 'opencode' | 'qwen'
+
+/** Where this lockfile's agents are (or will be) installed. */
+export function agentsInstallDir(env: NodeJS.ProcessEnv = process.env): string {
+  const lock = readFileSync(join(AGENTS_DIR, 'package-lock.json'))
+  const key = createHash('sha256').update(lock).digest('hex').slice(0, 16)
+  const cache = env.HEARTH_AGENTS_CACHE ?? join(env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'hearth/agents')
+  return join(cache, key)
+}
+
+/** The path of an installed agent's program, or undefined (the suites then skip, loudly). */
+export function agentProgram(name: AgentProgram): string | undefined {
+  const path = join(agentsInstallDir(), 'node_modules/.bin', name)
+  return existsSync(path) ? path : undefined
+}
+
+/**
+ * Installs the pinned agents into the cache, unless they are there already; returns an error
+ * message when the registry cannot be reached, so the suites can say why they skip. `npm install`
+ * from the lockfile, as `npm ci` refuses it: some agents name optional packages the registry lacks.
+ */
+export function installAgents(log: (line: string) => void = console.log): string | undefined {
+  const dir = agentsInstallDir()
+  if (existsSync(join(dir, '.complete'))) return undefined
+  const partial = `${dir}.partial-${process.pid}`
+  rmSync(partial, { recursive: true, force: true })
+  mkdirSync(partial, { recursive: true })
+  copyFileSync(join(AGENTS_DIR, 'package.json'), join(partial, 'package.json'))
+  copyFileSync(join(AGENTS_DIR, 'package-lock.json'), join(partial, 'package-lock.json'))
+  log(`installing the coding agents for the agent suites into ${dir} (about 1 GB, once per lockfile)`)
+  const started = performance.now()
+  try {
+    execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: partial, stdio: ['ignore', 'ignore', 'pipe'] })
+  } catch (e) {
+    rmSync(partial, { recursive: true, force: true })
+    return `npm install of test/agents failed: ${(e as { stderr?: Buffer }).stderr?.toString().trim().slice(-400) ?? String(e)}`
+  }
+  rmSync(dir, { recursive: true, force: true })
+  renameSync(partial, dir)
+  execFileSync('touch', [join(dir, '.complete')])
+  log(`coding agents installed in ${Math.round((performance.now() - started) / 1000)} s`)
+  return undefined
+}
