@@ -9,6 +9,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ChatJob, ChatMessage, ChatResult, EngineJob } from '../native-models/engine/engine-protocol.ts'
+import { REFUSED_MESSAGES_FIELDS } from '../main/server/anthropic/messages-request.ts'
+import { SET_ASIDE_CHAT_FIELDS, UNSUPPORTED_CHAT_FIELDS } from '../main/server/openai/chat-request-schema.ts'
+import { REFUSED_RESPONSES_FIELDS } from '../main/server/responses/responses-request.ts'
 import { ModelError } from '../native-models/errors.ts'
 import { plainScript, startInProcessServer, type InProcessServer, type Script } from './support/in-process-server.ts'
 import { readResponse } from './support/server-process.ts'
@@ -304,5 +307,22 @@ describe('malformed history', () => {
     const res = await replay(claude, { ...claude.body!, messages })
     expect(res.status).toBe(400)
     expect(res.json.error.message).toMatch(/toolu_gone/)
+  })
+})
+
+describe('docs/agents.md', () => {
+  const doc = readFileSync(join(import.meta.dirname, '..', 'docs', 'agents.md'), 'utf8')
+  const named = (field: string) => ['`', ':', ' ', '.'].some((after) => doc.includes(`\`${field}${after}`))
+
+  it.each(['claude', 'codex', 'opencode', 'qwen'])('decides every field and header %s sends', (agent) => {
+    const { requests } = recording(agent)
+    const fields = new Set(requests.flatMap((r) => [...Object.keys(r.body ?? {}), ...Object.keys(r.headers)]))
+    const undecided = [...fields].filter((f) => !['accept', 'content-type'].includes(f) && !named(f))
+    expect(undecided, 'fields a recorded request sends that docs/agents.md does not decide').toEqual([])
+  })
+
+  it('names every field a route refuses or sets aside', () => {
+    const fields = [REFUSED_MESSAGES_FIELDS, REFUSED_RESPONSES_FIELDS, UNSUPPORTED_CHAT_FIELDS, SET_ASIDE_CHAT_FIELDS].flatMap((table) => Object.keys(table))
+    expect(fields.filter((f) => !named(f))).toEqual([])
   })
 })

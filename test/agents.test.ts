@@ -1,0 +1,109 @@
+/**
+ * The coding agents themselves (pinned in test/agents, installed by the engines project's setup),
+ * run headless against the server, each set up as `npm run launch` sets it up, on a small random
+ * model with a real vocabulary and Qwen 2.5's tool template that answers "OK" and ends its turn.
+ * Each agent runs a session, then continues it: every request it sends is answered 2xx, it ends
+ * without an API error, and the continued session reads its prompt back from the cache.
+ */
+import { spawn } from 'node:child_process'
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { agentById, type LaunchTarget } from '../main/cli/agent-setups.ts'
+import type { RequestRecord } from '../main/server/request-history.ts'
+import { agentProgram, type AgentProgram } from './support/agent-programs.ts'
+import { familyModel } from './support/family-models.ts'
+import { PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'
+import { sharedFixture } from './support/shared-fixtures.ts'
+import { llamaBuild } from './support/upstream-servers.ts'
+
+const MODEL = 'qwen25-ok'
+const CONTEXT = 65536
+const template = sharedFixture('chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja')
+const agents: AgentProgram[] = ['claude', 'codex', 'opencode', 'qwen']
+const missing = agents.filter((a) => !agentProgram(a))
+if (!llamaBuild) console.warn('*** SKIPPED: llama.cpp is not built on this machine (npm run build:engines); the agents suite cannot run')
+if (missing.length) console.warn(`*** SKIPPED: the coding agents ${missing.join(', ')} are not installed (the engines project's setup installs them from test/agents)`)
+
+/** How each agent runs a prompt headless, and continues its last session with another. */
+const HEADLESS: Record<AgentProgram, { start: (prompt: string) => string[]; resume: (prompt: string) => string[] }> = {
+  claude: { start: (p) => ['-p', p], resume: (p) => ['-p', '--continue', p] },
+  codex: { start: (p) => ['exec', '--skip-git-repo-check', p], resume: (p) => ['exec', '--skip-git-repo-check', 'resume', '--last', p] },
+  opencode: { start: (p) => ['run', p], resume: (p) => ['run', '--continue', p] },
+  qwen: { start: (p) => ['--yolo', p], resume: (p) => ['--yolo', '--continue', p] },
+}
+
+describe.skipIf(!llamaBuild || !template || missing.length > 0)('coding agents against Hearth', () => {
+  let server: TestServer
+  let work: string
+
+  beforeAll(async () => {
+    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-agents-'))
+    const spec = { template: 'Qwen-Qwen2.5-7B-Instruct', vocabulary: 'qwen3' as const, contextLength: CONTEXT, reply: ['Ċ', 'OK'] }
+    copyFileSync(familyModel(join(PROJECT_ROOT, 'test/artifacts/family-models'), spec, readFileSync(template!, 'utf8')), join(modelsDir, `${MODEL}.gguf`))
+    writeFileSync(join(modelsDir, 'models.json'), JSON.stringify({ models: [{ id: MODEL, file: `${MODEL}.gguf`, max_completion_tokens: 1024 }] }))
+    server = await startTestServer({ modelsDir })
+    work = mkdtempSync(join(tmpdir(), 'hearth-agent-work-'))
+  })
+
+  afterAll(async () => {
+    await server?.stop()
+  })
+
+  async function requestLog(): Promise<RequestRecord[]> {
+    const res = await fetch(`${server.url}/api/requests`, { headers: { authorization: `Bearer ${server.apiKey}` } })
+    return ((await res.json()) as { requests: RequestRecord[] }).requests
+  }
+
+  /** Runs the agent as `npm run launch` would set it up; what it printed, and the requests it made. */
+  async function runAgent(name: AgentProgram, args: string[], home: string, project: string) {
+    const agent = agentById(name)!
+    const target: LaunchTarget = { url: server.url, key: server.apiKey, model: MODEL, contextLength: CONTEXT, maxCompletionTokens: 1024, configDir: join(home, 'hearth-agents') }
+    const launch = agent.launch(target)
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home, ...launch.env }
+    const before = new Set((await requestLog()).map((r) => r.id))
+    const { code, output } = await run(agentProgram(name)!, [...launch.args, ...args], project, env)
+    const requests = (await requestLog()).filter((r) => !before.has(r.id))
+    return { code, output, requests }
+  }
+
+  it.each(agents)('%s: a session and its continuation, every request answered, the prompt read back from the cache', async (name) => {
+    const home = join(work, name, 'home')
+    const project = join(work, name, 'project')
+    mkdirSync(home, { recursive: true })
+    mkdirSync(project, { recursive: true })
+    writeFileSync(join(project, 'notes.txt'), 'The meeting is on Tuesday.\n')
+
+    const first = await runAgent(name, HEADLESS[name].start('What does notes.txt say?'), home, project)
+    expect(first.code, first.output).toBe(0)
+    expect(first.output).toContain('OK')
+    expect(first.output).not.toMatch(/API Error|error from the server|stream disconnected/i)
+    expect(first.requests.length).toBeGreaterThan(0)
+    for (const r of first.requests) expect(r.status, `${r.method} ${r.path} ${r.code}`).toBeLessThan(300)
+
+    const second = await runAgent(name, HEADLESS[name].resume('And the time?'), home, project)
+    expect(second.code, second.output).toBe(0)
+    expect(second.output).not.toMatch(/API Error|error from the server|stream disconnected/i)
+    for (const r of second.requests) expect(r.status, `${r.method} ${r.path} ${r.code}`).toBeLessThan(300)
+    // The continued conversation: its prompt is the first session's and a little more.
+    const main = second.requests.filter((r) => r.prompt_tokens).sort((a, b) => b.prompt_tokens! - a.prompt_tokens!)[0]!
+    console.log(`${name}: ${first.requests.length} + ${second.requests.length} requests; continued prompt ${main.prompt_tokens} tokens, ${main.cached_tokens} from cache`)
+    expect(main.cached_tokens! / main.prompt_tokens!).toBeGreaterThan(0.9)
+  }, 300_000)
+})
+
+function run(program: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let output = ''
+    child.stdout.on('data', (d: Buffer) => (output += d))
+    child.stderr.on('data', (d: Buffer) => (output += d))
+    const timer = setTimeout(() => child.kill('SIGKILL'), 240_000)
+    child.once('error', reject)
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      resolve({ code, output })
+    })
+  })
+}
