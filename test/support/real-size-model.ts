@@ -4,7 +4,8 @@
  * query and 4 key/value heads, FFN 5632, a 32,000-token vocabulary, ChatML. Written as F16 tensor by
  * tensor (2.2 GB never sits in memory at once); llama-quantize makes the quantized file from it.
  */
-import { writeGgufLazily, type LazyGgufTensor } from './gguf-writer.ts'
+import { familyTokenizer, type FamilyModelSpec } from './family-models.ts'
+import { kv, writeGgufLazily, type GgufEntry, type LazyGgufTensor } from './gguf-writer.ts'
 import { buildSpmVocab, CHATML_TEMPLATE, createRng, llamaMetadata, TOKEN_TYPE } from './tiny-models.ts'
 
 export interface LlamaShape {
@@ -85,6 +86,83 @@ export function writeRealSizeLlama(path: string, shape: LlamaShape = TINYLLAMA_1
     data: () => {
       const data = output.data()
       for (let id = 0; id < nVocab; id++) if (vocab.types[id] !== TOKEN_TYPE.NORMAL) data.fill(0, id * embd, (id + 1) * embd)
+      return data
+    },
+  })
+  writeGgufLazily(path, { metadata, tensors })
+}
+
+/** Qwen2.5-Coder-0.5B's shape (as a llama, without its attention biases), with a 32k context. */
+export const QWEN25_CODER_0_5B: Omit<LlamaShape, 'vocabularySize'> = {
+  layers: 24,
+  embd: 896,
+  heads: 14,
+  kvHeads: 2,
+  ff: 4864,
+  contextLength: 32768,
+}
+
+/**
+ * A random-weight model of a real size with a real family's tokenizer and chat template (see
+ * family-models.ts): what an agent's prompt costs depends on its token count, so the agent
+ * benchmark needs a real vocabulary as well as a real size. Written as F16, tensor by tensor.
+ */
+export function writeRealSizeFamilyModel(path: string, spec: FamilyModelSpec, templateText: string, shape = QWEN25_CODER_0_5B, seed = 11): void {
+  const { tokens, types, metadata: tokenizerMetadata } = familyTokenizer(spec, templateText)
+  const { embd, ff, layers } = shape
+  const kvWidth = (embd / shape.heads) * shape.kvHeads
+  const metadata: GgufEntry[] = [
+    kv.str('general.architecture', 'llama'),
+    kv.str('general.name', `random-${spec.template}-shape`),
+    kv.u32('general.file_type', 1),
+    kv.u32('llama.context_length', shape.contextLength),
+    kv.u32('llama.embedding_length', embd),
+    kv.u32('llama.block_count', layers),
+    kv.u32('llama.feed_forward_length', ff),
+    kv.u32('llama.attention.head_count', shape.heads),
+    kv.u32('llama.attention.head_count_kv', shape.kvHeads),
+    kv.u32('llama.rope.dimension_count', embd / shape.heads),
+    kv.f32('llama.rope.freq_base', 1_000_000),
+    kv.f32('llama.attention.layer_norm_rms_epsilon', 1e-6),
+    kv.u32('llama.vocab_size', tokens.length),
+    ...tokenizerMetadata,
+  ]
+  const rng = createRng(seed)
+  const random = (name: string, dims: number[], scale = 1 / Math.sqrt(dims[0]!)): LazyGgufTensor => ({
+    name,
+    shape: dims,
+    type: 'F16',
+    data: () => {
+      const out = new Float32Array(dims[0]! * dims[1]!)
+      for (let i = 0; i < out.length; i++) out[i] = (rng() * 2 - 1) * scale
+      return out
+    },
+  })
+  const ones = (name: string): LazyGgufTensor => ({ name, shape: [embd], type: 'F32', data: () => new Float32Array(embd).fill(1) })
+  const tensors: LazyGgufTensor[] = [random('token_embd.weight', [embd, tokens.length], 1)]
+  for (let l = 0; l < layers; l++) {
+    const p = `blk.${l}.`
+    tensors.push(
+      ones(p + 'attn_norm.weight'),
+      random(p + 'attn_q.weight', [embd, embd]),
+      random(p + 'attn_k.weight', [embd, kvWidth]),
+      random(p + 'attn_v.weight', [embd, kvWidth]),
+      random(p + 'attn_output.weight', [embd, embd]),
+      ones(p + 'ffn_norm.weight'),
+      random(p + 'ffn_gate.weight', [embd, ff]),
+      random(p + 'ffn_up.weight', [embd, ff]),
+      random(p + 'ffn_down.weight', [ff, embd]),
+    )
+  }
+  const output = random('output.weight', [embd, tokens.length], 1)
+  tensors.push(ones('output_norm.weight'), {
+    ...output,
+    // Special tokens never win: an answer runs to its token limit, the same length on both sides.
+    data: () => {
+      const data = output.data()
+      types.forEach((type, id) => {
+        if (type !== TOKEN_TYPE.NORMAL) data.fill(0, id * embd, (id + 1) * embd)
+      })
       return data
     },
   })

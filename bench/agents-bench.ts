@@ -1,0 +1,223 @@
+/**
+ * Agent sessions, replayed: Hearth against llama-server built from the same source and run with
+ * its own defaults (`-t 1 -tb 1` aside), one inference thread each, both engines pinned to the
+ * same core, on a random-weight model of a real size with a real tokenizer and tool template
+ * (Qwen2.5-Coder-0.5B's shape, Qwen's vocabulary and template, Q8_0).
+ *
+ * The session is Claude Code's, as recorded (test/fixtures/agents/claude.json): its real system
+ * prompt and tools (about 11k tokens), six turns that each add a tool call and its result, and two
+ * title requests in between; every request carries the billing stamp as the interactive Claude Code
+ * sends it, with a `cch` that changes per request. Both sides get the same bodies on their
+ * Anthropic Messages route (llama-server has its own), with `max_tokens: 16` and `temperature: 0`
+ * so that each answer costs the same (a random model writes to its limit).
+ *
+ * Figures and targets (issue 24):
+ * - the session: total time ≥ 1.0× llama-server's, cache reads ≥ llama-server's;
+ * - the session resumed after the model was unloaded (idle TTL) and after a restart: ≥ 3× faster
+ *   than llama-server, which has to read everything again;
+ * - three sessions at once on a model with two slots (llama-server with `-np 2` and the same
+ *   context per slot as Hearth): ≥ 1.0×.
+ */
+import { execFileSync } from 'node:child_process'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs'
+import { availableParallelism, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { engineCacheDir, findLlamaBuild, programPath, type LlamaBuild } from '../native-models/native-build/llama-build.ts'
+import { writeRealSizeFamilyModel, QWEN25_CODER_0_5B } from '../test/support/real-size-model.ts'
+import { startTestServer, type TestServer } from '../test/support/server-process.ts'
+import { startUpstreamProgram, type UpstreamServer } from '../test/support/upstream-servers.ts'
+import { fmt } from './bench-server.ts'
+import { CLIENT_CORES, ENGINE_CORE, pinEngines, pinProcess } from './cores.ts'
+
+const MODEL = 'coder-0.5b'
+const ROOT = join(import.meta.dirname, '..')
+const TURNS = 6
+const TITLES_AFTER = new Set([2, 4])
+const CONTEXT = QWEN25_CODER_0_5B.contextLength
+
+interface Side {
+  name: string
+  url: string
+  headers: Record<string, string>
+}
+
+interface Outcome {
+  ms: number
+  promptTokens: number
+  cachedTokens: number
+}
+
+/** The benchmark's model, made once and kept in the engine cache. */
+export function agentBenchModel(build: LlamaBuild): string {
+  const dir = join(engineCacheDir(), 'bench-models')
+  const path = join(dir, 'random-qwen2.5-coder-0.5b-shape-Q8_0.gguf')
+  if (existsSync(path)) return path
+  mkdirSync(dir, { recursive: true })
+  const f16 = join(dir, 'random-qwen2.5-coder-0.5b-shape-F16.gguf.partial')
+  console.log('writing a random-weight model shaped like Qwen2.5-Coder-0.5B with its tokenizer (F16), then quantizing it to Q8_0…')
+  const template = readFileSync(join(ROOT, '..', 'shared', 'fixtures', 'chat-templates', 'Qwen-Qwen2.5-7B-Instruct.jinja'), 'utf8')
+  writeRealSizeFamilyModel(f16, { template: 'Qwen-Qwen2.5-7B-Instruct', vocabulary: 'qwen3' }, template)
+  execFileSync(programPath(build.dir, 'llama-quantize'), [f16, `${path}.partial`, 'Q8_0', String(availableParallelism())], { stdio: 'ignore' })
+  renameSync(`${path}.partial`, path)
+  rmSync(f16)
+  return path
+}
+
+/** Claude Code's session, built from its recorded first request: one body per request, in order. */
+export function claudeSession(task: string, sessionId: string): Array<{ kind: 'turn' | 'title'; body: Record<string, unknown> }> {
+  const recorded = JSON.parse(readFileSync(join(ROOT, 'test/fixtures/agents/claude.json'), 'utf8')) as { requests: Array<{ method: string; body?: Record<string, unknown> }> }
+  const first = recorded.requests.find((r) => r.method === 'POST' && Array.isArray(r.body?.tools))!.body!
+  const system = first.system as Array<{ type: string; text: string }>
+  const version = `2.1.328.${sessionId.slice(0, 3)}`
+  // Interactive Claude Code stamps each request with its own `cch`.
+  const stamped = (entrypoint: string) => [{ type: 'text', text: `x-anthropic-billing-header: cc_version=${version}; cc_entrypoint=${entrypoint}; cch=${randomHex(5)};` }, ...system.slice(1)]
+  const metadata = { user_id: JSON.stringify({ device_id: 'bench', account_uuid: '', session_id: sessionId }) }
+  const common = { model: MODEL, max_tokens: 16, temperature: 0, stream: false, metadata }
+  const opening = (first.messages as Array<{ role: string; content: unknown }>).map((m) =>
+    m.role === 'user' && Array.isArray(m.content) ? { ...m, content: [...(m.content as unknown[]).slice(0, -1), { type: 'text', text: task }] } : m,
+  )
+  const messages: unknown[] = [...opening]
+  const requests: Array<{ kind: 'turn' | 'title'; body: Record<string, unknown> }> = []
+  const turn = () => ({ ...first, ...common, system: stamped('cli'), messages: [...messages] })
+  requests.push({ kind: 'turn', body: turn() })
+  for (let i = 1; i <= TURNS; i++) {
+    const id = `toolu_bench_${i}`
+    messages.push({ role: 'assistant', content: [{ type: 'text', text: `Reading part ${i}.` }, { type: 'tool_use', id, name: 'Read', input: { file_path: `/home/user/project/src/part${i}.ts` } }] })
+    messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content: sourceFile(i) }] })
+    requests.push({ kind: 'turn', body: turn() })
+    if (TITLES_AFTER.has(i)) {
+      requests.push({
+        kind: 'title',
+        body: { ...common, system: [...stamped('cli').slice(0, 1), { type: 'text', text: 'Write a title of three to seven words, in sentence case, for a coding session that starts with the message below. Only the title.' }], messages: [{ role: 'user', content: task }] },
+      })
+    }
+  }
+  return requests
+}
+
+/** A made-up source file, the same every run: a tool's result of a few hundred tokens. */
+function sourceFile(part: number): string {
+  const lines = Array.from({ length: 40 }, (_, i) => `export function step${part}_${i}(input: number): number {\n  return input * ${i + part} + ${(i * 7 + part) % 13}\n}`)
+  return `// src/part${part}.ts\n${lines.join('\n')}`
+}
+
+function randomHex(n: number): string {
+  return Array.from({ length: n }, () => Math.floor(Math.random() * 16).toString(16)).join('')
+}
+
+async function send(side: Side, body: Record<string, unknown>): Promise<Outcome> {
+  const started = performance.now()
+  const res = await fetch(`${side.url}/v1/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', ...side.headers },
+    body: JSON.stringify(body),
+  })
+  const text = await res.text()
+  if (!res.ok) throw new Error(`${side.name}: ${res.status} ${text.slice(0, 500)}`)
+  const usage = (JSON.parse(text) as { usage: { input_tokens: number; cache_read_input_tokens?: number } }).usage
+  const cached = usage.cache_read_input_tokens ?? 0
+  return { ms: performance.now() - started, promptTokens: usage.input_tokens + cached, cachedTokens: cached }
+}
+
+async function replay(side: Side, requests: Array<{ body: Record<string, unknown> }>): Promise<Outcome> {
+  const total: Outcome = { ms: 0, promptTokens: 0, cachedTokens: 0 }
+  for (const { body } of requests) {
+    const o = await send(side, body)
+    total.ms += o.ms
+    total.promptTokens += o.promptTokens
+    total.cachedTokens += o.cachedTokens
+  }
+  return total
+}
+
+/** llama-server with its own defaults, one thread, on the engine core. */
+async function startUpstream(build: LlamaBuild, file: string, extra: string[] = []): Promise<UpstreamServer & { side: Side }> {
+  const server = await startUpstreamProgram(build, 'llama-server', ['--model', file, '--alias', MODEL, '--threads', '1', '--threads-batch', '1', '--no-webui', ...extra], { cpus: ENGINE_CORE })
+  return { ...server, side: { name: 'llama-server', url: server.url, headers: {} } }
+}
+
+/** Hearth on `modelsDir` (and `dataDir`, to keep its slot cache across a restart), its engine on the engine core. */
+async function startHearth(modelsDir: string, dataDir: string, args: string[] = []): Promise<{ server: TestServer; side: Side }> {
+  const server = await startTestServer({ modelsDir, dataDir, threads: 1, args })
+  pinProcess(server.process.pid!, CLIENT_CORES)
+  const side = { name: 'Hearth', url: server.url, headers: { authorization: `Bearer ${server.apiKey}` } }
+  // Loaded before the measured requests, as llama-server is once it answers; then pinned.
+  const loaded = await fetch(`${server.url}/api/models/${MODEL}/load`, { method: 'POST', headers: side.headers })
+  if (!loaded.ok) throw new Error(`Hearth did not load the model: ${loaded.status} ${await loaded.text()}`)
+  pinEngines(server.process.pid!)
+  return { server, side }
+}
+
+function line(name: string, hearth: number, upstream: number, unit: string, target: string): number {
+  const ratio = upstream / hearth
+  console.log(`${name.padEnd(44)} hearth ${fmt(hearth / 1000, 1).padStart(7)} ${unit}  llama-server ${fmt(upstream / 1000, 1).padStart(7)} ${unit}  ${fmt(ratio, 2)}× (target ${target})`)
+  return ratio
+}
+
+export async function runAgentBench(): Promise<Record<string, number>> {
+  const build = findLlamaBuild()
+  if (!build) throw new Error('llama.cpp is not built on this machine: npm run build:engines')
+  const file = agentBenchModel(build)
+  const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-agent-bench-'))
+  copyFileSync(file, join(modelsDir, `${MODEL}.gguf`))
+  const figures: Record<string, number> = {}
+  console.log(`\n# agent sessions: Claude Code's session replayed, ${TURNS} turns and ${TITLES_AFTER.size} title requests, Hearth against llama-server (speed-ups: llama-server's time over Hearth's)`)
+
+  // 1. One session, from nothing to its sixth turn.
+  {
+    const session = claudeSession('Find the bug in the step functions and fix it.', '6a1f0c2e-0000-4000-8000-000000000001')
+    const upstream = await startUpstream(build, file)
+    const upstreamRun = await replay(upstream.side, session).finally(() => upstream.stop())
+    const hearth = await startHearth(modelsDir, mkdtempSync(join(tmpdir(), 'hearth-agent-bench-data-')))
+    const hearthRun = await replay(hearth.side, session).finally(() => hearth.server.stop())
+    figures.session_speedup = line('session, total time', hearthRun.ms, upstreamRun.ms, 's', '≥ 1.0×')
+    figures.session_cached_tokens = hearthRun.cachedTokens
+    figures.session_cached_tokens_upstream = upstreamRun.cachedTokens
+    console.log(`${'session, prompt tokens read from cache'.padEnd(44)} hearth ${hearthRun.cachedTokens} of ${hearthRun.promptTokens}  llama-server ${upstreamRun.cachedTokens} of ${upstreamRun.promptTokens} (target ≥ llama-server's)`)
+  }
+
+  // 2. The session resumed for one more turn after an idle unload, and after a restart.
+  {
+    const session = claudeSession('Rename the step functions to something clearer.', '6a1f0c2e-0000-4000-8000-000000000002')
+    const resume = session.at(-1)!
+    const dataDir = mkdtempSync(join(tmpdir(), 'hearth-agent-bench-data-'))
+    let hearth = await startHearth(modelsDir, dataDir)
+    let unloaded: Outcome
+    let restarted: Outcome
+    try {
+      await replay(hearth.side, session.slice(0, -1))
+      await fetch(`${hearth.side.url}/api/models/${MODEL}/unload`, { method: 'POST', headers: hearth.side.headers })
+      await fetch(`${hearth.side.url}/api/models/${MODEL}/load`, { method: 'POST', headers: hearth.side.headers })
+      pinEngines(hearth.server.process.pid!)
+      unloaded = await send(hearth.side, resume.body)
+      await hearth.server.stop()
+      hearth = await startHearth(modelsDir, dataDir)
+      restarted = await send(hearth.side, resume.body)
+    } finally {
+      await hearth.server.stop()
+    }
+    // llama-server keeps nothing across a restart: the resumed turn reads the whole prompt.
+    const upstream = await startUpstream(build, file)
+    const upstreamResumed = await send(upstream.side, resume.body).finally(() => upstream.stop())
+    figures.resumed_after_unload_speedup = line('resumed after an idle unload, one turn', unloaded.ms, upstreamResumed.ms, 's', '≥ 3×')
+    figures.resumed_after_restart_speedup = line('resumed after a restart, one turn', restarted.ms, upstreamResumed.ms, 's', '≥ 3×')
+    console.log(`${''.padEnd(44)} cache reads: ${unloaded.cachedTokens} and ${restarted.cachedTokens} of ${unloaded.promptTokens} tokens; llama-server ${upstreamResumed.cachedTokens}`)
+  }
+
+  // 3. Three sessions at once on two slots.
+  {
+    const sessions = ['Add tests for the step functions.', 'Document the step functions.', 'Make the step functions faster.'].map((task, i) => claudeSession(task, `6a1f0c2e-0000-4000-8000-00000000001${i}`))
+    const together = async (side: Side) => {
+      const started = performance.now()
+      const runs = await Promise.all(sessions.map((s) => replay(side, s)))
+      return { ms: performance.now() - started, cachedTokens: runs.reduce((n, r) => n + r.cachedTokens, 0), promptTokens: runs.reduce((n, r) => n + r.promptTokens, 0) }
+    }
+    const upstream = await startUpstream(build, file, ['--parallel', '2', '--ctx-size', String(2 * CONTEXT)])
+    const upstreamRun = await together(upstream.side).finally(() => upstream.stop())
+    const hearth = await startHearth(modelsDir, mkdtempSync(join(tmpdir(), 'hearth-agent-bench-data-')), ['--parallel', '2'])
+    const hearthRun = await together(hearth.side).finally(() => hearth.server.stop())
+    figures.three_sessions_speedup = line('three sessions at once, two slots', hearthRun.ms, upstreamRun.ms, 's', '≥ 1.0×')
+    console.log(`${''.padEnd(44)} cache reads: hearth ${hearthRun.cachedTokens} of ${hearthRun.promptTokens}, llama-server ${upstreamRun.cachedTokens} of ${upstreamRun.promptTokens}`)
+  }
+  return figures
+}

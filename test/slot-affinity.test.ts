@@ -1,0 +1,83 @@
+/**
+ * How Hearth picks a llama-server slot for a chat request (native-models/llama-server/
+ * slot-affinity.ts): a conversation comes back to the slot that holds it, and side requests and
+ * other conversations take the slot that is cheapest to give up.
+ */
+import { describe, expect, it } from 'vitest'
+import { promptPieces, SlotAffinity } from '../native-models/llama-server/slot-affinity.ts'
+
+const SYSTEM = { role: 'system', content: 'You are a coding agent. '.repeat(200) }
+const tools = [{ type: 'function', function: { name: 'read', parameters: { type: 'object' } } }]
+const conversation = (...turns: string[]) => promptPieces({ tools, messages: [SYSTEM, ...turns.map((t, i) => ({ role: i % 2 ? 'assistant' : 'user', content: t }))] })
+const title = promptPieces({ messages: [{ role: 'system', content: 'Write a title of five words.' }, { role: 'user', content: 'Fix the bug' }] })
+
+/** Runs a request through the chooser: takes a slot, then releases it holding the prompt. */
+function serve(affinity: SlotAffinity, pieces: ReturnType<typeof promptPieces>, key?: string): number | undefined {
+  const slot = affinity.take(pieces, key)
+  if (slot !== undefined) affinity.release(slot, pieces, key)
+  return slot
+}
+
+describe('slot affinity', () => {
+  it('brings a conversation back to the slot that holds its start', () => {
+    const affinity = new SlotAffinity(2)
+    const slot = serve(affinity, conversation('Fix the bug'), 'session-a')
+    expect(serve(affinity, title)).not.toBe(slot)
+    expect(serve(affinity, conversation('Fix the bug', 'Reading the file', 'Here it is'), 'session-a')).toBe(slot)
+  })
+
+  it('gives a side request of the same session a slot of its own, not the session\'s', () => {
+    const affinity = new SlotAffinity(2)
+    const main = serve(affinity, conversation('Fix the bug', 'ok', 'and the test'), 'session-a')
+    expect(serve(affinity, title, 'session-a')).not.toBe(main)
+    expect(serve(affinity, title, 'session-a')).not.toBe(main) // the title's own slot again
+    expect(serve(affinity, conversation('Fix the bug', 'ok', 'and the test', 'done', 'thanks'), 'session-a')).toBe(main)
+  })
+
+  it('keeps a long conversation when a sub-agent shares only its system prompt, and each finds its slot again', () => {
+    const affinity = new SlotAffinity(2)
+    const history = (task: string) => [task, 'file contents '.repeat(400), 'and the next one']
+    const main = serve(affinity, conversation(...history('Main task')), 'session')
+    const sub = serve(affinity, conversation('Explore the tests'), 'session')
+    expect(sub).not.toBe(main)
+    expect(serve(affinity, conversation(...history('Main task'), 'ok', 'go on'), 'session')).toBe(main)
+    expect(serve(affinity, conversation('Explore the tests', 'found three', 'which?'), 'session')).toBe(sub)
+  })
+
+  it('lets a short conversation that shares the system prompt reuse it rather than compute it again', () => {
+    const affinity = new SlotAffinity(2)
+    const first = serve(affinity, conversation('Task A'), 'a')
+    expect(serve(affinity, conversation('Task B'), 'b')).toBe(first)
+  })
+
+  it('finds the shared start inside one long message, as the engine\'s token cache does', () => {
+    const affinity = new SlotAffinity(2)
+    const words = 'the quick brown fox jumps over the lazy dog '.repeat(100)
+    const first = serve(affinity, promptPieces({ messages: [{ role: 'user', content: `${words} first` }] }))
+    expect(serve(affinity, promptPieces({ messages: [{ role: 'user', content: `${words} second` }] }))).toBe(first)
+  })
+
+  it('gives up a conversation that went stale before one that just paused', () => {
+    let now = 0
+    const affinity = new SlotAffinity(2, () => now)
+    const old = serve(affinity, conversation('Old task', 'long answer '.repeat(500)), 'old')
+    now = 6 * 60_000
+    const recent = serve(affinity, title, 'recent')
+    expect(recent).not.toBe(old)
+    now = 15 * 60_000
+    // The old conversation, idle for 15 minutes, costs nothing to give up; the title of 9 minutes ago does.
+    expect(serve(affinity, promptPieces({ messages: [{ role: 'user', content: 'Something else entirely' }] }))).toBe(old)
+  })
+
+  it('leaves the choice to llama-server when every slot is busy, and knows its slots again after a restart', () => {
+    const affinity = new SlotAffinity(1)
+    expect(affinity.take(title, undefined)).toBe(0)
+    expect(affinity.take(title, undefined)).toBeUndefined()
+    affinity.release(0, conversation('Saved task'), 'saved')
+    const restarted = new SlotAffinity(2)
+    const held = new SlotAffinity(2)
+    held.release(1, conversation('Saved task'), 'saved')
+    restarted.restore(held.snapshot(), (slot) => slot === 1)
+    expect(restarted.take(conversation('Saved task', 'ok', 'go on'), 'saved')).toBe(1)
+  })
+})
