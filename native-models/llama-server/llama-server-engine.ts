@@ -462,7 +462,7 @@ function checkContext(promptTokens: number, limit: number): void {
 function contextExceeded(promptTokens: number, limit: number): ModelError {
   return new ModelError(
     'context_length_exceeded',
-    `This model's maximum context length is ${limit} tokens, and your messages take ${promptTokens}, ` +
+    `This model's maximum context length is ${limit} tokens, and your messages take ${promptTokens} tokens, ` +
       'which leaves no room for an answer. Shorten the messages, or give the model a longer context.',
     'messages',
     { promptTokens, contextLength: limit },
