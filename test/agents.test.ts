@@ -41,8 +41,8 @@ describe.skipIf(!llamaBuild || !template || missing.length > 0)('coding agents a
   beforeAll(async () => {
     const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-agents-'))
     const spec = { template: 'Qwen-Qwen2.5-7B-Instruct', vocabulary: 'qwen3' as const, contextLength: CONTEXT, reply: ['Ċ', 'OK'] }
+    // No catalog entry: the agents' own defaults (max_tokens 32000 and the like) meet a default model.
     copyFileSync(familyModel(join(PROJECT_ROOT, 'test/artifacts/family-models'), spec, readFileSync(template!, 'utf8')), join(modelsDir, `${MODEL}.gguf`))
-    writeFileSync(join(modelsDir, 'models.json'), JSON.stringify({ models: [{ id: MODEL, file: `${MODEL}.gguf`, max_completion_tokens: 1024 }] }))
     server = await startTestServer({ modelsDir })
     work = mkdtempSync(join(tmpdir(), 'hearth-agent-work-'))
   })
@@ -59,7 +59,7 @@ describe.skipIf(!llamaBuild || !template || missing.length > 0)('coding agents a
   /** Runs the agent as `npm run launch` would set it up; what it printed, and the requests it made. */
   async function runAgent(name: AgentProgram, args: string[], home: string, project: string) {
     const agent = agentById(name)!
-    const target: LaunchTarget = { url: server.url, key: server.apiKey, model: MODEL, contextLength: CONTEXT, maxCompletionTokens: 1024, configDir: join(home, 'hearth-agents') }
+    const target: LaunchTarget = { url: server.url, key: server.apiKey, model: MODEL, contextLength: CONTEXT, maxCompletionTokens: CONTEXT, configDir: join(home, 'hearth-agents') }
     const launch = agent.launch(target)
     const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home, ...launch.env }
     const before = new Set((await requestLog()).map((r) => r.id))

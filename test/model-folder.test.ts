@@ -133,6 +133,30 @@ describe('the record a request runs on', () => {
   })
 })
 
+describe('the context a model gets', () => {
+  it('is what the catalog asks, but no more than llama.cpp gives (the trained context), and says why', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hearth-folder-'))
+    writeTinyLlama(join(dir, 'short.gguf'), { contextLength: 512 })
+    writeFileSync(join(dir, 'models.json'), JSON.stringify({ models: [{ id: 'short', file: 'short.gguf', context_length: 65536 }] }))
+    const [model] = (await new ModelFolder(dir).scan()).models
+    expect(model).toMatchObject({ contextLength: 512, maxCompletionTokens: 512 })
+    expect(model!.contextNote).toMatch(/asks for 65536 tokens of context; the model was trained with 512/)
+  })
+
+  it('is what its engine reported giving, from the load on: in the record, the listing and the limits', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hearth-folder-'))
+    writeTinyLlama(join(dir, 'roomy.gguf'), { contextLength: 4096 })
+    const folder = new ModelFolder(dir)
+    const [before] = (await folder.cachedScan(60_000)).models
+    expect(before!.contextLength).toBe(4096)
+    expect(folder.reportEngineContext(before!, 1024)).toBe(true)
+    expect(folder.reportEngineContext(before!, 8192)).toBe(false)
+    const after = await folder.modelForRequest('roomy', 60_000)
+    expect(after).toMatchObject({ contextLength: 1024, maxCompletionTokens: 1024 })
+    expect(after!.contextNote).toMatch(/its engine gives each request 1024/)
+  })
+})
+
 describe('voice-activity models', () => {
   /** The start of whisper.cpp's Silero VAD file: magic, the model's name, then its parameters. */
   function sileroHeader(): Buffer {

@@ -3,6 +3,7 @@ import type { ModelRecord } from '../native-models/catalog/model-folder.ts'
 import type { Engine, RunOptions } from '../native-models/engine/engine-process.ts'
 import type { ChatJob, ChatResult, EngineResult } from '../native-models/engine/engine-protocol.ts'
 import { ModelError } from '../native-models/errors.ts'
+import { promptCacheBytes } from '../native-models/scheduler/memory-plan.ts'
 import { ModelScheduler } from '../native-models/scheduler/model-scheduler.ts'
 
 /** An engine whose jobs finish when the test says so. */
@@ -253,5 +254,15 @@ describe('ModelScheduler lifecycle', () => {
     await busy
     await scheduler.load(named('b'))
     expect(scheduler.loadedModelIds()).toEqual(['b'])
+  })
+})
+
+describe("a chat model's prompt cache", () => {
+  const GiB = 1024 ** 3
+  it('gets a quarter of what the budget leaves free, at least 256 MiB and at most llama-server\'s own 8 GiB', () => {
+    expect(promptCacheBytes(8 * GiB)).toBe(2 * GiB)
+    expect(promptCacheBytes(64 * GiB)).toBe(8 * GiB)
+    expect(promptCacheBytes(0)).toBe(256 * 1024 ** 2)
+    expect(promptCacheBytes(-3 * GiB)).toBe(256 * 1024 ** 2)
   })
 })

@@ -435,6 +435,8 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
     expect(await page.getByTestId('snippet').textContent()).not.toContain(key)
     // The live log lists the requests the page and the tests made.
     await expect.poll(() => page.getByTestId('request-log').getByText('POST /v1/chat/completions').count()).toBeGreaterThan(0)
+    // With the prompt's size and what of it came from the engine's cache.
+    await expect.poll(async () => (await page.getByTestId('request-prompt').allTextContents()).some((t) => /\d+ tokens/.test(t))).toBe(true)
     // What runs the models: llama.cpp built here, its commit and CPU features (or the fallback, loudly).
     const engine = page.getByTestId('engine-card')
     if (llamaBuild) {

@@ -92,6 +92,16 @@ export function writeRealSizeLlama(path: string, shape: LlamaShape = TINYLLAMA_1
   writeGgufLazily(path, { metadata, tensors })
 }
 
+/** SmolLM2-135M's shape (the smallest chat model in wide use), with a 32k context. */
+export const SMOLLM2_135M: Omit<LlamaShape, 'vocabularySize'> = {
+  layers: 30,
+  embd: 576,
+  heads: 9,
+  kvHeads: 3,
+  ff: 1536,
+  contextLength: 32768,
+}
+
 /** Qwen2.5-Coder-0.5B's shape (as a llama, without its attention biases), with a 32k context. */
 export const QWEN25_CODER_0_5B: Omit<LlamaShape, 'vocabularySize'> = {
   layers: 24,
@@ -107,7 +117,7 @@ export const QWEN25_CODER_0_5B: Omit<LlamaShape, 'vocabularySize'> = {
  * family-models.ts): what an agent's prompt costs depends on its token count, so the agent
  * benchmark needs a real vocabulary as well as a real size. Written as F16, tensor by tensor.
  */
-export function writeRealSizeFamilyModel(path: string, spec: FamilyModelSpec, templateText: string, shape = QWEN25_CODER_0_5B, seed = 11): void {
+export function writeRealSizeFamilyModel(path: string, spec: FamilyModelSpec, templateText: string, shape: Omit<LlamaShape, 'vocabularySize'>, seed = 11): void {
   const { tokens, types, metadata: tokenizerMetadata } = familyTokenizer(spec, templateText)
   const { embd, ff, layers } = shape
   const kvWidth = (embd / shape.heads) * shape.kvHeads
