@@ -32,6 +32,7 @@ const FAST = [
   'test/speech-format.test.ts',
   'test/stop-sequence-filter.test.ts',
   'test/stream-order.test.ts',
+  'test/template-messages.test.ts',
 ]
 /** Measured on a 2-core machine: 250 s, 75 s, 65 s, 50 s, 25 s, 25 s. */
 const SLOWEST_FIRST = ['test/tool-conformance.test.ts', 'test/agents.test.ts', 'test/soak.test.ts', 'test/fuzz.test.ts', 'test/translation.test.ts', 'test/ui.test.ts']

@@ -24,6 +24,7 @@
  *   context per slot as Hearth): ≥ 1.0×.
  */
 import { execFileSync } from 'node:child_process'
+import { request } from 'node:http'
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs'
 import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -112,16 +113,26 @@ function randomHex(n: number): string {
 
 async function send(side: Side, body: Record<string, unknown>): Promise<Outcome> {
   const started = performance.now()
-  const res = await fetch(`${side.url}/v1/messages`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', ...side.headers },
-    body: JSON.stringify(body),
-  })
-  const text = await res.text()
-  if (!res.ok) throw new Error(`${side.name}: ${res.status} ${text.slice(0, 500)}`)
+  const { status, text } = await post(`${side.url}/v1/messages`, { 'anthropic-version': '2023-06-01', ...side.headers }, JSON.stringify(body))
+  if (status !== 200) throw new Error(`${side.name}: ${status} ${text.slice(0, 500)}`)
   const usage = (JSON.parse(text) as { usage: { input_tokens: number; cache_read_input_tokens?: number } }).usage
   const cached = usage.cache_read_input_tokens ?? 0
   return { ms: performance.now() - started, promptTokens: usage.input_tokens + cached, cachedTokens: cached }
+}
+
+/** A POST without a time limit: a whole prompt read on one thread takes minutes (fetch gives up at five). */
+function post(url: string, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers } }, (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (d: string) => (text += d))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }))
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
 }
 
 async function replay(side: Side, requests: Array<{ body: Record<string, unknown> }>): Promise<Outcome> {
@@ -137,13 +148,14 @@ async function replay(side: Side, requests: Array<{ body: Record<string, unknown
 
 /** llama-server with its own defaults, one thread, on the engine core. */
 async function startUpstream(build: LlamaBuild, file: string, extra: string[] = []): Promise<UpstreamServer & { side: Side }> {
-  const server = await startUpstreamProgram(build, 'llama-server', ['--model', file, '--alias', MODEL, '--threads', '1', '--threads-batch', '1', '--no-webui', ...extra], { cpus: ENGINE_CORE })
+  // No time limit on a request: a whole prompt read on one thread takes minutes (the default is 10).
+  const server = await startUpstreamProgram(build, 'llama-server', ['--model', file, '--alias', MODEL, '--threads', '1', '--threads-batch', '1', '--timeout', '3600', '--no-webui', ...extra], { cpus: ENGINE_CORE })
   return { ...server, side: { name: 'llama-server', url: server.url, headers: {} } }
 }
 
 /** Hearth on `modelsDir` (and `dataDir`, to keep its slot cache across a restart), its engine on the engine core. */
 async function startHearth(modelsDir: string, dataDir: string, args: string[] = []): Promise<{ server: TestServer; side: Side }> {
-  const server = await startTestServer({ modelsDir, dataDir, threads: 1, args })
+  const server = await startTestServer({ modelsDir, dataDir, threads: 1, args: ['--request-timeout', '3600', ...args] })
   pinProcess(server.process.pid!, CLIENT_CORES)
   const side = { name: 'Hearth', url: server.url, headers: { authorization: `Bearer ${server.apiKey}` } }
   // Loaded before the measured requests, as llama-server is once it answers; then pinned.

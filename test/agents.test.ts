@@ -13,13 +13,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { agentById, type LaunchTarget } from '../main/cli/agent-setups.ts'
 import type { RequestRecord } from '../main/server/request-history.ts'
 import { agentProgram, type AgentProgram } from './support/agent-programs.ts'
+import { AGENT_MODEL } from './support/conformance-families.ts'
 import { familyModel } from './support/family-models.ts'
 import { PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
 
 const MODEL = 'qwen25-ok'
-const CONTEXT = 65536
+const CONTEXT = AGENT_MODEL.contextLength!
 const template = sharedFixture('chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja')
 const agents: AgentProgram[] = ['claude', 'codex', 'opencode', 'qwen']
 const missing = agents.filter((a) => !agentProgram(a))
@@ -40,9 +41,8 @@ describe.skipIf(!llamaBuild || !template || missing.length > 0)('coding agents a
 
   beforeAll(async () => {
     const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-agents-'))
-    const spec = { template: 'Qwen-Qwen2.5-7B-Instruct', vocabulary: 'qwen3' as const, contextLength: CONTEXT, reply: ['Ċ', 'OK'] }
     // No catalog entry: the agents' own defaults (max_tokens 32000 and the like) meet a default model.
-    copyFileSync(familyModel(join(PROJECT_ROOT, 'test/artifacts/family-models'), spec, readFileSync(template!, 'utf8')), join(modelsDir, `${MODEL}.gguf`))
+    copyFileSync(familyModel(join(PROJECT_ROOT, 'test/artifacts/family-models'), AGENT_MODEL, readFileSync(template!, 'utf8')), join(modelsDir, `${MODEL}.gguf`))
     server = await startTestServer({ modelsDir })
     work = mkdtempSync(join(tmpdir(), 'hearth-agent-work-'))
   })

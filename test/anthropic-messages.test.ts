@@ -138,6 +138,21 @@ describe.skipIf(!llamaBuild || !qwen3 || !qwq)("Anthropic's Messages API", () =>
     expect(streamed.content[0]).toMatchObject({ signature: expect.stringMatching(/^hearth1\./) })
   })
 
+  it('takes a history with another model\'s thinking, a mid-conversation system message and an adaptive-thinking request, as Claude Code sends them', async () => {
+    const message = await client.messages.create({
+      model: 'qwq-tiny',
+      max_tokens: 8,
+      thinking: { type: 'adaptive', display: 'omitted' } as never,
+      messages: [
+        { role: 'user', content: 'Hi' },
+        { role: 'assistant', content: [{ type: 'thinking', thinking: 'Another model thought this.', signature: 'EqQBCkgIARAB' }, { type: 'text', text: 'Hello' }] },
+        { role: 'system' as never, content: 'Be brief.' },
+        { role: 'user', content: 'And now?' },
+      ],
+    })
+    expect(message.content[0]).toMatchObject({ type: 'thinking', thinking: '', signature: expect.stringMatching(/^hearth1\./) })
+  })
+
   it('holds thinking to budget_tokens: the thinking block ends and a text block follows', async () => {
     // A random model never ends its thinking by itself; the engine closes it after the budget.
     const uncapped = await client.messages.create({ model: 'qwq-tiny', max_tokens: 20, messages: ask })

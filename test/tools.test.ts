@@ -444,6 +444,16 @@ describe.skipIf(!llamaBuild || !template || !thinkingTemplate)('tools, structure
       expect(res.status).toBe(200)
     })
 
+    it('a history the engine would choke on is mended or named, never a 500: a call cut off mid-way, a call with no result', async () => {
+      const cutOff = { role: 'assistant', content: null, tool_calls: [{ id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Par' } }] }
+      const mended = await postJson(server, '/v1/chat/completions', { model: MODEL, ...noThinking, tools, max_tokens: 2, messages: [...ask, cutOff, { role: 'tool', tool_call_id: 'call_a', content: 'sunny' }] })
+      expect(mended.status, mended.text).toBe(200)
+      expect(mended.headers.get('warning')).toMatch(/messages\[1\]\.tool_calls\[0\]\.function\.arguments/)
+      const noCall = { role: 'assistant', content: null, tool_calls: [{ id: 'call_b', type: 'function', function: { name: 'get_weather', arguments: 'not json at all' } }] }
+      const middle = await postJson(server, '/v1/chat/completions', { model: MODEL, ...noThinking, tools, max_tokens: 2, messages: [...ask, noCall, { role: 'user', content: 'never mind' }] })
+      expect(middle.status, middle.text).toBe(200)
+    })
+
     it("a schema the engine cannot turn into a grammar is a 400 naming where in the schema", async () => {
       const res = await postJson(server, '/v1/chat/completions', {
         model: MODEL,

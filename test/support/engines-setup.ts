@@ -1,11 +1,35 @@
 /**
- * Before the engines project's suites: the coding agents the agent suites drive are installed
- * (once per lockfile, into a cache outside the clone), with their own progress line, never inside a
- * suite's hook and its timeout. A registry that cannot be reached makes those suites skip, loudly.
+ * Before the engines project's suites, each with its own progress line and never inside a suite's
+ * hook and its time limit (a slow machine took longer than one to write them):
+ * - the family test models every suite uses (the conformance families, and the agents' model);
+ * - the coding agents the agent suites drive (once per lockfile, into a cache outside the clone).
+ * A registry that cannot be reached, or templates that are missing, make those suites skip, loudly.
  */
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { installAgents } from './agent-programs.ts'
+import { AGENT_MODEL, FAMILIES, WITHOUT_TOOLS } from './conformance-families.ts'
+import { familyModel, familyModelPath, type FamilyModelSpec } from './family-models.ts'
+import { PROJECT_ROOT } from './server-process.ts'
+import { SHARED_FIXTURES } from './shared-fixtures.ts'
+
+export const FAMILY_MODELS_DIR = join(PROJECT_ROOT, 'test/artifacts/family-models')
 
 export default function setup(): void {
+  writeFamilyModels([...FAMILIES, ...WITHOUT_TOOLS, AGENT_MODEL])
   const problem = installAgents((line) => console.log(`[setup] ${line}`))
   if (problem) console.warn(`\n*** the agent suites will be SKIPPED: ${problem} ***\n`)
+}
+
+function writeFamilyModels(specs: FamilyModelSpec[]): void {
+  const templates = join(SHARED_FIXTURES, 'chat-templates')
+  if (!existsSync(templates)) return // the suites that need them say so
+  const missing = specs.filter((spec) => !existsSync(familyModelPath(FAMILY_MODELS_DIR, spec)))
+  if (missing.length === 0) return
+  console.log(`[setup] writing ${missing.length} family test models into ${FAMILY_MODELS_DIR} (once; later runs find them there)`)
+  const started = performance.now()
+  missing.forEach((spec, i) => {
+    familyModel(FAMILY_MODELS_DIR, spec, readFileSync(join(templates, `${spec.template}.jinja`), 'utf8'))
+    if ((i + 1) % 10 === 0 || i + 1 === missing.length) console.log(`[setup]   ${i + 1}/${missing.length} (${Math.round((performance.now() - started) / 1000)} s)`)
+  })
 }

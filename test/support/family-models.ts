@@ -66,12 +66,17 @@ const THINKING_PREFIXES = new Set([...THINKING_STARTS].flatMap((marker) => Array
 /** A byte-level BPE token of nothing but spaces, tabs and line breaks (Ġ, ĉ, Ċ, č). */
 const WHITESPACE_ONLY = /^[\u0120\u0109\u010a\u010d]+$/
 
-/** The path of a family model, written on first use and cached (keyed by spec and writer version). */
-export function familyModel(dir: string, spec: FamilyModelSpec, templateText: string): string {
-  mkdirSync(dir, { recursive: true })
+/** Where a family model is cached (keyed by spec and writer version). */
+export function familyModelPath(dir: string, spec: FamilyModelSpec): string {
   const context = spec.contextLength && spec.contextLength !== 4096 ? `.ctx${spec.contextLength}` : ''
   const reply = spec.reply ? `.reply-${createHash('sha1').update(spec.reply.join('\u0000')).digest('hex').slice(0, 8)}` : ''
-  const path = join(dir, `${spec.template}${context}${reply}.v${FAMILY_MODELS_VERSION}.gguf`)
+  return join(dir, `${spec.template}${context}${reply}.v${FAMILY_MODELS_VERSION}.gguf`)
+}
+
+/** The path of a family model, written on first use and cached. */
+export function familyModel(dir: string, spec: FamilyModelSpec, templateText: string): string {
+  mkdirSync(dir, { recursive: true })
+  const path = familyModelPath(dir, spec)
   if (existsSync(path)) return path
   const temporary = `${path}.${process.pid}.tmp`
   writeGguf(temporary, familyModelFile(spec, templateText))
