@@ -23,17 +23,17 @@
  * - three sessions at once on a model with two slots (llama-server with `-np 2` and the same
  *   context per slot as Hearth): ≥ 1.0×.
  */
-import { execFileSync } from 'node:child_process'
 import { request } from 'node:http'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs'
-import { availableParallelism, tmpdir } from 'node:os'
+import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { engineCacheDir, findLlamaBuild, programPath, type LlamaBuild } from '../native-models/native-build/llama-build.ts'
+import { findLlamaBuild, type LlamaBuild } from '../native-models/native-build/llama-build.ts'
 import { SMOLLM2_135M, writeRealSizeFamilyModel } from '../test/support/real-size-model.ts'
 import { startTestServer, type TestServer } from '../test/support/server-process.ts'
 import { startUpstreamProgram, type UpstreamServer } from '../test/support/upstream-servers.ts'
 import { fmt } from './bench-server.ts'
 import { CLIENT_CORES, ENGINE_CORE, pinEngines, pinProcess } from './cores.ts'
+import { cachedBenchModel } from './upstream-bench.ts'
 
 const MODEL = 'agent-bench'
 const ROOT = join(import.meta.dirname, '..')
@@ -55,18 +55,10 @@ interface Outcome {
 
 /** The benchmark's model, made once and kept in the engine cache. */
 export function agentBenchModel(build: LlamaBuild): string {
-  const dir = join(engineCacheDir(), 'bench-models')
-  const path = join(dir, 'random-smollm2-135m-shape-qwen-vocab-Q8_0.gguf')
-  if (existsSync(path)) return path
-  mkdirSync(dir, { recursive: true })
-  const f16 = join(dir, 'random-smollm2-135m-shape-qwen-vocab-F16.gguf.partial')
-  console.log("writing a random-weight model shaped like SmolLM2-135M with Qwen 2.5's tokenizer and template (F16), then quantizing it to Q8_0…")
   const template = readFileSync(join(ROOT, '..', 'shared', 'fixtures', 'chat-templates', 'Qwen-Qwen2.5-7B-Instruct.jinja'), 'utf8')
-  writeRealSizeFamilyModel(f16, { template: 'Qwen-Qwen2.5-7B-Instruct', vocabulary: 'qwen3' }, template, SMOLLM2_135M)
-  execFileSync(programPath(build.dir, 'llama-quantize'), [f16, `${path}.partial`, 'Q8_0', String(availableParallelism())], { stdio: 'ignore' })
-  renameSync(`${path}.partial`, path)
-  rmSync(f16)
-  return path
+  return cachedBenchModel(build, 'random-smollm2-135m-shape-qwen-vocab', 'Q8_0', "a random-weight model shaped like SmolLM2-135M with Qwen 2.5's tokenizer and template (F16)", (f16) =>
+    writeRealSizeFamilyModel(f16, { template: 'Qwen-Qwen2.5-7B-Instruct', vocabulary: 'qwen3' }, template, SMOLLM2_135M),
+  )
 }
 
 /** Claude Code's session, built from its recorded first request: one body per request, in order. */

@@ -37,7 +37,6 @@ export function writeRealSizeLlama(path: string, shape: LlamaShape = TINYLLAMA_1
     vocab.scores.push(-vocab.tokens.length)
   }
   const { embd, ff, layers } = shape
-  const kvWidth = (embd / shape.heads) * shape.kvHeads
   const nVocab = vocab.tokens.length
   const metadata = llamaMetadata(vocab, {
     name: 'random-tinyllama-1.1b-shape',
@@ -51,44 +50,8 @@ export function writeRealSizeLlama(path: string, shape: LlamaShape = TINYLLAMA_1
     addSpacePrefix: false,
     chatTemplate: CHATML_TEMPLATE,
   })
-  const rng = createRng(seed)
-  const random = (name: string, dims: number[], scale = 1 / Math.sqrt(dims[0]!)): LazyGgufTensor => ({
-    name,
-    shape: dims,
-    type: 'F16',
-    data: () => {
-      const out = new Float32Array(dims[0]! * dims[1]!)
-      for (let i = 0; i < out.length; i++) out[i] = (rng() * 2 - 1) * scale
-      return out
-    },
-  })
-  const ones = (name: string): LazyGgufTensor => ({ name, shape: [embd], type: 'F32', data: () => new Float32Array(embd).fill(1) })
-
-  const tensors: LazyGgufTensor[] = [random('token_embd.weight', [embd, nVocab], 1)]
-  for (let l = 0; l < layers; l++) {
-    const p = `blk.${l}.`
-    tensors.push(
-      ones(p + 'attn_norm.weight'),
-      random(p + 'attn_q.weight', [embd, embd]),
-      random(p + 'attn_k.weight', [embd, kvWidth]),
-      random(p + 'attn_v.weight', [embd, kvWidth]),
-      random(p + 'attn_output.weight', [embd, embd]),
-      ones(p + 'ffn_norm.weight'),
-      random(p + 'ffn_gate.weight', [embd, ff]),
-      random(p + 'ffn_up.weight', [embd, ff]),
-      random(p + 'ffn_down.weight', [ff, embd]),
-    )
-  }
-  const output = random('output.weight', [embd, nVocab], 1)
-  tensors.push(ones('output_norm.weight'), {
-    ...output,
-    // Special and byte tokens never win: generation runs to its token limit, as a benchmark needs.
-    data: () => {
-      const data = output.data()
-      for (let id = 0; id < nVocab; id++) if (vocab.types[id] !== TOKEN_TYPE.NORMAL) data.fill(0, id * embd, (id + 1) * embd)
-      return data
-    },
-  })
+  // Special and byte tokens never win: generation runs to its token limit, as a benchmark needs.
+  const tensors = randomLlamaTensors(shape, nVocab, seed, (id) => vocab.types[id] !== TOKEN_TYPE.NORMAL)
   writeGgufLazily(path, { metadata, tensors })
 }
 
@@ -120,7 +83,6 @@ export const QWEN25_CODER_0_5B: Omit<LlamaShape, 'vocabularySize'> = {
 export function writeRealSizeFamilyModel(path: string, spec: FamilyModelSpec, templateText: string, shape: Omit<LlamaShape, 'vocabularySize'>, seed = 11): void {
   const { tokens, types, metadata: tokenizerMetadata } = familyTokenizer(spec, templateText)
   const { embd, ff, layers } = shape
-  const kvWidth = (embd / shape.heads) * shape.kvHeads
   const metadata: GgufEntry[] = [
     kv.str('general.architecture', 'llama'),
     kv.str('general.name', `random-${spec.template}-shape`),
@@ -137,6 +99,18 @@ export function writeRealSizeFamilyModel(path: string, spec: FamilyModelSpec, te
     kv.u32('llama.vocab_size', tokens.length),
     ...tokenizerMetadata,
   ]
+  // Special tokens never win: an answer runs to its token limit, the same length on both sides.
+  const tensors = randomLlamaTensors(shape, tokens.length, seed, (id) => types[id] !== TOKEN_TYPE.NORMAL)
+  writeGgufLazily(path, { metadata, tensors })
+}
+
+/**
+ * A llama's tensors with random weights, made one at a time as they are written: uniform in
+ * ±1/√fan-in (the embeddings and output ±1), norms of 1; `silent` tokens get an output row of 0.
+ */
+function randomLlamaTensors(shape: Omit<LlamaShape, 'vocabularySize'>, vocabularySize: number, seed: number, silent: (id: number) => boolean): LazyGgufTensor[] {
+  const { embd, ff, layers } = shape
+  const kvWidth = (embd / shape.heads) * shape.kvHeads
   const rng = createRng(seed)
   const random = (name: string, dims: number[], scale = 1 / Math.sqrt(dims[0]!)): LazyGgufTensor => ({
     name,
@@ -149,7 +123,7 @@ export function writeRealSizeFamilyModel(path: string, spec: FamilyModelSpec, te
     },
   })
   const ones = (name: string): LazyGgufTensor => ({ name, shape: [embd], type: 'F32', data: () => new Float32Array(embd).fill(1) })
-  const tensors: LazyGgufTensor[] = [random('token_embd.weight', [embd, tokens.length], 1)]
+  const tensors: LazyGgufTensor[] = [random('token_embd.weight', [embd, vocabularySize], 1)]
   for (let l = 0; l < layers; l++) {
     const p = `blk.${l}.`
     tensors.push(
@@ -164,17 +138,14 @@ export function writeRealSizeFamilyModel(path: string, spec: FamilyModelSpec, te
       random(p + 'ffn_down.weight', [ff, embd]),
     )
   }
-  const output = random('output.weight', [embd, tokens.length], 1)
+  const output = random('output.weight', [embd, vocabularySize], 1)
   tensors.push(ones('output_norm.weight'), {
     ...output,
-    // Special tokens never win: an answer runs to its token limit, the same length on both sides.
     data: () => {
       const data = output.data()
-      types.forEach((type, id) => {
-        if (type !== TOKEN_TYPE.NORMAL) data.fill(0, id * embd, (id + 1) * embd)
-      })
+      for (let id = 0; id < vocabularySize; id++) if (silent(id)) data.fill(0, id * embd, (id + 1) * embd)
       return data
     },
   })
-  writeGgufLazily(path, { metadata, tensors })
+  return tensors
 }
