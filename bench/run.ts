@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- [--runs N] [--only real-size,grammar,overhead,embeddings,remote,speech,agents,agents-session,agents-together]`
+ * `npm run bench -- [--runs N] [--only real-size,grammar,overhead,embeddings,remote,speech,real-weights,agents,agents-session,agents-together]`
  * Measures Hearth against the upstream programs it runs, built from the same source (see
  * bench/upstream-bench.ts and bench/speech-bench.ts), and prints each figure with its target. Not
  * a test: numbers vary with the machine.

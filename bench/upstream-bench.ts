@@ -16,6 +16,7 @@ import { execFileSync } from 'node:child_process'
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
 import { availableParallelism, tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
+import { realModelPath } from '../main/cli/real-models/catalog.ts'
 import { readModelFileHeader } from '../native-models/catalog/model-file-header.ts'
 import type { EngineLoadSpec } from '../native-models/engine/engine-protocol.ts'
 import { engineCacheDir, findLlamaBuild, programPath, type LlamaBuild } from '../native-models/native-build/llama-build.ts'
@@ -353,6 +354,18 @@ async function embeddings(build: LlamaBuild, file: string, runs: number): Promis
   })
 }
 
+/** The same figures on trained models (npm run models:fetch): SmolLM2-135M-Instruct and all-MiniLM-L6-v2. */
+async function realWeights(build: LlamaBuild, runs: number): Promise<Record<string, Record<string, number>>> {
+  const chat = realModelPath('smollm2-135m-instruct-q4_1')
+  const embedder = realModelPath('all-minilm-l6-v2-f16')
+  if (!chat || !embedder) {
+    console.warn('\n*** real-weights SKIPPED: the trained models are not fetched; run npm run models:fetch ***\n')
+    return {}
+  }
+  console.log('\n## real weights: SmolLM2-135M-Instruct (Q4_1) and all-MiniLM-L6-v2 (F16)')
+  return { real_weights_chat: await realSizeSingle(build, chat, runs), real_weights_embeddings: await embeddings(build, embedder, runs) }
+}
+
 export async function runUpstreamBench(options: { smallChatModel: string; embeddingModel: string; runs: number; only: (name: string) => boolean }) {
   const build = findLlamaBuild()
   if (!build) throw new Error('llama.cpp is not built on this machine: npm run build:engines')
@@ -366,5 +379,6 @@ export async function runUpstreamBench(options: { smallChatModel: string; embedd
   if (options.only('grammar')) results.grammar = await grammarCost(build, realSizeModel(build), options.runs * 8)
   if (options.only('overhead')) results.overhead = await overhead(build, options.smallChatModel, options.runs)
   if (options.only('embeddings')) results.embeddings = await embeddings(build, options.embeddingModel, options.runs)
+  if (options.only('real-weights')) Object.assign(results, await realWeights(build, options.runs))
   return results
 }

@@ -71,35 +71,51 @@ export function pinnedLlamaSource(cacheDir: string, log: (line: string) => void)
  * text before a required call, `response_format` in every parser, a parser for Granite 3's
  * `<|tool_call|>`), and a token that ends the generation stays out of the answer's text.
  */
-export const LLAMA_PATCHES: readonly string[] = readdirSync(fileURLToPath(new URL('./patches/', import.meta.url)))
-  .filter((name) => name.startsWith('llama-') && name.endsWith('.patch'))
-  .sort()
-  .map((name) => fileURLToPath(new URL(`./patches/${name}`, import.meta.url)))
+export const LLAMA_PATCHES: readonly string[] = patchesNamed('llama-')
+
+/** Hearth's fixes to the pinned whisper.cpp (`patches/whisper-*.patch`), each with its why in its header. */
+export const WHISPER_PATCHES: readonly string[] = patchesNamed('whisper-')
 
 /** What identifies the patched source: the commit and the patches' content. */
 export function llamaSourceId(): string {
-  return `${LLAMA_SOURCE.commit}+${patchesHash()}`
+  return `${LLAMA_SOURCE.commit}+${patchesHash(LLAMA_PATCHES)}`
 }
 
-function patchesHash(): string {
+/** What identifies the patched whisper.cpp tree (its patches' content). */
+export function whisperPatchesId(): string {
+  return patchesHash(WHISPER_PATCHES)
+}
+
+function patchesNamed(prefix: string): string[] {
+  return readdirSync(fileURLToPath(new URL('./patches/', import.meta.url)))
+    .filter((name) => name.startsWith(prefix) && name.endsWith('.patch'))
+    .sort()
+    .map((name) => fileURLToPath(new URL(`./patches/${name}`, import.meta.url)))
+}
+
+function patchesHash(patches: readonly string[]): string {
   const hash = createHash('sha256')
-  for (const patch of LLAMA_PATCHES) hash.update(readFileSync(patch))
+  for (const patch of patches) hash.update(readFileSync(patch))
   return hash.digest('hex').slice(0, 12)
+}
+
+function applyPatches(tree: string, patches: readonly string[], log: (line: string) => void): void {
+  for (const patch of patches) {
+    log(`applying ${basename(patch)}`)
+    execFileSync('git', ['-C', tree, 'apply', '--whitespace=nowarn', patch], { stdio: ['ignore', 'ignore', 'inherit'] })
+  }
 }
 
 /** The pinned llama.cpp tree with Hearth's patches applied, kept beside the pristine one. */
 export function patchedLlamaSource(cacheDir: string, log: (line: string) => void): string {
   const pristine = pinnedLlamaSource(cacheDir, log)
   if (LLAMA_PATCHES.length === 0) return pristine
-  const tree = join(cacheDir, `src-${LLAMA_SOURCE.commit.slice(0, 12)}-patched-${patchesHash()}`)
+  const tree = join(cacheDir, `src-${LLAMA_SOURCE.commit.slice(0, 12)}-patched-${patchesHash(LLAMA_PATCHES)}`)
   if (existsSync(join(tree, '.hearth-complete'))) return tree
   const scratch = `${tree}.partial`
   rmSync(scratch, { recursive: true, force: true })
   cpSync(pristine, scratch, { recursive: true })
-  for (const patch of LLAMA_PATCHES) {
-    log(`applying ${basename(patch)}`)
-    execFileSync('git', ['-C', scratch, 'apply', '--whitespace=nowarn', patch], { stdio: ['ignore', 'ignore', 'inherit'] })
-  }
+  applyPatches(scratch, LLAMA_PATCHES, log)
   rmSync(tree, { recursive: true, force: true })
   renameSync(scratch, tree)
   writeFileSync(join(tree, '.hearth-complete'), '')
@@ -111,7 +127,8 @@ export function patchedLlamaSource(cacheDir: string, log: (line: string) => void
  * in place of the package's cut-down one (the two projects share ggml, upstream keeps them in sync).
  */
 export function pinnedWhisperSource(cacheDir: string, log: (line: string) => void): string {
-  const tree = join(cacheDir, `whisper-src-${WHISPER_SOURCE.version}-${LLAMA_SOURCE.commit.slice(0, 12)}`)
+  const patched = WHISPER_PATCHES.length > 0 ? `-patched-${whisperPatchesId()}` : ''
+  const tree = join(cacheDir, `whisper-src-${WHISPER_SOURCE.version}-${LLAMA_SOURCE.commit.slice(0, 12)}${patched}`)
   if (existsSync(join(tree, '.hearth-complete'))) return tree
   const llama = pinnedLlamaSource(cacheDir, log)
   const tarball = pinnedPackage(cacheDir, WHISPER_SOURCE, log)
@@ -124,6 +141,7 @@ export function pinnedWhisperSource(cacheDir: string, log: (line: string) => voi
   cpSync(join(llama, 'ggml'), join(whisper, 'ggml'), { recursive: true })
   // The package's own top-level CMakeLists.txt includes files it does not ship; ours builds what Hearth runs.
   copyFileSync(fileURLToPath(new URL('./whisper/CMakeLists.txt', import.meta.url)), join(whisper, 'CMakeLists.txt'))
+  applyPatches(whisper, WHISPER_PATCHES, log)
   rmSync(tree, { recursive: true, force: true })
   renameSync(whisper, tree)
   rmSync(scratch, { recursive: true, force: true })

@@ -3,7 +3,7 @@
  * pinned llama.cpp's ggml (see cmake-build.ts for the how and the cache).
  */
 import { cmakeBuild, findBuild, ggmlFlags, gpuToolkit, type BuildRecipe, type GpuToolkit, type NativeBuild } from './cmake-build.ts'
-import { LLAMA_SOURCE, pinnedWhisperSource, WHISPER_SOURCE } from './pinned-source.ts'
+import { LLAMA_SOURCE, pinnedWhisperSource, WHISPER_SOURCE, whisperPatchesId } from './pinned-source.ts'
 
 export const WHISPER_PROGRAMS = ['whisper-server', 'whisper-cli'] as const
 /** Bump when native-build/whisper/CMakeLists.txt changes, so cached builds are made anew. */
@@ -13,7 +13,7 @@ export function whisperRecipe(gpu: GpuToolkit, portable = false): BuildRecipe {
   return {
     name: portable ? 'whisper-portable' : 'whisper',
     portable,
-    sourceId: `${WHISPER_SOURCE.npmPackage}@${WHISPER_SOURCE.version}+ggml@${LLAMA_SOURCE.commit}`,
+    sourceId: `${WHISPER_SOURCE.npmPackage}@${WHISPER_SOURCE.version}+ggml@${LLAMA_SOURCE.commit}+patches@${whisperPatchesId()}`,
     commit: LLAMA_SOURCE.commit,
     sourceVersion: `whisper.cpp ${WHISPER_SOURCE.whisperVersion} (${WHISPER_SOURCE.npmPackage}@${WHISPER_SOURCE.version}), ggml of llama.cpp ${LLAMA_SOURCE.commit.slice(0, 7)}`,
     programs: WHISPER_PROGRAMS,

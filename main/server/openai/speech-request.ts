@@ -77,7 +77,8 @@ const speechFormSchema = z.looseObject({
   stream: formBoolean.optional(),
   'stream_options[include_usage]': formBoolean.optional(),
   stream_options: formJson(z.looseObject({ include_usage: z.boolean().optional() }), '{"include_usage": true}').optional(),
-  chunking_strategy: z.union([z.literal('auto'), formJson(serverVad, '{"type": "server_vad"}')]).optional(),
+  // 'none' is ours: OpenAI has no way to say "do not skip", and a server started with --vad needs one.
+  chunking_strategy: z.union([z.literal('auto'), z.literal('none'), formJson(serverVad, '{"type": "server_vad"}')]).optional(),
   'chunking_strategy[type]': z.literal('server_vad').optional(),
   'chunking_strategy[threshold]': formNumber.pipe(vadThreshold).optional(),
   'chunking_strategy[prefix_padding_ms]': formNumber.pipe(vadMilliseconds).optional(),
@@ -104,8 +105,8 @@ export interface SpeechRequest {
   wordTimestamps: boolean
   /** Each token's log probability, in json and streamed answers. */
   logprobs: boolean
-  /** Asked for in the request; undefined = not said (the server's setting decides). */
-  vad: VadOptions | undefined
+  /** Asked for in the request; false = asked not to skip; undefined = not said (the server's setting decides). */
+  vad: VadOptions | false | undefined
 }
 
 /** The form's text fields and lists, as read from the upload; the file is checked apart. */
@@ -152,7 +153,7 @@ export function parseSpeechForm(fields: Record<string, string>, lists: Record<st
   }
 }
 
-function vadOf(form: z.infer<typeof speechFormSchema>): VadOptions | undefined {
+function vadOf(form: z.infer<typeof speechFormSchema>): VadOptions | false | undefined {
   const bracketed = {
     type: form['chunking_strategy[type]'],
     threshold: form['chunking_strategy[threshold]'],
@@ -167,6 +168,7 @@ function vadOf(form: z.infer<typeof speechFormSchema>): VadOptions | undefined {
   const strategy = hasBracketed ? bracketed : form.chunking_strategy
   if (strategy === undefined) return undefined
   if (strategy === 'auto') return {}
+  if (strategy === 'none') return false
   return {
     ...(strategy.threshold !== undefined ? { threshold: strategy.threshold } : {}),
     ...(strategy.silence_duration_ms !== undefined ? { minSilenceMs: strategy.silence_duration_ms } : {}),
@@ -192,7 +194,7 @@ function parseLanguage(raw: string | undefined): string | undefined {
 export function planSpeech(task: SpeechTask, request: SpeechRequest, model: ModelRecord, vadByDefault: boolean): Omit<SpeechJob, 'audioPath'> {
   const capability = task === 'transcribe' ? 'transcription' : 'translation'
   if (!model.capabilities.includes(capability)) throw modelNotCompatible(model.id, `audio ${capability}`)
-  const vad = request.vad ?? (vadByDefault && model.vadModelPath ? {} : undefined)
+  const vad = request.vad === false ? undefined : (request.vad ?? (vadByDefault && model.vadModelPath ? {} : undefined))
   return {
     type: 'speech',
     task,

@@ -169,7 +169,8 @@ class SpeechStore {
     form.set('response_format', format)
     if (this.language.trim()) form.set('language', this.language.trim().toLowerCase())
     if (this.prompt.trim()) form.set('prompt', this.prompt.trim())
-    if (this.skipSilence) form.set('chunking_strategy', 'auto')
+    // Said either way, so that unchecking wins over a server started with --vad.
+    form.set('chunking_strategy', this.skipSilence ? 'auto' : 'none')
     return form
   }
 

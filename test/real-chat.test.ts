@@ -1,0 +1,276 @@
+/**
+ * Real trained weights (SmolLM2-135M-Instruct, Q4_1, ChatML template) through every text route,
+ * against llama.cpp's own llama-server on the same file: at temperature 0 each Hearth route, whole
+ * and streamed, says word for word what llama-server's equivalent route says to the same request.
+ * Then a question with one right answer, on every route and on the web UI's chat page in Chromium.
+ * Skipped, loudly, where the model is not fetched (npm run models:fetch) or llama.cpp is not built.
+ */
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { chromium, type Browser } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ensureUiBuilt } from '../main/cli/build-ui.ts'
+import { llamaServerArgs } from '../native-models/llama-server/llama-server-args.ts'
+import { realModel } from './support/real-models.ts'
+import { PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'
+import { llamaBuild, startUpstreamLlamaServer, type UpstreamServer } from './support/upstream-servers.ts'
+
+const MODEL = 'smollm2-135m-instruct-q4_1'
+const smollm = realModel(MODEL)
+if (!llamaBuild) console.warn('*** SKIPPED test/real-chat.test.ts: llama.cpp is not built on this machine (npm run build:engines)')
+
+const CHROMIUM = process.env.HEARTH_CHROMIUM ?? '/usr/bin/chromium'
+const haveChromium = existsSync(CHROMIUM)
+if (!haveChromium) console.warn(`*** SKIPPED the chat page in test/real-chat.test.ts: no Chromium at ${CHROMIUM}`)
+const SCREENSHOT = join(PROJECT_ROOT, 'test', 'artifacts', 'ui', 'real-chat-paris.png')
+
+const MAX_TOKENS = 48
+const QUESTION = 'What is the capital of France?'
+/**
+ * Without a system message the template writes its own ("You are a helpful AI assistant named
+ * SmolLM…"), and after it this 135M model answers the question with "L'Étoile, la Marseillaise…"
+ * (llama-server too: the third conversation below). Asked for one short sentence, it says Paris.
+ */
+const SHORT_ANSWERS = 'Answer in one short sentence.'
+
+interface Conversation {
+  system?: string
+  user: string
+}
+
+const CONVERSATIONS: Record<string, Conversation> = {
+  'the capital question, one short sentence asked': { system: SHORT_ANSWERS, user: QUESTION },
+  'a poem, under the template system prompt': { user: 'Write a short poem about the sea.' },
+  'the capital question, under the template system prompt': { user: QUESTION },
+}
+
+/** One way of asking for text: its body for a conversation, and where the text is in the answer. */
+interface Route {
+  path: string
+  body(c: Conversation): Record<string, unknown>
+  wholeText(answer: any): string
+  /** The text one streamed event adds ('' for the events around it). */
+  deltaText(event: any): string
+  /** The prompt's size, however the route counts it. */
+  promptTokens(answer: any): number
+}
+
+/**
+ * The three chat routes both servers have. `temperature: 0` alone makes both greedy: llama.cpp's
+ * temperature sampler keeps only the likeliest token at 0, whatever the other samplers kept.
+ */
+const CHAT_ROUTES: Record<string, Route> = {
+  '/v1/chat/completions': {
+    path: '/v1/chat/completions',
+    body: (c) => ({ messages: [...(c.system ? [{ role: 'system', content: c.system }] : []), { role: 'user', content: c.user }], max_tokens: MAX_TOKENS }),
+    wholeText: (a) => a.choices[0].message.content,
+    deltaText: (e) => e.choices?.[0]?.delta?.content ?? '',
+    promptTokens: (a) => a.usage.prompt_tokens,
+  },
+  '/v1/responses': {
+    path: '/v1/responses',
+    body: (c) => ({ ...(c.system ? { instructions: c.system } : {}), input: c.user, max_output_tokens: MAX_TOKENS }),
+    wholeText: (a) =>
+      a.output
+        .filter((item: any) => item.type === 'message')
+        .flatMap((item: any) => item.content)
+        .map((part: any) => part.text)
+        .join(''),
+    deltaText: (e) => (e.type === 'response.output_text.delta' ? e.delta : ''),
+    promptTokens: (a) => a.usage.input_tokens,
+  },
+  '/v1/messages': {
+    path: '/v1/messages',
+    body: (c) => ({ ...(c.system ? { system: c.system } : {}), messages: [{ role: 'user', content: c.user }], max_tokens: MAX_TOKENS }),
+    wholeText: (a) =>
+      a.content
+        .filter((block: any) => block.type === 'text')
+        .map((block: any) => block.text)
+        .join(''),
+    deltaText: (e) => (e.type === 'content_block_delta' && e.delta.type === 'text_delta' ? e.delta.text : ''),
+    // Anthropic counts the cached part of the prompt apart from the rest.
+    promptTokens: (a) => a.usage.input_tokens + (a.usage.cache_read_input_tokens ?? 0) + (a.usage.cache_creation_input_tokens ?? 0),
+  },
+}
+
+/** Text continued as it is, no template: `prompt` is the conversation's whole text. */
+const COMPLETIONS: Route = {
+  path: '/v1/completions',
+  body: (c) => ({ prompt: c.user, max_tokens: MAX_TOKENS }),
+  wholeText: (a) => a.choices[0].text,
+  deltaText: (e) => e.choices?.[0]?.text ?? '',
+  promptTokens: (a) => a.usage.prompt_tokens,
+}
+
+interface Target {
+  url: string
+  headers: Record<string, string>
+}
+
+interface Answer {
+  text: string
+  /** Only for whole answers. */
+  promptTokens?: number
+}
+
+/** The same request, whole or streamed; a streamed answer's text is its deltas joined. */
+async function ask(target: Target, route: Route, conversation: Conversation, stream: boolean): Promise<Answer> {
+  const res = await fetch(`${target.url}${route.path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...target.headers },
+    body: JSON.stringify({ model: MODEL, ...route.body(conversation), temperature: 0, ...(stream ? { stream: true } : {}) }),
+  })
+  const text = await res.text()
+  if (res.status !== 200) throw new Error(`${target.url}${route.path} answered ${res.status}: ${text}`)
+  if (!stream) {
+    const answer = JSON.parse(text)
+    return { text: route.wholeText(answer), promptTokens: route.promptTokens(answer) }
+  }
+  const events = sseData(text)
+  const failed = events.find((e) => e.error || e.type === 'error' || e.type === 'response.failed')
+  if (failed) throw new Error(`${target.url}${route.path} streamed an error: ${JSON.stringify(failed)}`)
+  return { text: events.map((e) => route.deltaText(e)).join('') }
+}
+
+/** The JSON of every `data:` line of an event stream, OpenAI's closing [DONE] left out. */
+function sseData(stream: string): any[] {
+  return stream
+    .split('\n')
+    .filter((line) => line.startsWith('data: ') && line !== 'data: [DONE]')
+    .map((line) => JSON.parse(line.slice('data: '.length)))
+}
+
+describe.skipIf(!smollm || !llamaBuild)('SmolLM2-135M-Instruct on real weights, Hearth beside llama-server', () => {
+  let server: TestServer
+  let upstream: UpstreamServer
+  let hearth: Target
+  let direct: Target
+
+  beforeAll(async () => {
+    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-real-chat-'))
+    copyFileSync(smollm!, join(modelsDir, `${MODEL}.gguf`))
+    // One slot, as llama-server gets below: the same context and the same batches on both sides.
+    server = await startTestServer({ modelsDir, threads: 1, args: ['--parallel', '1'] })
+    hearth = { url: server.url, headers: { authorization: `Bearer ${server.apiKey}` } }
+    const model = await (await fetch(`${server.url}/v1/models/${MODEL}`, { headers: hearth.headers })).json()
+    // The command line Hearth's engine runs, for the context Hearth gives the model: a difference
+    // below is then one of Hearth's requests and answers, never of the engine's settings.
+    const args = llamaServerArgs({
+      modelId: MODEL,
+      kind: 'chat',
+      path: smollm!,
+      projectorPath: undefined,
+      contextLength: model.context_length,
+      threads: 1,
+      gpuLayers: -1,
+      parallel: 1,
+      backend: 'default',
+    })
+    upstream = await startUpstreamLlamaServer(args)
+    direct = { url: upstream.url, headers: {} }
+  })
+
+  afterAll(async () => {
+    await upstream?.stop()
+    await server?.stop()
+  })
+
+  /** The conversation's whole text in the model's own template (llama-server writes it), for /v1/completions. */
+  async function templated(c: Conversation): Promise<Conversation> {
+    const messages = [...(c.system ? [{ role: 'system', content: c.system }] : []), { role: 'user', content: c.user }]
+    const res = await fetch(`${upstream.url}/apply-template`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages }) })
+    return { user: ((await res.json()) as { prompt: string }).prompt }
+  }
+
+  /** Both servers get the same requests in the same order, so their prompt caches stay alike too. */
+  async function compare(route: Route, conversation: Conversation): Promise<{ whole: string; streamed: string }> {
+    const hearthWhole = await ask(hearth, route, conversation, false)
+    const directWhole = await ask(direct, route, conversation, false)
+    const hearthStreamed = await ask(hearth, route, conversation, true)
+    const directStreamed = await ask(direct, route, conversation, true)
+    expect(hearthWhole.text.length).toBeGreaterThan(0)
+    expect(hearthWhole.text).toBe(directWhole.text)
+    expect(hearthStreamed.text).toBe(directStreamed.text)
+    expect(hearthStreamed.text).toBe(hearthWhole.text)
+    // The same prompt: the same template, system prompt included, on both sides.
+    expect(hearthWhole.promptTokens).toBe(directWhole.promptTokens)
+    return { whole: hearthWhole.text, streamed: hearthStreamed.text }
+  }
+
+  describe.each(Object.entries(CHAT_ROUTES))('%s', (_path, route) => {
+    it.each(Object.entries(CONVERSATIONS))('says what llama-server says, whole and streamed: %s', async (_name, conversation) => {
+      await compare(route, conversation)
+    })
+  })
+
+  describe('/v1/completions', () => {
+    it('continues the capital question in the model template as llama-server does, whole and streamed', async () => {
+      await compare(COMPLETIONS, await templated(CONVERSATIONS['the capital question, one short sentence asked']!))
+    })
+
+    it('continues a plain story opening as llama-server does, whole and streamed', async () => {
+      await compare(COMPLETIONS, { user: 'Once upon a time, in a small village by the sea,' })
+    })
+  })
+
+  describe('what is the capital of France', () => {
+    const asked = CONVERSATIONS['the capital question, one short sentence asked']!
+
+    it.each(Object.keys(CHAT_ROUTES))('%s answers Paris, whole and streamed', async (path) => {
+      const route = CHAT_ROUTES[path]!
+      for (const stream of [false, true]) expect((await ask(hearth, route, asked, stream)).text).toContain('Paris')
+    })
+
+    it('/v1/completions answers Paris to the question in the model template, whole and streamed', async () => {
+      const prompt = await templated(asked)
+      for (const stream of [false, true]) expect((await ask(hearth, COMPLETIONS, prompt, stream)).text).toContain('Paris')
+    })
+  })
+
+  describe.skipIf(!haveChromium)('the chat page in Chromium', () => {
+    let browser: Browser
+
+    beforeAll(async () => {
+      ensureUiBuilt()
+      mkdirSync(join(SCREENSHOT, '..'), { recursive: true })
+      browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] })
+    })
+
+    afterAll(async () => {
+      await browser?.close()
+    })
+
+    it('shows the streamed answer to the capital question: Paris', async () => {
+      const page = await browser.newPage({ viewport: { width: 800, height: 600 } })
+      const pageErrors: string[] = []
+      page.on('pageerror', (e) => pageErrors.push(e.message))
+      await page.goto(`${server.url}/`)
+      const key = page.getByRole('textbox', { name: 'API key' })
+      await expect.poll(() => key.isVisible()).toBe(true)
+      await key.fill(server.apiKey)
+      await page.getByRole('button', { name: 'Use this key' }).click()
+      await expect.poll(() => page.getByTestId('chat-model').isVisible()).toBe(true)
+      await page.getByTestId('chat-model').selectOption(MODEL)
+
+      // The page samples at 0.7 by default: greedy, as the routes above, so the answer is the one they give.
+      await page.getByRole('button', { name: 'Parameters' }).click()
+      await page.getByLabel(/System prompt/).fill(SHORT_ANSWERS)
+      await page.getByLabel(/Temperature/).fill('0')
+      await page.getByLabel(/Max tokens/).fill(String(MAX_TOKENS))
+      await page.getByRole('button', { name: 'Close' }).click()
+
+      const message = page.getByRole('textbox', { name: 'Message' })
+      await message.fill(QUESTION)
+      await message.press('Enter')
+      const answer = page.locator('article.assistant').last()
+      // The usage line comes when the stream has ended.
+      await expect.poll(() => answer.locator('[data-testid=usage]').isVisible(), { timeout: 60_000 }).toBe(true)
+      const shown = (await answer.locator('.markdown').textContent())!.trim()
+      await page.screenshot({ path: SCREENSHOT })
+      expect(shown).toContain('Paris')
+      expect(shown).toBe((await ask(hearth, CHAT_ROUTES['/v1/chat/completions']!, { system: SHORT_ANSWERS, user: QUESTION }, false)).text)
+      expect(pageErrors).toEqual([])
+    })
+  })
+})
