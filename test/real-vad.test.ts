@@ -75,11 +75,10 @@ describe.skipIf(!whisperModel || !silero || !jfk || !whisperBuilt)('skipping sil
   /** The same folder served with `--vad`: silence skipped unless a request says otherwise. */
   let vadServer: TestServer
   let speech: Float32Array
-  let serverModelsDir: string
+  let modelsDir: string
 
   beforeAll(async () => {
-    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-real-vad-'))
-    serverModelsDir = modelsDir
+    modelsDir = mkdtempSync(join(tmpdir(), 'hearth-real-vad-'))
     copyFileSync(whisperModel!, join(modelsDir, `ggml-${MODEL}.bin`))
     // Found by its header, beside the speech model; no models.json needed.
     copyFileSync(silero!, join(modelsDir, 'ggml-silero-v6.2.0.bin'))
@@ -173,7 +172,7 @@ describe.skipIf(!whisperModel || !silero || !jfk || !whisperBuilt)('skipping sil
 
   it('a request without skipping after one with it is timed as the audio is (patch whisper-1)', async () => {
     // A server of its own, so that its engine has never skipped silence before the first request.
-    const fresh = await startTestServer({ modelsDir: serverModelsDir })
+    const fresh = await startTestServer({ modelsDir })
     try {
       const audio = padded(LAYOUTS[0]!.parts)
       const before = await transcribe(audio, {}, fresh)
