@@ -82,6 +82,52 @@ describe.skipIf(!llamaBuild)('the llama-server engine', () => {
   })
 })
 
+describe.skipIf(!llamaBuild)('three conversations on two slots', () => {
+  let server: TestServer
+  let client: OpenAI
+  let dataDir: string
+
+  beforeAll(async () => {
+    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-llama-server-'))
+    dataDir = mkdtempSync(join(tmpdir(), 'hearth-llama-server-data-'))
+    writeTinyLlama(join(modelsDir, 'chat.gguf'), { contextLength: 4096 })
+    server = await startTestServer({ modelsDir, dataDir, args: ['--parallel', '2'] })
+    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: server.apiKey })
+  })
+
+  afterAll(async () => {
+    await server?.stop()
+  })
+
+  // Like agents: a long system prompt they all share, and a tail of their own shorter than it, so
+  // that llama-server alone (which loads from its RAM cache only when a slot keeps less than half
+  // of what it holds) computes a returning conversation's tail again.
+  const system = WORDS.repeat(2)
+  const session = (task: string, ...more: string[]) =>
+    client.chat.completions.create({
+      model: 'chat',
+      max_tokens: 2,
+      messages: [
+        { role: 'system', content: system },
+        { role: 'user', content: `${task}: ${`the ${task} part of the work `.repeat(45)}` },
+        ...more.map((content, i) => ({ role: i % 2 ? ('user' as const) : ('assistant' as const), content })),
+      ],
+    })
+
+  it('brings a conversation pushed out of its slot back from where it was parked', async () => {
+    const first = await session('alpha')
+    await session('beta')
+    await session('gamma') // pushes one of the two out
+    await session('beta', 'ok', 'go on') // goes on in its own slot
+    const back = await session('alpha', 'ok', 'go on')
+    expect(back.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThan(first.usage!.prompt_tokens - 10)
+    const again = await session('gamma', 'ok', 'go on')
+    expect(again.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThan(first.usage!.prompt_tokens - 10)
+    // Loaded back, a parked file is gone: the folder holds only what is still parked.
+    expect(readdirSync(join(dataDir, 'slot-cache')).filter((f) => f.includes('-parked-')).length).toBeLessThanOrEqual(2)
+  })
+})
+
 describe.skipIf(!llamaBuild)('llama-server as Hearth builds it', () => {
   let upstream: UpstreamServer
 

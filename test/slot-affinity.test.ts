@@ -80,4 +80,70 @@ describe('slot affinity', () => {
     restarted.restore(held.snapshot(), (slot) => slot === 1)
     expect(restarted.take(conversation('Saved task', 'ok', 'go on'), 'saved')).toBe(1)
   })
+
+  describe('parking a conversation pushed out of its slot', () => {
+    const files = ['a.bin', 'b.bin', 'c.bin']
+    const session = (task: string, ...more: string[]) => conversation(task, `contents of ${task} `.repeat(300), ...more)
+
+    it('parks the conversation a request pushes out, and loads it back when it returns to another slot', () => {
+      const affinity = new SlotAffinity(2)
+      const a = serve(affinity, session('Task A'), 'a')!
+      const b = serve(affinity, session('Task B'), 'b')!
+      // A third conversation shares only the system prompt with either slot.
+      const c = affinity.take(session('Task C'), 'c')!
+      const pushedOut = c === a ? 'a' : 'b'
+      expect(affinity.swapFor(c, session('Task C'))).toEqual({ park: true, unpark: undefined })
+      expect(affinity.parked(c, files[0]!)).toEqual([])
+      affinity.release(c, session('Task C'), 'c')
+      // The conversation pushed out comes back to whichever slot is free: its parked prompt is loaded there.
+      const back = pushedOut === 'a' ? session('Task A', 'ok', 'go on') : session('Task B', 'ok', 'go on')
+      const slot = affinity.take(back, pushedOut)!
+      const swap = affinity.swapFor(slot, back)
+      expect(swap.unpark?.file).toBe(files[0])
+      expect(swap.park).toBe(true) // what that slot held is parked in its turn
+      affinity.unparked(slot, swap.unpark!, true)
+      expect(affinity.swapFor(slot, back)).toEqual({ park: false, unpark: undefined })
+      expect([a, b]).toContain(slot)
+    })
+
+    it('parks nothing for a request that continues the slot, or for a slot holding little', () => {
+      const affinity = new SlotAffinity(1)
+      serve(affinity, session('Task A'), 'a')
+      expect(affinity.swapFor(0, session('Task A', 'ok', 'go on'))).toEqual({ park: false, unpark: undefined })
+      serve(affinity, title)
+      expect(affinity.swapFor(0, session('Task B'))).toEqual({ park: false, unpark: undefined })
+    })
+
+    it('does not load a parked prompt that shares little more than the slot already does', () => {
+      const affinity = new SlotAffinity(1)
+      serve(affinity, conversation('Task A', 'short answer'), 'a')
+      affinity.parked(0, files[0]!)
+      serve(affinity, conversation('Task B'), 'b')
+      expect(affinity.swapFor(0, conversation('Task A', 'short answer', 'more')).unpark).toBeUndefined()
+    })
+
+    it('keeps one parked prompt per conversation, the longest, and forgets one that failed to load', () => {
+      const affinity = new SlotAffinity(1)
+      serve(affinity, session('Task A'), 'a')
+      affinity.parked(0, files[0]!)
+      serve(affinity, session('Task A', 'ok', 'more '.repeat(300)), 'a')
+      expect(affinity.parked(0, files[1]!)).toEqual([files[0]])
+      serve(affinity, session('Task B'), 'b')
+      const swap = affinity.swapFor(0, session('Task A', 'ok', 'more '.repeat(300), 'next'))
+      expect(swap.unpark?.file).toBe(files[1])
+      affinity.unparked(0, swap.unpark!, false)
+      expect(affinity.swapFor(0, session('Task A', 'ok', 'more '.repeat(300), 'next')).unpark).toBeUndefined()
+    })
+
+    it('keeps its parked prompts across a restart where their files are still there', () => {
+      const held = new SlotAffinity(1)
+      serve(held, session('Task A'), 'a')
+      held.parked(0, files[0]!)
+      serve(held, session('Task B'), 'b')
+      held.parked(0, files[1]!)
+      const restarted = new SlotAffinity(1)
+      restarted.restore(held.snapshot(), () => true, (file) => file === files[0])
+      expect(restarted.swapFor(0, session('Task A', 'ok')).unpark?.file).toBe(files[0])
+    })
+  })
 })

@@ -45,7 +45,7 @@ import { readEventBatches } from '../engine/event-stream.ts'
 import { decodeBase64Floats, normaliseInto } from '../engine/embedding-vectors.ts'
 import { schemaProblemOf } from './schema-problem.ts'
 import { llamaServerArgs } from './llama-server-args.ts'
-import { SlotAffinity, promptPieces } from './slot-affinity.ts'
+import { SlotAffinity, promptPieces, type PromptPiece } from './slot-affinity.ts'
 import { SlotCache } from './slot-cache.ts'
 
 export interface LlamaServerEngineOptions {
@@ -114,9 +114,9 @@ export class LlamaServerEngine extends ServerEngine {
         ...(typeof slotContext === 'number' && slotContext > 0 && slotContext < spec.contextLength ? { contextLength: slotContext } : {}),
       }
       const chat = spec.kind === 'chat'
-      // One slot needs no choosing: llama-server has only the one.
-      const affinity = chat && spec.parallel > 1 ? new SlotAffinity(spec.parallel) : undefined
       const slotCache = chat && options.slotCacheDir ? new SlotCache(options.slotCacheDir, spec) : undefined
+      // One slot needs no choosing, only parking, which needs the slot cache's folder.
+      const affinity = chat && (spec.parallel > 1 || slotCache) ? new SlotAffinity(spec.parallel) : undefined
       await slotCache?.restore(server, affinity)
       const inPlace = chat ? keepsSystemMessagesInPlace(await templatePrompt(server, MID_SYSTEM_PROBE)) : true
       return new LlamaServerEngine(
@@ -168,6 +168,7 @@ export class LlamaServerEngine extends ServerEngine {
     signal?.addEventListener('abort', cancel, { once: true })
     try {
       if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
+      if (slot !== undefined) await this.swapSlot(slot, pieces!)
       const res = await this.server.streamRequest('/v1/chat/completions', body, upstream.signal)
       if (res.statusCode !== 200) throw chatError(res.statusCode ?? 500, await textOf(res), limit, job)
       let checked = false
@@ -213,6 +214,17 @@ export class LlamaServerEngine extends ServerEngine {
       if (!finished) upstream.abort()
       if (slot !== undefined) this.affinity!.release(slot, served ? pieces : undefined, job.conversationKey)
     }
+  }
+
+  /** Parks what the slot holds and loads a parked conversation into it, where slot-affinity.ts says it pays. */
+  private async swapSlot(slot: number, pieces: PromptPiece[]): Promise<void> {
+    if (!this.slotCache) return
+    const swap = this.affinity!.swapFor(slot, pieces)
+    if (swap.park) {
+      const file = await this.slotCache.park(this.server, slot)
+      if (file) for (const pushedOut of this.affinity!.parked(slot, file)) this.slotCache.drop(pushedOut)
+    }
+    if (swap.unpark) this.affinity!.unparked(slot, swap.unpark, await this.slotCache.unpark(this.server, slot, swap.unpark.file))
   }
 
   /**

@@ -16,6 +16,14 @@
  * engine compares tokens, so this is the same choice made a little coarser. A slot whose content is
  * not known (its request failed) counts as empty: llama-server keeps what it pushes out in its RAM
  * cache anyway.
+ *
+ * Where slots can be saved (a slot cache folder), a conversation pushed out of its slot is parked
+ * first: the slot is saved to a file, and when the conversation comes back to a slot that shares
+ * less of it, the file is loaded into that slot before its request. llama-server's RAM cache would
+ * bring it back only when the slot shares less than half the prompt, which agents sharing a long
+ * system prompt never do, so without parking every conversation pushed out computes its tail again.
+ * Saving and loading cost time in proportion to the whole prompt, computing in proportion to its
+ * tail: a slot is parked, or a parked prompt loaded, only when the tail is worth it.
  */
 import { createHash } from 'node:crypto'
 
@@ -33,16 +41,42 @@ interface SlotState {
   lastUsed: number
 }
 
+/** A conversation's prompt pushed out of its slot and saved to a file, to be loaded back when it returns. */
+export interface ParkedPrompt {
+  file: string
+  pieces: PromptPiece[]
+  key: string | undefined
+  lastUsed: number
+}
+
+/** What to do to a slot before a request runs on it: save what it holds, load a parked prompt. */
+export interface SlotSwap {
+  park: boolean
+  unpark: ParkedPrompt | undefined
+}
+
 /** What the slots hold, kept with the slots' saved caches so a restarted engine knows them again. */
 export interface SlotAffinityState {
   slots: Array<{ pieces: PromptPiece[]; key: string | undefined }>
+  parked?: Array<{ file: string; pieces: PromptPiece[]; key: string | undefined }>
 }
 
 /** A conversation idle this long is worth less than one that just paused. */
 const STALE_MS = 10 * 60_000
 
+/**
+ * A tail worth saving or loading: at least this many characters (about 250 tokens), and an eighth
+ * of the prompt, since a save or load takes time in proportion to the whole prompt's state.
+ */
+const WORTH_SWAPPING_CHARACTERS = 1024
+const WORTH_SWAPPING_SHARE = 1 / 8
+
+/** Parked prompts kept per model; the least recently used goes first. */
+const PARKED_LIMIT = 8
+
 export class SlotAffinity {
   private readonly slots: SlotState[]
+  private parkedPrompts: ParkedPrompt[] = []
 
   constructor(
     slots: number,
@@ -78,12 +112,60 @@ export class SlotAffinity {
     state.lastUsed = this.now()
   }
 
-  snapshot(): SlotAffinityState {
-    return { slots: this.slots.map((s) => ({ pieces: s.pieces, key: s.key })) }
+  /**
+   * Before a request runs on `slot` (taken for it): whether to park what the slot holds, a tail the
+   * request would overwrite, and which parked prompt to load, one that shares clearly more of the
+   * request than the slot does.
+   */
+  swapFor(slot: number, pieces: readonly PromptPiece[]): SlotSwap {
+    const held = this.slots[slot]?.pieces ?? []
+    const shared = sharedSize(held, pieces)
+    let unpark: ParkedPrompt | undefined
+    let unparkShared = shared
+    for (const parked of this.parkedPrompts) {
+      const size = sharedSize(parked.pieces, pieces)
+      if (size > unparkShared) [unpark, unparkShared] = [parked, size]
+    }
+    if (unpark && !worthSwapping(unparkShared - shared, totalSize(unpark.pieces))) unpark = undefined
+    // What the slot will hold next: the parked prompt, or the request from the shared start on.
+    const kept = unpark ? sharedSize(held, unpark.pieces) : shared
+    const tail = totalSize(held) - kept
+    const alreadyParked = this.parkedPrompts.some((p) => contains(p.pieces, held))
+    return { park: !alreadyParked && worthSwapping(tail, totalSize(held)), unpark }
   }
 
-  /** What a restored engine's slots hold, as saved with them. */
-  restore(state: SlotAffinityState, restored: (slot: number) => boolean): void {
+  /** The slot's prompt was saved to `file`; returns the files of parked prompts it replaces or pushes out. */
+  parked(slot: number, file: string): string[] {
+    const state = this.slots[slot]
+    if (!state) return []
+    const size = totalSize(state.pieces)
+    // A longer park of the same conversation replaces its shorter one.
+    const replaced = this.parkedPrompts.filter((p) => contains(state.pieces, p.pieces) && totalSize(p.pieces) <= size)
+    this.parkedPrompts = this.parkedPrompts.filter((p) => !replaced.includes(p))
+    this.parkedPrompts.push({ file, pieces: [...state.pieces], key: state.key, lastUsed: this.now() })
+    this.parkedPrompts.sort((a, b) => b.lastUsed - a.lastUsed)
+    const pushedOut = this.parkedPrompts.splice(PARKED_LIMIT)
+    return [...replaced, ...pushedOut].map((p) => p.file)
+  }
+
+  /** The parked prompt was loaded into `slot` (its file is gone), or could not be: forget it either way. */
+  unparked(slot: number, prompt: ParkedPrompt, loaded: boolean): void {
+    this.parkedPrompts = this.parkedPrompts.filter((p) => p !== prompt)
+    const state = this.slots[slot]
+    if (!state || !loaded) return
+    state.pieces = prompt.pieces
+    state.key = prompt.key
+  }
+
+  snapshot(): SlotAffinityState {
+    return {
+      slots: this.slots.map((s) => ({ pieces: s.pieces, key: s.key })),
+      parked: this.parkedPrompts.map(({ file, pieces, key }) => ({ file, pieces, key })),
+    }
+  }
+
+  /** What a restored engine's slots hold, as saved with them, and the parked prompts whose files are still there. */
+  restore(state: SlotAffinityState, restored: (slot: number) => boolean, fileKept: (file: string) => boolean = () => false): void {
     state.slots.forEach((saved, i) => {
       const slot = this.slots[i]
       if (!slot || !restored(i)) return
@@ -91,13 +173,27 @@ export class SlotAffinity {
       slot.key = saved.key
       slot.lastUsed = this.now()
     })
+    this.parkedPrompts = (state.parked ?? []).filter((p) => fileKept(p.file)).map((p) => ({ ...p, lastUsed: this.now() }))
   }
 
   /** What the slot holds that is worth keeping: its prompt's size, nothing once its conversation went stale. */
   private keepingCost(slot: SlotState): number {
-    const size = slot.pieces.reduce((sum, p) => sum + p.size, 0)
+    const size = totalSize(slot.pieces)
     return this.now() - slot.lastUsed > STALE_MS ? 0 : size
   }
+}
+
+function totalSize(pieces: readonly PromptPiece[]): number {
+  return pieces.reduce((sum, p) => sum + p.size, 0)
+}
+
+function worthSwapping(gain: number, whole: number): boolean {
+  return gain >= WORTH_SWAPPING_CHARACTERS && gain >= whole * WORTH_SWAPPING_SHARE
+}
+
+/** Whether `longer` starts with all of `shorter` (its last piece, cut short, aside). */
+function contains(longer: readonly PromptPiece[], shorter: readonly PromptPiece[]): boolean {
+  return sharedSize(longer, shorter) >= totalSize(shorter) - PIECE_CHARACTERS
 }
 
 /** The size of the start two prompts share. */

@@ -3,10 +3,11 @@
  * (its tokens and their KV state) is saved to the data folder through llama-server's slot API, and
  * the next load of the same model file, with the same context and slots, restores it, so the next
  * turn starts where the last one left off. What each slot held goes with them (slot-affinity.ts),
- * so the conversation finds its own slot again. The folder is bounded: least recently used files go
- * first once it holds more than its budget.
+ * so the conversation finds its own slot again. While the model is loaded, a conversation pushed
+ * out of its slot is parked here too (slot-affinity.ts says when), and loaded back when it returns.
+ * The folder is bounded: least recently used files go first once it holds more than its budget.
  */
-import { createHash } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import { readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { EngineLoadSpec } from '../engine/engine-protocol.ts'
@@ -57,8 +58,49 @@ export class SlotCache {
       }
     }
     const held = affinity && readJson<SlotAffinityState>(this.affinityPath())
-    if (held) affinity.restore(held, (slot) => restored.has(slot))
+    if (held) affinity.restore(held, (slot) => restored.has(slot), (file) => this.isParkedFile(file) && exists(join(this.dir, file)))
     return restored.size
+  }
+
+  /** Saves what `slot` holds to a file of its own; returns its name, or undefined where the save failed. */
+  async park(server: EngineServerProcess, slot: number): Promise<string | undefined> {
+    const file = this.fileName(0).replace(/-slot0\.bin$/, `-parked-${randomUUID().slice(0, 8)}.bin`)
+    try {
+      const res = await server.request(`/slots/${slot}?action=save`, { body: { filename: file }, signal: AbortSignal.timeout(SAVE_TIMEOUT_MS) })
+      const saved = (await res.json()) as { n_saved?: number }
+      if (res.ok && saved.n_saved) {
+        this.prune()
+        return file
+      }
+    } catch {
+      // Not parked: the conversation computes its tail again when it returns.
+    }
+    this.drop(file)
+    return undefined
+  }
+
+  /** Loads a parked prompt into `slot`, then removes its file (the slot holds it now); false where that failed. */
+  async unpark(server: EngineServerProcess, slot: number, file: string): Promise<boolean> {
+    if (!this.isParkedFile(file)) return false
+    try {
+      const res = await server.request(`/slots/${slot}?action=restore`, { body: { filename: file } })
+      await res.body?.cancel()
+      return res.ok
+    } catch {
+      return false
+    } finally {
+      this.drop(file)
+    }
+  }
+
+  drop(file: string): void {
+    if (this.isParkedFile(file)) rmSync(join(this.dir, file), { force: true })
+  }
+
+  /** A parked file of this model and shape: names read back from disk never point elsewhere. */
+  private isParkedFile(file: string): boolean {
+    const prefix = this.fileName(0).replace(/-slot0\.bin$/, '-parked-')
+    return file.startsWith(prefix) && /^[0-9a-f]{24}-parked-[0-9a-f]{8}\.bin$/.test(file)
   }
 
   private get slots(): number {
