@@ -16,9 +16,9 @@ const FAST = [
   'test/agent-replay.test.ts',
   'test/audio-decode.test.ts',
   'test/cors.test.ts',
+  'test/docs-links.test.ts',
   'test/downloads.test.ts',
   'test/electron-shell.test.ts',
-  'test/engine-choice.test.ts',
   'test/image-normalize.test.ts',
   'test/import-direction.test.ts',
   'test/json-body.test.ts',
@@ -30,7 +30,6 @@ const FAST = [
   'test/settings.test.ts',
   'test/slot-affinity.test.ts',
   'test/speech-format.test.ts',
-  'test/stop-sequence-filter.test.ts',
   'test/stream-order.test.ts',
   'test/template-messages.test.ts',
 ]

@@ -4,7 +4,7 @@
  * its `--vad` setting. The whisper model beside it is random, so its words are too: the checks are
  * on where segments are timed, never on what they say.
  *
- * What the README promises for skipped silence, and what is checked of it here: no text over
+ * What docs/speech.md promises for skipped silence, and what is checked of it here: no text over
  * silence (no segment time lands in the padding; silence alone gets no segment and no text), times
  * those of the whole recording (the second copy of the speech is timed where it is in the upload,
  * not where it sits in the shorter speech-only audio whisper hears), and `--vad` doing it for
@@ -146,7 +146,7 @@ describe.skipIf(!whisperModel || !silero || !jfk || !whisperBuilt)('skipping sil
     expectTimedInSpeech(skipped, audio, DEFAULT_PAD_S, `${name}, auto`)
   })
 
-  it.each(LAYOUTS)('$name: server_vad as the README shows it, and a threshold no window reaches hears no speech at all', async ({ name, parts }) => {
+  it.each(LAYOUTS)('$name: server_vad as docs/speech.md shows it, and a threshold no window reaches hears no speech at all', async ({ name, parts }) => {
     const audio = padded(parts)
     const readme = await transcribe(audio, { chunking_strategy: '{"type":"server_vad","threshold":0.5,"silence_duration_ms":300,"prefix_padding_ms":100}' })
     expectTimedInSpeech(readme, audio, 0.1, `${name}, server_vad`)

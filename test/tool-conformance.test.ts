@@ -4,7 +4,7 @@
  * with the family's vocabulary and special tokens (test/support/family-models.ts); the engine's chat
  * parser and grammar do the family's work, and Hearth's contract is checked on what comes out.
  *
- * The tables in support/conformance-families.ts say what each family does today; the README's
+ * The tables in support/conformance-families.ts say what each family does today; docs/tools.md's
  * conformance table is written from them. A family that starts or stops doing something fails its
  * row, so the table stays true. The models are generated before the suites run (engines-setup.ts).
  */
