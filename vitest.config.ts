@@ -18,12 +18,14 @@ const FAST = [
   'test/cors.test.ts',
   'test/docs-links.test.ts',
   'test/downloads.test.ts',
+  'test/engine-load-deadline.test.ts',
   'test/electron-shell.test.ts',
   'test/image-normalize.test.ts',
   'test/import-direction.test.ts',
   'test/json-body.test.ts',
   'test/metrics.test.ts',
   'test/model-folder.test.ts',
+  'test/patch-rebase.test.ts',
   'test/route-contract.test.ts',
   'test/scheduler.test.ts',
   'test/security.test.ts',
@@ -32,6 +34,7 @@ const FAST = [
   'test/speech-format.test.ts',
   'test/stream-order.test.ts',
   'test/template-messages.test.ts',
+  'test/upstream-errors.test.ts',
 ]
 /** Measured on a 2-core machine: 250 s, 75 s, 65 s, 50 s, 25 s, 25 s. */
 const SLOWEST_FIRST = ['test/tool-conformance.test.ts', 'test/agents.test.ts', 'test/soak.test.ts', 'test/fuzz.test.ts', 'test/translation.test.ts', 'test/ui.test.ts']

@@ -18,6 +18,8 @@ export type ModelErrorCode =
   | 'cancelled'
   | 'engine_crashed'
   | 'engine_load_failed'
+  /** The engine a model needs (llama.cpp, whisper.cpp) has not been built on this machine. */
+  | 'engine_not_built'
   | 'insufficient_memory'
   | 'internal_error'
   /** A remote model's server could not be reached or failed. */

@@ -9,9 +9,9 @@ import { join } from 'node:path'
 import { createParser } from 'eventsource-parser'
 import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
-import { llamaNode } from '../native-models/engine/child/llama-binding.ts'
 import { postJson, startTestServer, type TestServer } from './support/server-process.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
+import { llamaBuild, startUpstreamLlamaServer } from './support/upstream-servers.ts'
 
 let modelsDir: string
 let server: TestServer
@@ -128,19 +128,24 @@ describe('POST /v1/chat/completions', () => {
     expect(engineProcessIds()).toHaveLength(1)
   })
 
-  it('counts prompt tokens exactly as llama.cpp evaluates them', async () => {
+  it.skipIf(!llamaBuild)('counts prompt tokens exactly as upstream llama-server does', async () => {
     const messages = [
       { role: 'system' as const, content: 'You tell short stories.' },
       { role: 'user' as const, content: 'Tell me about a little girl and her dog.' },
     ]
     const completion = await client.chat.completions.create({ model: 'org/tiny:q8', messages, max_tokens: 1 })
-    const context = await llamaNode.loadModel({ model: join(modelsDir, 'tiny-chat.gguf'), n_ctx: 512, n_threads: 1, n_gpu_layers: 0 })
+    const upstream = await startUpstreamLlamaServer(['--model', join(modelsDir, 'tiny-chat.gguf'), '--ctx-size', '512', '--threads', '1', '--parallel', '1'])
     try {
-      const { prompt } = context.getFormattedChat(messages, undefined, { jinja: true, add_generation_prompt: true })
-      const direct = await context.completion({ prompt, n_predict: 1, temperature: 0, top_k: 1 })
-      expect(completion.usage!.prompt_tokens).toBe(direct.timings.prompt_n)
+      const res = await fetch(`${upstream.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ messages, max_tokens: 1, temperature: 0 }),
+      })
+      const direct = await res.json()
+      expect(direct.timings.prompt_n).toBe(direct.usage.prompt_tokens)
+      expect(completion.usage!.prompt_tokens).toBe(direct.usage.prompt_tokens)
     } finally {
-      await context.release()
+      await upstream.stop()
     }
   })
 

@@ -1,8 +1,8 @@
 /**
  * The desktop shell's logic with `electron` mocked (its binary cannot be downloaded here): window
  * options, hardening, the app:// protocol, IPC handlers and sender checks, the embedded server's
- * restarts, the startup and shutdown order, the utility-process adapter, the preload, and what
- * `npm start` says when Electron is missing.
+ * restarts, the startup and shutdown order, the preload, and what `npm start` says when Electron
+ * is missing.
  */
 import { execFile } from 'node:child_process'
 import { EventEmitter } from 'node:events'
@@ -161,7 +161,6 @@ const { Channel } = await import('../preload/ipc-channels.ts')
 const { registerIpcHandlers, isTrustedSender } = await import('../main/electron/ipc-handlers.ts')
 const { EmbeddedServer } = await import('../main/electron/embedded-server.ts')
 const { startDesktopApp } = await import('../main/electron/desktop-app.ts')
-const { forkUtilityEngine } = await import('../main/electron/utility-engine.ts')
 const { trayMenu } = await import('../main/electron/tray.ts')
 const { findElectron } = await import('../main/cli/start-electron.ts')
 
@@ -536,38 +535,6 @@ describe('startup and shutdown', () => {
     ;(item('Run the API server').click as () => void)()
     ;(item('Quit Hearth').click as () => void)()
     expect(clicked).toEqual(['run true', 'quit'])
-  })
-})
-
-describe('engines in utility processes', () => {
-  it('make a UtilityProcess look like the forked child EngineProcess drives', () => {
-    const posted: unknown[] = []
-    let killed = false
-    const utility = Object.assign(new EventEmitter(), {
-      pid: 4242,
-      stdout: null,
-      stderr: null,
-      postMessage: (m: unknown) => posted.push(m),
-      kill: () => (killed = true),
-    })
-    let forkedWith: unknown[] = []
-    const child = forkUtilityEngine(((...args: unknown[]) => ((forkedWith = args), utility)) as any, '/app/engine-utility-entry.js', { A: '1' })
-    expect(forkedWith).toEqual(['/app/engine-utility-entry.js', [], { serviceName: 'Hearth model engine', stdio: 'pipe', env: { A: '1' } }])
-    const messages: unknown[] = []
-    const exits: unknown[] = []
-    child.on('message', (m) => messages.push(m))
-    child.on('exit', (code, signal) => exits.push([code, signal]))
-    expect(child.pid).toBe(4242)
-    expect(child.send({ type: 'stats' })).toBe(true)
-    utility.emit('message', { type: 'loaded' })
-    expect(posted).toEqual([{ type: 'stats' }])
-    expect(messages).toEqual([{ type: 'loaded' }])
-    expect(child.kill('SIGKILL')).toBe(true)
-    expect(killed).toBe(true)
-    utility.emit('exit', 9)
-    expect(exits).toEqual([[9, null]])
-    expect(child.connected).toBe(false)
-    expect(child.send({ type: 'shutdown' })).toBe(false)
   })
 })
 

@@ -1,6 +1,7 @@
 /**
  * The llama-server engine through the real server: what it reports of itself, the prompt cache
- * within and across loads, a crash explained by its log, and what a machine without a build gets.
+ * within and across loads, a crash explained by its log, and what a machine without a build gets
+ * (a server that runs, and a 503 naming `npm run build:engines` for every local model).
  */
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
@@ -11,8 +12,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LLAMA_SOURCE } from '../native-models/native-build/pinned-source.ts'
 import { engineProcessIds } from './support/process-stats.ts'
 import { PROJECT_ROOT, postJson, startTestServer, type TestServer } from './support/server-process.ts'
-import { writeTinyLlama } from './support/tiny-models.ts'
-import { llamaBuild, startUpstreamLlamaServer, type UpstreamServer } from './support/upstream-servers.ts'
+import { writeTinyLlama, writeTinyWhisper } from './support/tiny-models.ts'
+import { wavFile } from './audio/synthesize-audio-files.ts'
+import { llamaBuild, startUpstreamLlamaServer, whisperBuild, type UpstreamServer } from './support/upstream-servers.ts'
 
 const WORDS = 'the quick brown fox jumps over the lazy dog and runs into the green wood '.repeat(12)
 
@@ -46,6 +48,7 @@ describe.skipIf(!llamaBuild)('the llama-server engine', () => {
       commit: LLAMA_SOURCE.commit,
       cpu_features: llamaBuild!.cpuFeatures,
       gpu_backend: llamaBuild!.gpu,
+      not_built: whisperBuild ? [] : [expect.stringMatching(/^whisper\.cpp is not built for this machine.*npm run build:engines/)],
     })
     expect(system.loaded).toEqual([expect.objectContaining({ id: 'chat', engine: 'llama-server', rss_bytes: expect.any(Number) })])
     expect(system.loaded[0].rss_bytes).toBeGreaterThan(1_000_000)
@@ -102,27 +105,27 @@ describe.skipIf(!llamaBuild)('three conversations on two slots', () => {
   // Like agents: a long system prompt they all share, and a tail of their own shorter than it, so
   // that llama-server alone (which loads from its RAM cache only when a slot keeps less than half
   // of what it holds) computes a returning conversation's tail again.
-  const system = WORDS.repeat(2)
+  const system = WORDS.repeat(4)
   const session = (task: string, ...more: string[]) =>
     client.chat.completions.create({
       model: 'chat',
       max_tokens: 2,
       messages: [
         { role: 'system', content: system },
-        { role: 'user', content: `${task}: ${`the ${task} part of the work `.repeat(45)}` },
+        { role: 'user', content: `${task}: ${`the ${task} part of the work `.repeat(40)}` },
         ...more.map((content, i) => ({ role: i % 2 ? ('user' as const) : ('assistant' as const), content })),
       ],
     })
 
   it('brings a conversation pushed out of its slot back from where it was parked', async () => {
-    const first = await session('alpha')
+    const alpha = await session('alpha')
     await session('beta')
-    await session('gamma') // pushes one of the two out
+    const gamma = await session('gamma') // pushes one of the two out
     await session('beta', 'ok', 'go on') // goes on in its own slot
-    const back = await session('alpha', 'ok', 'go on')
-    expect(back.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThan(first.usage!.prompt_tokens - 10)
-    const again = await session('gamma', 'ok', 'go on')
-    expect(again.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThan(first.usage!.prompt_tokens - 10)
+    const alphaBack = await session('alpha', 'ok', 'go on')
+    expect(alphaBack.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThan(alpha.usage!.prompt_tokens - 10)
+    const gammaBack = await session('gamma', 'ok', 'go on')
+    expect(gammaBack.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThan(gamma.usage!.prompt_tokens - 10)
     // Loaded back, a parked file is gone: the folder holds only what is still parked.
     expect(readdirSync(join(dataDir, 'slot-cache')).filter((f) => f.includes('-parked-')).length).toBeLessThanOrEqual(2)
   })
@@ -168,26 +171,41 @@ describe.skipIf(!llamaBuild)('llama-server as Hearth builds it', () => {
   })
 })
 
-describe('without a llama.cpp build', () => {
-  it('serves chat on the prebuilt binding and says so loudly at start', async () => {
-    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-fallback-'))
+describe('without engine builds', () => {
+  it('starts, says what is missing, and answers model requests 503 naming npm run build:engines', async () => {
+    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-not-built-'))
     writeTinyLlama(join(modelsDir, 'chat.gguf'))
-    const server = await startTestServer({ modelsDir, env: { HEARTH_LLAMA_BUILD_DIR: join(modelsDir, 'no-build-here') } })
+    writeTinyWhisper(join(modelsDir, 'whisper.bin'))
+    // What a machine where `npm run build:engines` never succeeded has: an empty engine cache.
+    const cache = mkdtempSync(join(tmpdir(), 'hearth-empty-engine-cache-'))
+    const env = { HEARTH_ENGINE_CACHE: cache, HEARTH_LLAMA_BUILD_DIR: undefined, HEARTH_WHISPER_BUILD_DIR: undefined }
+    const server = await startTestServer({ modelsDir, env })
     try {
-      expect(server.output()).toMatch(/warning: llama\.cpp has not been built for this machine.*npm run build:engines/)
-      const res = await postJson(server, '/v1/chat/completions', { model: 'chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 })
-      expect(res.status).toBe(200)
-      expect(res.json.usage.completion_tokens).toBe(3)
+      expect(server.output()).toMatch(/warning: llama\.cpp is not built for this machine.*npm run build:engines/)
+      expect(server.output()).toMatch(/warning: whisper\.cpp is not built for this machine.*npm run build:engines/)
+      const chat = await postJson(server, '/v1/chat/completions', { model: 'chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 })
+      expect(chat.status).toBe(503)
+      expect(chat.json.error).toMatchObject({ type: 'server_error', code: 'engine_not_built', param: null })
+      expect(chat.json.error.message).toMatch(/^llama\.cpp is not built for this machine.*npm run build:engines/)
+      // Waiting does not build it: no Retry-After.
+      expect(chat.headers.get('retry-after')).toBeNull()
+
+      const form = new FormData()
+      form.append('model', 'whisper')
+      form.append('file', new Blob([new Uint8Array(wavFile(new Float32Array(16_000), { sampleRate: 16_000, encoding: 'int', bitsPerSample: 16 }))]), 'silence.wav')
+      const speech = await fetch(`${server.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${server.apiKey}` }, body: form })
+      expect(speech.status).toBe(503)
+      const speechError = (await speech.json()).error
+      expect(speechError).toMatchObject({ type: 'server_error', code: 'engine_not_built' })
+      expect(speechError.message).toMatch(/^whisper\.cpp is not built for this machine.*npm run build:engines/)
+
+      // The models are still listed, and /api/system (the Server page) says the same.
+      const models = await (await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${server.apiKey}` } })).json()
+      expect(models.data.map((m: { id: string }) => m.id).sort()).toEqual(['chat', 'whisper'])
       const system = await (await fetch(`${server.url}/api/system`, { headers: { authorization: `Bearer ${server.apiKey}` } })).json()
-      expect(system.engine).toMatchObject({ name: 'prebuilt-binding', commit: null })
-      // What needs llama-server's chat parser and grammar is refused by name, not ignored.
-      const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } }]
-      const refused = await postJson(server, '/v1/chat/completions', { model: 'chat', messages: [{ role: 'user', content: 'hi' }], tools, max_tokens: 3 })
-      expect(refused.status).toBe(400)
-      expect(refused.json.error).toMatchObject({ code: 'model_not_compatible', param: 'tools' })
-      expect(refused.json.error.message).toMatch(/npm run build:engines/)
-      const schema = await postJson(server, '/v1/chat/completions', { model: 'chat', messages: [{ role: 'user', content: 'hi' }], response_format: { type: 'json_object' }, max_tokens: 3 })
-      expect(schema.json.error).toMatchObject({ code: 'model_not_compatible', param: 'response_format' })
+      expect(system.engine).toEqual({ name: 'not-built', commit: null, cpu_features: [], gpu_backend: 'none', not_built: [chat.json.error.message, speechError.message] })
+      expect(system.devices).toEqual([expect.objectContaining({ type: 'cpu' })])
+      expect(system.loaded).toEqual([])
     } finally {
       await server.stop()
     }

@@ -23,7 +23,7 @@ import { sharedFixture } from './support/shared-fixtures.ts'
 const whisperModel = sharedFixture('models/ggml-tiny-random-multilingual.bin')
 const silero = sharedFixture('models/for-tests-silero-v6.2.0-ggml.bin')
 const jfk = sharedFixture('audio/jfk.wav')
-// The prebuilt binding answers voice activity detection with a 400: only whisper-server does it.
+// Without whisper-server there is no speech at all (503, engine_not_built).
 const whisperBuilt = findWhisperBuild() !== undefined
 if (!whisperBuilt) console.warn('\n*** SKIPPED: real-vad needs whisper.cpp built here (npm run build:engines) ***\n')
 

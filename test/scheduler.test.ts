@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { ModelRecord } from '../native-models/catalog/model-folder.ts'
-import type { Engine, RunOptions } from '../native-models/engine/engine-process.ts'
+import type { Engine, RunOptions } from '../native-models/engine/engine.ts'
 import type { ChatJob, ChatResult, EngineResult } from '../native-models/engine/engine-protocol.ts'
 import { ModelError } from '../native-models/errors.ts'
 import { promptCacheBytes } from '../native-models/scheduler/memory-plan.ts'
@@ -180,10 +180,11 @@ describe('ModelScheduler', () => {
 describe('ModelScheduler lifecycle', () => {
   const named = (id: string) => ({ id }) as ModelRecord
 
-  function lifecycle(options: { ttlMs?: number; budget?: number; sizes?: Record<string, number> }) {
+  function lifecycle(options: { ttlMs?: number; budget?: number; sizes?: Record<string, number>; cannotStart?: (m: ModelRecord) => ModelError | undefined }) {
     const engines = new Map<string, FakeEngine[]>()
     const scheduler = new ModelScheduler({
       maxQueuePerModel: 4,
+      cannotStart: options.cannotStart,
       idleTtlMs: () => options.ttlMs ?? 0,
       memoryBudget: options.budget === undefined ? undefined : () => options.budget!,
       estimateBytes: (m) => options.sizes?.[m.id] ?? 1,
@@ -254,6 +255,17 @@ describe('ModelScheduler lifecycle', () => {
     await busy
     await scheduler.load(named('b'))
     expect(scheduler.loadedModelIds()).toEqual(['b'])
+  })
+
+  it('refuses a model whose engine cannot start before planning memory for it: nothing is evicted', async () => {
+    const notBuilt = new ModelError('engine_not_built', 'llama.cpp is not built for this machine. Build it with: npm run build:engines')
+    const { scheduler, engines } = lifecycle({ budget: 10, sizes: { a: 6, big: 20, b: 6 }, cannotStart: (m) => (m.id === 'a' ? undefined : notBuilt) })
+    await scheduler.load(named('a'))
+    // Neither "does not fit" for the big one nor evicting a for b: the engine is what is missing.
+    await expect(scheduler.load(named('big'))).rejects.toBe(notBuilt)
+    await expect(scheduler.run(named('b'), job('x'))).rejects.toBe(notBuilt)
+    expect(scheduler.loadedModelIds()).toEqual(['a'])
+    expect([...engines.keys()]).toEqual(['a'])
   })
 })
 

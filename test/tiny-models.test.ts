@@ -1,14 +1,13 @@
 /**
- * The tiny generated models load and run through the real native bindings.
- * (The bindings log to stderr directly; that noise is expected.)
+ * The tiny generated models load and run in llama.cpp's and whisper.cpp's own servers (upstream
+ * llama-server and whisper-server from the engine builds, no Hearth in between).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { gguf } from '@huggingface/gguf'
-import { llamaNode } from '../native-models/engine/child/llama-binding.ts'
-import { whisperNode } from '../native-models/engine/child/whisper-binding.ts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { wavFile } from './audio/synthesize-audio-files.ts'
 import { float32ToFloat16Bits, kv, writeGguf } from './support/gguf-writer.ts'
 import {
   generateTestModels,
@@ -16,6 +15,10 @@ import {
   writeTinyLlama,
   type TestModels,
 } from './support/tiny-models.ts'
+import { llamaBuild, startUpstreamLlamaServer, startUpstreamWhisperServer, whisperBuild, type UpstreamServer } from './support/upstream-servers.ts'
+
+if (!llamaBuild) console.warn('*** SKIPPED: the tiny llama and bert checks need llama.cpp built here (npm run build:engines)')
+if (!whisperBuild) console.warn('*** SKIPPED: the tiny whisper check needs whisper.cpp built here (npm run build:engines)')
 
 let dir: string
 let models: TestModels
@@ -33,6 +36,24 @@ afterAll(() => {
 })
 
 const greedy = { n_predict: 20, temperature: 0, top_k: 1 } as const
+
+/** A JSON request to an upstream server; anything but a 2xx fails the test with the server's words. */
+async function post(server: UpstreamServer, path: string, body: unknown): Promise<any> {
+  const res = await fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  const json = await res.json()
+  if (!res.ok) throw new Error(`${path} answered ${res.status}: ${JSON.stringify(json)}`)
+  return json
+}
+
+/** Runs `use` against llama-server serving `args`' model on one thread, then stops it. */
+async function withLlamaServer<T>(args: string[], use: (server: UpstreamServer) => Promise<T>): Promise<T> {
+  const server = await startUpstreamLlamaServer([...args, '--ctx-size', '512', '--threads', '1', '--parallel', '1'])
+  try {
+    return await use(server)
+  } finally {
+    await server.stop()
+  }
+}
 
 describe('gguf-writer', () => {
   it('writes every metadata type and F32/F16 tensors that @huggingface/gguf reads back', async () => {
@@ -119,159 +140,115 @@ describe('gguf-writer', () => {
   })
 })
 
-describe('tiny llama', () => {
+describe.skipIf(!llamaBuild)('tiny llama', () => {
   it('chat model: formats ChatML, completes deterministically, round-trips text', async () => {
-    const ctx = await llamaNode.loadModel({ model: models.llamaChat.path, n_ctx: 512, n_threads: 1, n_gpu_layers: 0 })
-    try {
-      expect(ctx.isJinjaSupported()).toBe(true)
-      const chat = ctx.getFormattedChat(
-        [
+    await withLlamaServer(['--model', models.llamaChat.path], async (server) => {
+      const { prompt } = await post(server, '/apply-template', {
+        messages: [
           { role: 'system', content: 'You are a tiny test model.' },
           { role: 'user', content: 'Hello there, how are you?' },
         ],
-        undefined,
-        { jinja: true },
-      )
-      expect(chat.type).toBe('jinja')
-      const prompt = 'prompt' in chat ? chat.prompt : ''
+      })
       expect(prompt).toContain('<|im_start|>user\nHello there, how are you?<|im_end|>\n')
       expect(prompt.endsWith('<|im_start|>assistant\n')).toBe(true)
 
-      const first = await ctx.completion({ prompt, ...greedy })
-      const second = await ctx.completion({ prompt, ...greedy })
-      expect(first.text.trim().length).toBeGreaterThan(0)
-      expect(second.text).toBe(first.text)
+      const first = await post(server, '/completion', { prompt, ...greedy })
+      const second = await post(server, '/completion', { prompt, ...greedy })
+      expect(first.content.trim().length).toBeGreaterThan(0)
+      expect(second.content).toBe(first.content)
       expect(first.tokens_predicted).toBeGreaterThanOrEqual(19)
 
       // Control tokens parse as single tokens.
-      const imEnd = await ctx.tokenize('<|im_end|>')
-      expect(Array.from(imEnd.tokens)).toEqual([models.llamaChat.tokens.imEnd])
+      expect((await post(server, '/tokenize', { content: '<|im_end|>' })).tokens).toEqual([models.llamaChat.tokens.imEnd])
 
       for (const text of ['Hello world, the quick brown fox jumps over the lazy dog.', 'I think 42 is a number!\nNew line.', 'héllo 日本']) {
-        const { tokens } = await ctx.tokenize(text)
-        expect(await ctx.detokenize(Array.from(tokens))).toBe(text)
+        const { tokens } = await post(server, '/tokenize', { content: text })
+        expect((await post(server, '/detokenize', { tokens })).content).toBe(text)
       }
       // Known words are single pieces.
-      expect((await ctx.tokenize('the water is cold')).tokens.length).toBe(4)
-    } finally {
-      await ctx.release()
-    }
+      expect((await post(server, '/tokenize', { content: 'the water is cold' })).tokens.length).toBe(4)
+    })
   })
 
   it('plain model has no chat template and still completes', async () => {
-    const ctx = await llamaNode.loadModel({ model: models.llamaPlain.path, n_ctx: 512, n_threads: 1, n_gpu_layers: 0 })
-    try {
-      expect(ctx.isJinjaSupported()).toBe(false)
-      expect(ctx.getModelInfo().metadata['tokenizer.chat_template']).toBeUndefined()
-      const result = await ctx.completion({ prompt: 'Once upon a time', ...greedy })
-      expect(result.text.trim().length).toBeGreaterThan(0)
-    } finally {
-      await ctx.release()
-    }
+    const { metadata } = await gguf(models.llamaPlain.path, { allowLocalFile: true })
+    expect(Object.keys(metadata)).not.toContain('tokenizer.chat_template')
+    await withLlamaServer(['--model', models.llamaPlain.path], async (server) => {
+      const result = await post(server, '/completion', { prompt: 'Once upon a time', ...greedy })
+      expect(result.content.trim().length).toBeGreaterThan(0)
+    })
   })
 
-  it('mmproj: multimodal init and an image completion (file path and data: URL)', async () => {
-    const ctx = await llamaNode.loadModel({ model: models.llamaChat.path, n_ctx: 512, n_threads: 1, n_gpu_layers: 0 })
-    try {
-      expect(ctx.initMultimodal({ path: models.mmproj.path, use_gpu: false })).toBe(true)
-      expect(ctx.getMultimodalSupport()).toEqual({ vision: true, audio: false })
-
-      const chat = ctx.getFormattedChat(
-        [{ role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url: pngPath } }] }],
-        undefined,
-        { jinja: true },
-      )
-      expect(chat.has_media).toBe(true)
-      const prompt = 'prompt' in chat ? chat.prompt : ''
-      const fromFile = await ctx.completion({ prompt, media_paths: chat.media_paths, ...greedy, n_predict: 8 })
-      expect(fromFile.text.trim().length).toBeGreaterThan(0)
+  it('mmproj: the projector loads beside the model, and an image takes its place in the prompt', async () => {
+    await withLlamaServer(['--model', models.llamaChat.path, '--mmproj', models.mmproj.path, '--no-mmproj-offload'], async (server) => {
+      const props = await (await fetch(`${server.url}/props`)).json()
+      expect(props.modalities).toMatchObject({ vision: true, audio: false })
 
       const url = `data:image/png;base64,${readFileSync(pngPath).toString('base64')}`
-      const fromUrl = await ctx.completion({
-        messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }, { type: 'text', text: 'Describe it.' }] }],
-        jinja: true,
-        ...greedy,
-        n_predict: 8,
-      })
-      expect(fromUrl.text.trim().length).toBeGreaterThan(0)
-    } finally {
-      await ctx.release()
-    }
+      const ask = (content: unknown) => post(server, '/v1/chat/completions', { messages: [{ role: 'user', content }], max_tokens: 8, temperature: 0 })
+      const withImage = await ask([{ type: 'image_url', image_url: { url } }, { type: 'text', text: 'Describe it.' }])
+      const textOnly = await ask([{ type: 'text', text: 'Describe it.' }])
+      expect(withImage.choices[0].message.content.trim().length).toBeGreaterThan(0)
+      expect(withImage.usage.prompt_tokens).toBeGreaterThan(textOnly.usage.prompt_tokens)
+    })
   })
 })
 
-describe('tiny bert', () => {
+describe.skipIf(!llamaBuild)('tiny bert', () => {
   const text = 'The quick brown fox jumps over the lazy dog.'
 
   it('embeds to a fixed-length vector, the same for the same text', async () => {
-    // Fresh contexts: llama.node 1.7.15's ctx.embedding() reuses the previous call's
-    // token prefix even for this encoder-only model, so a second call on the same
-    // context only encodes the tail and returns a different vector (same with the
-    // bge fixture). The parallel API below does not have that problem.
-    const embed = async (input: string): Promise<number[]> => {
-      const ctx = await llamaNode.loadModel({ model: models.bert.path, embedding: true, n_ctx: 512, n_threads: 1, n_gpu_layers: 0 })
-      try {
-        return Array.from((await ctx.embedding(input)).embedding)
-      } finally {
-        await ctx.release()
-      }
-    }
-    const a = await embed(text)
-    const b = await embed(text)
-    const c = await embed('Something else entirely, 123.')
-    expect(a).toHaveLength(models.bert.embd)
-    expect(a.every(Number.isFinite)).toBe(true)
-    expect(Math.hypot(...a)).toBeCloseTo(1, 4) // normalised by default
-    expect(b).toEqual(a)
-    expect(c).not.toEqual(a)
-
-    const ctx = await llamaNode.loadModel({ model: models.bert.path, embedding: true, n_ctx: 512, n_threads: 1, n_gpu_layers: 0 })
-    try {
-      expect(await ctx.parallel.enable({ n_parallel: 1 })).toBe(true)
-      const viaSlots = async (input: string): Promise<number[]> => Array.from((await (await ctx.parallel.embedding(input)).promise).embedding)
-      const p1 = await viaSlots(text)
-      const p2 = await viaSlots(text)
-      expect(p2).toEqual(p1)
-      p1.forEach((v, i) => expect(v).toBeCloseTo(a[i]!, 5))
-    } finally {
-      await ctx.release()
-    }
+    await withLlamaServer(['--model', models.bert.path, '--embedding'], async (server) => {
+      const embed = async (input: string): Promise<number[]> => (await post(server, '/v1/embeddings', { input })).data[0].embedding
+      const a = await embed(text)
+      const b = await embed(text)
+      const c = await embed('Something else entirely, 123.')
+      expect(a).toHaveLength(models.bert.embd)
+      expect(a.every(Number.isFinite)).toBe(true)
+      expect(Math.hypot(...a)).toBeCloseTo(1, 4) // normalised by default
+      expect(b).toEqual(a)
+      expect(c).not.toEqual(a)
+    })
   })
 
   it('tokenizes English with the WordPiece vocabulary', async () => {
-    const ctx = await llamaNode.loadModel({ model: models.bert.path, embedding: true, n_ctx: 512, n_threads: 1, n_gpu_layers: 0 })
-    try {
-      // tokenize() adds no [CLS]/[SEP]: hello world , test ##ing quick ##ly .
-      const { tokens } = await ctx.tokenize('Hello world, testing quickly.')
+    await withLlamaServer(['--model', models.bert.path, '--embedding'], async (server) => {
+      // No [CLS]/[SEP] unless asked: hello world , test ##ing quick ##ly .
+      const { tokens } = await post(server, '/tokenize', { content: 'Hello world, testing quickly.' })
       expect(tokens.length).toBe(8)
       // Words outside the vocabulary fall back to single letters, not [UNK].
-      expect((await ctx.tokenize('zebra xylophone')).tokens).not.toContain(models.bert.tokens.unk)
-      expect((await ctx.detokenize(Array.from(tokens))).replace(/\s+/g, ' ').trim()).toBe('hello world , testing quickly .')
-    } finally {
-      await ctx.release()
-    }
+      expect((await post(server, '/tokenize', { content: 'zebra xylophone' })).tokens).not.toContain(models.bert.tokens.unk)
+      expect((await post(server, '/detokenize', { tokens })).content.replace(/\s+/g, ' ').trim()).toBe('hello world , testing quickly .')
+    })
   })
 })
 
-describe('tiny whisper', () => {
+describe.skipIf(!whisperBuild)('tiny whisper', () => {
   it('translates 2 s of audio into segments (greedy, 1 thread)', async () => {
-    const ctx = await whisperNode.initWhisper({ filePath: models.whisper.path, useGpu: false })
+    const sampleRate = 16000
+    const samples = new Float32Array(2 * sampleRate).map((_, i) => 0.3 * Math.sin((2 * Math.PI * 440 * i) / sampleRate))
+    const wav = wavFile(samples, { sampleRate, encoding: 'int', bitsPerSample: 16 })
+    const server = await startUpstreamWhisperServer(['--model', models.whisper.path, '--threads', '1', '--no-language-probabilities'])
     try {
-      const sampleRate = 16000
-      // whisper.node takes 16-bit samples (whatever its typings say).
-      const audio = new Int16Array(2 * sampleRate).map((_, i) => Math.round(0.3 * 32767 * Math.sin((2 * Math.PI * 440 * i) / sampleRate)))
-      const { promise } = ctx.transcribeData(audio.buffer, { language: 'de', translate: true, maxThreads: 1, temperature: 0 })
-      const result = await promise
-      expect(result.isAborted).toBe(false)
-      expect(result.segments.length).toBeGreaterThan(0)
-      expect(result.segments[0]).toMatchObject({ text: models.whisper.expectedText, t0: 0 })
-      expect(result.result).toBe(models.whisper.expectedText)
+      const translate = async (language: string) => {
+        const body = new FormData()
+        body.append('file', new Blob([new Uint8Array(wav)], { type: 'audio/wav' }), 'sine.wav')
+        const options = { translate: 'true', response_format: 'verbose_json', language, temperature: '0', temperature_inc: '0', best_of: '1', beam_size: '-1' }
+        for (const [k, v] of Object.entries(options)) body.append(k, v)
+        const res = await fetch(`${server.url}/inference`, { method: 'POST', body })
+        expect(res.status).toBe(200)
+        return (await res.json()) as { text: string; language: string; segments: Array<{ text: string; start: number }> }
+      }
+      const told = await translate('de')
+      expect(told.segments.length).toBeGreaterThan(0)
+      expect(told.segments[0]).toMatchObject({ text: models.whisper.expectedText, start: 0 })
+      expect(told.text.trimEnd()).toBe(models.whisper.expectedText) // whisper-server ends each segment's line
 
-      const auto = await ctx.transcribeData(audio.buffer, { language: 'auto', translate: true, maxThreads: 1 }).promise
-      expect(auto.language).toBe('en')
+      const auto = await translate('auto')
+      expect(auto.language).toBe('english')
       expect(auto.segments.map((s) => s.text)).toEqual([models.whisper.expectedText])
     } finally {
-      await ctx.release()
+      await server.stop()
     }
   })
 })

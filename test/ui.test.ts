@@ -437,7 +437,7 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
     await expect.poll(() => page.getByTestId('request-log').getByText('POST /v1/chat/completions').count()).toBeGreaterThan(0)
     // With the prompt's size and what of it came from the engine's cache.
     await expect.poll(async () => (await page.getByTestId('request-prompt').allTextContents()).some((t) => /\d+ tokens/.test(t))).toBe(true)
-    // What runs the models: llama.cpp built here, its commit and CPU features (or the fallback, loudly).
+    // What runs the models: llama.cpp built here, its commit and CPU features (or, loudly, that it is not built).
     const engine = page.getByTestId('engine-card')
     if (llamaBuild) {
       await expect.poll(() => engine.textContent()).toContain(`llama.cpp ${llamaBuild.commit.slice(0, 7)}, built on this machine`)

@@ -1,9 +1,9 @@
 /**
  * Bundles the desktop app's main-process code for Electron into dist-electron/: the app
- * (main.js, ESM), the preload (preload.cjs: sandboxed preloads must be CommonJS) and the engine
- * entries (engine-child.js for forks, engine-utility-entry.js for utility processes). npm packages
- * stay outside the bundle and are shipped in node_modules; the native ones are unpacked from the
- * asar by electron-builder.
+ * (main.js, ESM), the preload (preload.cjs: sandboxed preloads must be CommonJS) and the audio
+ * decoding worker. npm packages stay outside the bundle and are shipped in node_modules; the native
+ * ones are unpacked from the asar by electron-builder. The engines are programs of their own
+ * (llama-server, whisper-server), packaged by electron-builder's extraResources.
  */
 import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
@@ -19,7 +19,7 @@ const NODE_TARGET = 'node22'
  * Files the server's modules find beside themselves through import.meta.url. In the bundle
  * "beside" is dist-electron/, so they are copied (or, for the audio worker, built) there.
  */
-const SIDECAR_FILES = ['native-models/catalog/recommended-models.json', 'native-models/engine/device-probe-child.cjs']
+const SIDECAR_FILES = ['native-models/catalog/recommended-models.json']
 const AUDIO_WORKER = 'native-models/audio/decode-audio.worker.ts'
 
 export async function buildElectron(outDir = ELECTRON_OUT_DIR): Promise<number> {
@@ -36,11 +36,7 @@ export async function buildElectron(outDir = ELECTRON_OUT_DIR): Promise<number> 
   await Promise.all([
     build({
       ...common,
-      entryPoints: {
-        main: 'main/electron/main.ts',
-        'engine-child': 'native-models/engine/child/engine-child.ts',
-        'engine-utility-entry': 'main/electron/engine-utility-entry.ts',
-      },
+      entryPoints: { main: 'main/electron/main.ts' },
       outdir: outDir,
       format: 'esm',
       packages: 'external',

@@ -2,7 +2,8 @@
  * `npm run build:engines` (and `npm install`'s postinstall with --soft): builds llama.cpp's
  * llama-server and whisper.cpp's whisper-server for this machine from the pinned sources, once;
  * later runs find the cached builds. With --soft a machine that cannot build gets the message and
- * the install goes on: the server then falls back, loudly, to the slow prebuilt bindings.
+ * the install goes on (models on other machines still serve); the server starts, and answers
+ * requests for local models with a 503 naming the command that builds the engines.
  *
  * `--portable --into DIR` (what `npm run dist` runs) builds engines for every CPU level instead and
  * copies them to DIR/llama and DIR/whisper, for the installer to ship.
@@ -18,9 +19,9 @@ const log = (line: string) => console.log(`hearth engines: ${line}`)
 
 try {
   const portable = flags.portable ?? false
-  const llama = buildLlama(log, process.env, portable)
+  const llama = await buildLlama(log, process.env, portable)
   log(`llama.cpp ${llama.commit.slice(0, 7)}, GPU ${llama.gpu}, CPU ${llama.cpuFeatures.join(' ') || 'baseline'}: ${llama.dir}`)
-  const whisper = buildWhisper(log, process.env, portable)
+  const whisper = await buildWhisper(log, process.env, portable)
   log(`${whisper.sourceVersion}: ${whisper.dir}`)
   if (flags.into) {
     for (const [name, build] of [['llama', llama], ['whisper', whisper]] as const) {
@@ -33,5 +34,5 @@ try {
   if (!(e instanceof EngineBuildError)) throw e
   console.error(`hearth engines: cannot build an engine here: ${e.message}`)
   if (!flags.soft) process.exit(1)
-  console.error('hearth engines: what is not built runs on the prebuilt bindings instead, 6-13x slower. Fix the above, then: npm run build:engines')
+  console.error('hearth engines: local models answer 503 until the engines are built. Fix the above, then: npm run build:engines')
 }

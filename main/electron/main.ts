@@ -3,12 +3,11 @@
  * with logic lives in desktop-app.ts and its neighbours; this only names the files and starts.
  */
 import { join } from 'node:path'
-import { app, dialog, utilityProcess } from 'electron'
+import { app, dialog } from 'electron'
 import { startServer } from '../server/server.ts'
 import { SettingsError } from '../server/settings.ts'
 import { startDesktopApp } from './desktop-app.ts'
 import { usePackagedEngines } from './packaged-engines.ts'
-import { forkUtilityEngine } from './utility-engine.ts'
 
 const here = import.meta.dirname
 // The installer's engines (built for every CPU level by `npm run dist`); a dev run uses the cache.
@@ -17,9 +16,7 @@ usePackagedEngines(process.resourcesPath)
 startDesktopApp({
   preloadPath: join(here, 'preload.cjs'),
   rendererDir: join(here, '..', 'renderer', 'dist'),
-  // Engines run as Electron utility processes, not Node forks of the app's binary.
-  startServer: (settings, log) =>
-    startServer(settings, log, { spawnEngine: () => forkUtilityEngine(utilityProcess.fork, join(here, 'engine-utility-entry.js')) }),
+  startServer,
 }).catch((e: unknown) => {
   const message = e instanceof SettingsError ? e.message : `Hearth could not start: ${(e as Error).stack ?? String(e)}`
   dialog.showErrorBox('Hearth', message)

@@ -67,6 +67,8 @@ const statusByModelCode: Record<ModelErrorCode, { status: number; type: ErrorTyp
   insufficient_memory: { status: 503, type: 'server_error' },
   engine_crashed: { status: 500, type: 'server_error' },
   engine_load_failed: { status: 500, type: 'server_error' },
+  // Until `npm run build:engines` has run: no retry helps, so no Retry-After either.
+  engine_not_built: { status: 503, type: 'server_error' },
   internal_error: { status: 500, type: 'server_error' },
   remote_unavailable: { status: 502, type: 'server_error' },
 }
@@ -80,7 +82,7 @@ export function toApiError(e: unknown): ApiError {
   }
   if (isModelError(e)) {
     const { status, type } = statusByModelCode[e.code]
-    const headers: Record<string, string> = status === 503 ? { 'Retry-After': RETRY_AFTER_SECONDS } : {}
+    const headers: Record<string, string> = status === 503 && e.code !== 'engine_not_built' ? { 'Retry-After': RETRY_AFTER_SECONDS } : {}
     return new ApiError(status, type, e.code, e.message, e.param, headers)
   }
   if (e instanceof DownloadError) return downloadError(e)

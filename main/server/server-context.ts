@@ -25,6 +25,8 @@ export interface ServerContext {
 export interface Hardware {
   backend: GpuBackend
   devices: BackendDevice[]
-  /** llama.cpp's own build for this machine; undefined when the server fell back to the prebuilt binding. */
+  /** llama.cpp's own build for this machine; undefined when it has not been built here. */
   llamaBuild: EngineBuildInfo | undefined
+  /** One sentence per engine that is not built here: what cannot run, and the command that builds it. */
+  notBuilt: string[]
 }

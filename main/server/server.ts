@@ -9,8 +9,6 @@ import { ModelFolder, type ModelRecord } from '../../native-models/catalog/model
 import { RemoteEngine } from '../../native-models/remote/remote-engine.ts'
 import { RemotePool } from '../../native-models/remote/remote-pool.ts'
 import { DownloadManager } from '../../native-models/downloads/download-manager.ts'
-import { chooseBackend } from '../../native-models/engine/backend-probe.ts'
-import { EngineProcess, type SpawnEngine } from '../../native-models/engine/engine-process.ts'
 import { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
 import { ApiKeys, loadOrCreateStoredKey } from './keys/api-keys.ts'
 import { KeyStore } from './keys/key-store.ts'
@@ -23,14 +21,15 @@ import { memoryBudget } from './memory-budget.ts'
 import { loadSpecFor, slotsFor, type EngineDefaults } from '../../native-models/engine/load-spec.ts'
 import { estimateModelMemory, promptCacheBytes } from '../../native-models/scheduler/memory-plan.ts'
 import { findLlamaBuild, type LlamaBuild } from '../../native-models/native-build/llama-build.ts'
-import { listLlamaDevices } from '../../native-models/llama-server/llama-devices.ts'
+import { cpuDevice, listLlamaDevices } from '../../native-models/llama-server/llama-devices.ts'
 import { LlamaServerEngine } from '../../native-models/llama-server/llama-server-engine.ts'
 import { findWhisperBuild } from '../../native-models/native-build/whisper-build.ts'
 import { WhisperServerEngine } from '../../native-models/whisper-server/whisper-server-engine.ts'
 import type { NativeBuild } from '../../native-models/native-build/cmake-build.ts'
 import type { Hardware } from './server-context.ts'
-import { chooseChatEngine } from './engine-choice.ts'
 import { join } from 'node:path'
+import type { GpuBackend } from '../../native-models/engine/engine-protocol.ts'
+import { ModelError } from '../../native-models/errors.ts'
 
 const CPU_SLOTS = 2
 const GPU_SLOTS = 4
@@ -58,9 +57,7 @@ const HEADERS_TIMEOUT_MS = 10_000
 const REQUEST_TIMEOUT_MS = 120_000
 
 export interface StartOptions {
-  /** How engine processes start; the desktop app passes Electron's utility processes. */
-  spawnEngine?: SpawnEngine
-  /** The llama.cpp build to serve with (found in the engine cache by default); null forces the prebuilt binding. */
+  /** The llama.cpp build to serve with (found in the engine cache by default); null serves without one. */
   llamaBuild?: LlamaBuild | null
   /** Likewise for whisper.cpp. */
   whisperBuild?: NativeBuild | null
@@ -92,30 +89,23 @@ export async function startServer(
   }
   const llamaBuild = options.llamaBuild === null ? undefined : (options.llamaBuild ?? findLlamaBuild())
   const whisperBuild = options.whisperBuild === null ? undefined : (options.whisperBuild ?? findWhisperBuild())
-  if (!whisperBuild) {
-    log('warning: whisper.cpp has not been built for this machine; speech runs on the slow prebuilt binding. Build it with: npm run build:engines')
-  }
-  // Which engine and devices serve chat and embeddings, found out once in the background; engines
-  // wait for the answer. Without a build the server says so at once.
-  if (!llamaBuild) log('warning: llama.cpp has not been built for this machine; chat and embeddings run on the slow prebuilt binding. Build it with: npm run build:engines')
-  const choice = chooseChatEngine({
-    llamaBuild,
-    wanted: settings.backend,
-    gpuLayers: settings.gpuLayers,
-    nativeDevices: listLlamaDevices,
-    prebuiltBackend: chooseBackend,
-  }).then((chosen) => {
-    if (chosen.warning) log(`warning: ${chosen.warning}`)
-    engineDefaults.backend = chosen.backend
-    const gpu = chosen.devices.some((d) => d.type === 'gpu') && !onCpu && settings.gpuLayers !== 0
-    if (gpu && settings.parallel === undefined) engineDefaults.parallel = GPU_SLOTS
-    return chosen
+  // An engine that is not built: the server runs all the same (remote models, the UI, downloads),
+  // says so at start and in /api/system, and every request for a model that needs it gets a 503.
+  const notBuilt = { llama: llamaBuild ? undefined : engineNotBuilt('llama'), whisper: whisperBuild ? undefined : engineNotBuilt('whisper') }
+  for (const message of [notBuilt.llama, notBuilt.whisper]) if (message) log(`warning: ${message}`)
+  // The devices llama.cpp sees, found out once in the background; engines wait for the answer.
+  const hardware: Promise<Hardware> = (llamaBuild ? listLlamaDevices(llamaBuild) : Promise.resolve([cpuDevice()])).then((devices) => {
+    const gpu = devices.some((d) => d.type === 'gpu')
+    const backend: GpuBackend = gpu && (llamaBuild?.gpu === 'cuda' || llamaBuild?.gpu === 'vulkan') ? llamaBuild.gpu : 'default'
+    engineDefaults.backend = backend
+    if (gpu && !onCpu && settings.gpuLayers !== 0 && settings.parallel === undefined) engineDefaults.parallel = GPU_SLOTS
+    return {
+      backend,
+      devices,
+      llamaBuild: llamaBuild ? buildInfo(llamaBuild) : undefined,
+      notBuilt: [notBuilt.llama, notBuilt.whisper].filter((m): m is string => m !== undefined),
+    }
   })
-  const hardware: Promise<Hardware> = choice.then(({ backend, devices, native }) => ({
-    backend,
-    devices,
-    llamaBuild: native && llamaBuild ? buildInfo(llamaBuild) : undefined,
-  }))
   const slotCacheDir = join(settings.dataDir, 'slot-cache')
   await mkdir(slotCacheDir, { recursive: true })
   // A remote model uses the other machine's memory, none of ours.
@@ -131,23 +121,27 @@ export async function startServer(
     estimateBytes,
     idleTtlMs: (model) => (model.catalogEntry?.ttl !== undefined ? model.catalogEntry.ttl * 1000 : settings.idleTtlMs),
     memoryBudget: () => memoryBudget(settings, scheduler),
+    cannotStart: (model) => {
+      if (model.remote) return undefined
+      const missing = model.kind === 'speech' ? notBuilt.whisper : notBuilt.llama
+      return missing === undefined ? undefined : new ModelError('engine_not_built', missing)
+    },
     startEngine: async (model) => {
       if (model.remote) return new RemoteEngine(model.id, model.remote.replicas, remotes, model.capabilities.includes('vision'))
-      const { native } = await choice
+      await hardware
       const spec = { ...loadSpecFor(model, engineDefaults), ...(model.kind === 'chat' ? { promptCacheMiB: promptCacheMiB(model) } : {}) }
       const forwardLog = process.env.HEARTH_ENGINE_LOG === '1'
       if (model.kind === 'speech') {
-        if (whisperBuild) return WhisperServerEngine.start(spec, whisperBuild, { forwardLog })
-      } else if ((native || model.kind === 'rerank') && llamaBuild) {
-        // Rerankers run only on llama-server (the binding has no rank pooling), GPU build or not.
-        const engine = await LlamaServerEngine.start(spec, llamaBuild, { forwardLog, slotCacheDir })
-        const given = engine.info.contextLength
-        if (given !== undefined && folder.reportEngineContext(model, given)) {
-          log(`warning: model "${model.id}" gets ${given} tokens of context per request from llama-server, not the ${model.contextLength} its record says; it is served with ${given}`)
-        }
-        return engine
+        if (!whisperBuild) throw new ModelError('engine_not_built', notBuilt.whisper!)
+        return WhisperServerEngine.start(spec, whisperBuild, { forwardLog })
       }
-      return EngineProcess.start(spec, { forwardLog, spawn: options.spawnEngine })
+      if (!llamaBuild) throw new ModelError('engine_not_built', notBuilt.llama!)
+      const engine = await LlamaServerEngine.start(spec, llamaBuild, { forwardLog, slotCacheDir })
+      const given = engine.info.contextLength
+      if (given !== undefined && folder.reportEngineContext(model, given)) {
+        log(`warning: model "${model.id}" gets ${given} tokens of context per request from llama-server, not the ${model.contextLength} its record says; it is served with ${given}`)
+      }
+      return engine
     },
   })
   const downloads = new DownloadManager({ folder })
@@ -201,4 +195,13 @@ function isLoopbackHost(host: string): boolean {
 
 function buildInfo(build: LlamaBuild): Hardware['llamaBuild'] {
   return { name: 'llama-server', commit: build.commit, cpuFeatures: build.cpuFeatures, gpu: build.gpu }
+}
+
+/**
+ * What a machine without an engine's build is told, at start, in /api/system (the Server page) and
+ * in the 503 every request for a model that needs the engine gets.
+ */
+function engineNotBuilt(engine: 'llama' | 'whisper'): string {
+  const [program, models] = engine === 'llama' ? ['llama.cpp', 'chat, embedding and rerank models'] : ['whisper.cpp', 'speech models']
+  return `${program} is not built for this machine, so ${models} cannot run. Build it with: npm run build:engines (it needs CMake and a C++ compiler)`
 }

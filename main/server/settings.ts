@@ -18,9 +18,12 @@ export interface ServerSettings {
   apiKeys: string[]
   auth: boolean
   threads: number
-  /** Layers to offload to a GPU; -1 offloads all the binding can. */
+  /** Layers to offload to a GPU; -1 offloads all llama.cpp can. */
   gpuLayers: number
-  /** Which llama.cpp build runs the models: found out at start (auto), or the one named. */
+  /**
+   * cpu keeps every layer off the GPU; auto uses the GPU the llama.cpp build was made for, if any.
+   * cuda and vulkan (which once chose a prebuilt build) now mean the same as auto.
+   */
   backend: 'auto' | 'cpu' | 'cuda' | 'vulkan'
   /** Requests a chat model decodes together; undefined = 4 with a GPU, 2 on the CPU. */
   parallel: number | undefined

@@ -5,13 +5,14 @@ import type { ServerContext } from './server-context.ts'
 import type { SystemInfo } from './wire-types.ts'
 
 export async function systemInfo(ctx: ServerContext): Promise<SystemInfo> {
-  const { backend, devices, llamaBuild } = await ctx.hardware
+  const { backend, devices, llamaBuild, notBuilt } = await ctx.hardware
   const loaded = await Promise.all(
     ctx.scheduler.loaded().map(async (m) => ({
       id: m.id,
       pid: m.engine.pid ?? null,
       devices: m.engine.info.devices,
-      engine: m.engine.info.engine?.name ?? ('prebuilt-binding' as const),
+      // Only a remote model's engine is not a program built here.
+      engine: m.engine.info.engine?.name ?? ('remote' as const),
       estimate_bytes: m.estimateBytes,
       rss_bytes: await m.engine.memoryBytes(),
       busy: m.busy,
@@ -21,10 +22,10 @@ export async function systemInfo(ctx: ServerContext): Promise<SystemInfo> {
   return {
     backend,
     // What serves chat and embeddings: llama.cpp built here (commit, CPU features, GPU toolkit), or
-    // the prebuilt binding when no build could be made.
+    // nothing until `npm run build:engines` has run; and what cannot run for want of a build.
     engine: llamaBuild
-      ? { name: 'llama-server', commit: llamaBuild.commit, cpu_features: llamaBuild.cpuFeatures, gpu_backend: llamaBuild.gpu }
-      : { name: 'prebuilt-binding', commit: null, cpu_features: [], gpu_backend: backend },
+      ? { name: 'llama-server', commit: llamaBuild.commit, cpu_features: llamaBuild.cpuFeatures, gpu_backend: llamaBuild.gpu, not_built: notBuilt }
+      : { name: 'not-built', commit: null, cpu_features: [], gpu_backend: 'none', not_built: notBuilt },
     devices: devices.map((d) => ({ name: d.name, type: d.type, backend: d.backend, memory_bytes: d.memoryBytes })),
     memory: {
       total_bytes: totalmem(),

@@ -104,13 +104,17 @@ export interface ServerInfo {
   key_file: string | null
 }
 
-/** What runs chat and embeddings: llama.cpp built here (commit, CPU features, GPU toolkit), or the prebuilt binding. */
-export interface EngineInfo {
-  name: 'llama-server' | 'prebuilt-binding'
-  commit: string | null
-  cpu_features: string[]
-  gpu_backend: string
-}
+/**
+ * What runs chat and embeddings: llama.cpp built here (commit, CPU features, GPU toolkit), or
+ * nothing yet; `not_built` says, one sentence per engine, what cannot run until `npm run
+ * build:engines` has built it (the words a request for such a model gets with its 503).
+ */
+export type EngineInfo = {
+  not_built: string[]
+} & (
+  | { name: 'llama-server'; commit: string; cpu_features: string[]; gpu_backend: string }
+  | { name: 'not-built'; commit: null; cpu_features: string[]; gpu_backend: 'none' }
+)
 
 /** `GET /api/system`: devices, memory and its budget, and what is loaded at what real cost. */
 export interface SystemInfo {
@@ -123,7 +127,7 @@ export interface SystemInfo {
     id: string
     pid: number | null
     devices: string[]
-    engine: 'llama-server' | 'whisper-server' | 'prebuilt-binding'
+    engine: 'llama-server' | 'whisper-server' | 'remote'
     estimate_bytes: number
     rss_bytes: number
     busy: boolean

@@ -5,9 +5,9 @@
 
 export const WHISPER_SAMPLE_RATE = 16_000
 /**
- * Longest piece handed to whisper.cpp in one call. It bounds the engine's memory (the binding
- * copies the samples twice and whisper.cpp keeps the mel spectrogram of the whole call) and how long
- * a cancelled job runs on, since whisper.cpp cannot be stopped inside a call.
+ * Longest piece handed to whisper.cpp in one call. It bounds the engine's memory (whisper.cpp
+ * keeps the mel spectrogram of the whole call) and how long a cancelled job runs on, since
+ * whisper.cpp cannot be stopped inside a call.
  */
 export const CHUNK_SECONDS = 300
 /**
@@ -56,7 +56,7 @@ export function quietestFrameMiddle(samples: Float32Array, from: number, frame: 
   return bestStart + (frame >> 1)
 }
 
-/** Float samples in [-1, 1] to the 16-bit PCM the binding takes (it divides by 32768 again). */
+/** Float samples in [-1, 1] to 16-bit PCM, as the WAV pieces whisper-server is sent hold them (it divides by 32768 again). */
 export function toPcm16(samples: Float32Array): Int16Array {
   const out = new Int16Array(samples.length)
   for (let i = 0; i < samples.length; i++) {

@@ -2,7 +2,9 @@
  * One engine program (llama-server, whisper-server) as a child process: started on a private
  * loopback port (with its own random key where the program takes one), ready when its /health
  * says so, its log tail kept to explain a crash, and never outliving the server (the kernel kills
- * it when its parent dies, where the platform allows).
+ * it when its parent dies, where the platform allows). A load is given up only once it stops making
+ * progress (its memory stops growing and its log falls silent) for the load limit, as Ollama does:
+ * a large model on a slow disk loads, a hung one does not hold a request for long.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -23,13 +25,19 @@ export interface EngineServerStart {
   apiKeyVariable?: string
   /** Named in errors. */
   modelId: string
+  /** How long a load may go without progress. */
   loadTimeoutMs: number
   /** Copy the engine's log to this process's stderr (HEARTH_ENGINE_LOG=1). */
   forwardLog: boolean
 }
 
+/** Memory that grows by this much between looks is a load making progress. */
+const PROGRESS_BYTES = 1024 * 1024
+const PROGRESS_LOOK_MS = 500
+
 export class EngineServerProcess {
   private logTail = ''
+  private loggedBytes = 0
   private exited = false
   private exitReason = 'stopped'
   private readonly exitListeners: Array<() => void> = []
@@ -42,6 +50,7 @@ export class EngineServerProcess {
     forwardLog: boolean,
   ) {
     const keepTail = (chunk: Buffer) => {
+      this.loggedBytes += chunk.length
       this.logTail = (this.logTail + chunk.toString('utf8')).slice(-LOG_TAIL_BYTES)
       if (forwardLog) process.stderr.write(chunk)
     }
@@ -202,9 +211,12 @@ export class EngineServerProcess {
 
 
 
-  private async waitUntilHealthy(timeoutMs: number): Promise<void> {
-    const deadline = performance.now() + timeoutMs
-    while (performance.now() < deadline) {
+  private async waitUntilHealthy(stallMs: number): Promise<void> {
+    const started = performance.now()
+    let lastProgress = started
+    let lastLook = started
+    let seen = { memory: 0, logged: 0 }
+    while (performance.now() - lastProgress < stallMs) {
       if (this.exited) {
         throw new ModelError('engine_load_failed', `model "${this.modelId}" failed to load: the engine ${this.exitReason}${this.tellingLine()}`)
       }
@@ -216,8 +228,15 @@ export class EngineServerProcess {
         // not listening yet
       }
       await new Promise((resolve) => setTimeout(resolve, HEALTH_POLL_MS))
+      if (performance.now() - lastLook >= PROGRESS_LOOK_MS) {
+        lastLook = performance.now()
+        const now = { memory: this.residentBytes(), logged: this.loggedBytes }
+        if (now.memory - seen.memory >= PROGRESS_BYTES || now.logged > seen.logged) lastProgress = lastLook
+        seen = { memory: Math.max(seen.memory, now.memory), logged: now.logged }
+      }
     }
-    throw new ModelError('engine_load_failed', `model "${this.modelId}" did not load within ${timeoutMs} ms${this.tellingLine()}`)
+    const took = Math.round((performance.now() - started) / 1000)
+    throw new ModelError('engine_load_failed', `model "${this.modelId}" did not load: no progress for ${stallMs} ms (${took} s in all)${this.tellingLine()}`)
   }
 
   /** The log line that best explains a failure, for the error message. */

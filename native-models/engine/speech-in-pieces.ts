@@ -1,7 +1,7 @@
 /**
  * Long audio through whisper in pieces (a short first one, then at most CHUNK_SECONDS), cut at
  * quiet moments, each piece's text carried into the next as its prompt, as whisper does between its
- * own windows. Whatever runs whisper (the binding, whisper-server) only transcribes one piece.
+ * own windows. whisper-server only ever transcribes one piece.
  */
 import { open, type FileHandle } from 'node:fs/promises'
 import { ModelError } from '../errors.ts'
@@ -11,7 +11,7 @@ import type { SpeechJob, SpeechResult, SpeechSegment } from './engine-protocol.t
 const BYTES_PER_SAMPLE = Float32Array.BYTES_PER_ELEMENT
 /**
  * whisper.cpp skips input shorter than 100 ms anyway, but on a few samples its language detection
- * fails and the binding's promise never settles (the engine had to be killed): such pieces (a WAV
+ * fails, and a call that failed there has been seen never to return: such pieces (a WAV
  * whose header claims a huge sample rate, the last sliver of a long recording) are not sent at all.
  */
 const MIN_PIECE_SAMPLES = WHISPER_SAMPLE_RATE / 10

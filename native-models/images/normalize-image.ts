@@ -105,7 +105,7 @@ function checkDimensions(width: number, height: number): void {
   if (Math.max(width, height) / Math.min(width, height) > maxAspectRatio) throw refuse(`one side is over ${maxAspectRatio} times the other`)
 }
 
-/** A PNG as the data URL OpenAI-style servers (llama-server, remotes) and llama.node read. */
+/** A PNG as the data URL OpenAI-style servers (llama-server, remotes) read. */
 export function pngDataUrl(png: Uint8Array): string {
   return `data:image/png;base64,${Buffer.from(png.buffer, png.byteOffset, png.byteLength).toString('base64')}`
 }

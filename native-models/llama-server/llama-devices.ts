@@ -24,6 +24,7 @@ export function parseDeviceList(output: string): BackendDevice[] {
   return devices
 }
 
-function cpuDevice(): BackendDevice {
+/** The CPU as a device: always there, whether or not llama.cpp is built to list the rest. */
+export function cpuDevice(): BackendDevice {
   return { backend: 'CPU', type: 'cpu', name: cpus()[0]?.model.trim() ?? 'CPU', memoryBytes: totalmem() }
 }

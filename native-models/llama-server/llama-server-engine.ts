@@ -9,7 +9,7 @@
  *   what the contract promises.
  */
 import { ModelError } from '../errors.ts'
-import type { RunOptions } from '../engine/engine-process.ts'
+import type { RunOptions } from '../engine/engine.ts'
 import { ServerEngine } from '../engine/server-engine.ts'
 import type {
   ChatJob,
@@ -44,6 +44,7 @@ import { ChatStreamReader, type UpstreamChunk } from '../engine/chat-stream-read
 import { readEventBatches } from '../engine/event-stream.ts'
 import { decodeBase64Floats, normaliseInto } from '../engine/embedding-vectors.ts'
 import { schemaProblemOf } from './schema-problem.ts'
+import { readUpstreamError } from './upstream-errors.ts'
 import { llamaServerArgs } from './llama-server-args.ts'
 import { SlotAffinity, promptPieces, type PromptPiece } from './slot-affinity.ts'
 import { SlotCache } from './slot-cache.ts'
@@ -379,7 +380,7 @@ export class LlamaServerEngine extends ServerEngine {
         )
       }
     }
-    return new ModelError('internal_error', `the engine refused the rerank request: ${upstreamMessage(body)}`)
+    return new ModelError('internal_error', `the engine refused the rerank request: ${readUpstreamError(500, body).message}`)
   }
 
   /** Which input llama-server refused, and why, in our words: it says how long, not which one. */
@@ -396,7 +397,7 @@ export class LlamaServerEngine extends ServerEngine {
       }
       if (count === 0) return new ModelError('invalid_value', `'${name(i)}' contains no tokens`, name(i))
     }
-    return new ModelError('internal_error', `the engine refused the embedding request: ${upstreamMessage(body)}`)
+    return new ModelError('internal_error', `the engine refused the embedding request: ${readUpstreamError(500, body).message}`)
   }
 
   private async detokenize(tokens: number[]): Promise<string> {
@@ -455,12 +456,12 @@ function nativeLogprobs(entries: NonNullable<NativeChunk['completion_probabiliti
 
 /** An error llama-server answered to a completion, as the contract names it. */
 function completionError(status: number, body: string, limit: number, job: CompleteJob): ModelError {
-  const message = upstreamMessage(body)
-  if (/Infill is not supported/i.test(message)) {
+  const error = readUpstreamError(status, body)
+  if (error.kind === 'infill_unsupported') {
     return new ModelError('model_not_compatible', "This model has no fill-in-the-middle tokens, so it cannot complete with a 'suffix'", 'suffix')
   }
-  if (/exceed|context/i.test(message)) return contextExceeded(limit, limit)
-  return new ModelError('internal_error', `the engine failed the request: ${message}`)
+  if (error.kind === 'context_exceeded') return contextExceeded(limit, limit)
+  return new ModelError('internal_error', `the engine failed the request: ${error.message}`)
 }
 
 /**
@@ -483,32 +484,23 @@ function contextExceeded(promptTokens: number, limit: number): ModelError {
 
 /** An error llama-server answered to a chat request, as the contract names it. */
 function chatError(status: number, body: string, limit: number, job: ChatJob): ModelError {
-  let error: { message?: string; type?: string; n_prompt_tokens?: number } = {}
-  try {
-    error = (JSON.parse(body) as { error?: typeof error }).error ?? {}
-  } catch {
-    // not JSON: the message is the body
-  }
-  const message = error.message ?? body
-  const schema = schemaProblemOf(job, message)
+  const error = readUpstreamError(status, body)
+  const schema = schemaProblemOf(job, error)
   if (schema) return new ModelError('invalid_value', schema.message, schema.param)
-  if (/JSON schema conversion failed/.test(message)) {
-    return new ModelError('invalid_value', `The schema cannot be turned into a grammar: ${message.replace(/^JSON schema conversion failed:\s*/, '')}`, job.jsonSchema ? 'response_format' : 'tools')
-  }
-  if (error.type === 'exceed_context_size_error') return contextExceeded(error.n_prompt_tokens ?? limit, limit)
-  if (/image|media|mtmd|bitmap/i.test(message)) return new ModelError('invalid_image', `the engine could not read the image: ${message}`, 'messages')
-  // The model's own template refused the conversation (roles out of order, two calls where it takes one…).
-  if (/template|jinja|While executing|Unable to generate parser/i.test(message) || (status === 400 && /role/i.test(message))) {
-    return new ModelError('invalid_value', `the model's chat template rejected the messages: ${message}`, 'messages')
-  }
-  return new ModelError('internal_error', `the engine failed the request: ${message}`)
-}
-
-function upstreamMessage(body: string): string {
-  try {
-    return (JSON.parse(body) as { error?: { message?: string } }).error?.message ?? body
-  } catch {
-    return body
+  switch (error.kind) {
+    case 'schema_at':
+    case 'schema_ref':
+    case 'schema_pattern':
+    case 'schema':
+      return new ModelError('invalid_value', `The schema cannot be turned into a grammar: ${error.message.replace(/^JSON schema conversion failed:\s*/, '')}`, job.jsonSchema ? 'response_format' : 'tools')
+    case 'context_exceeded':
+      return contextExceeded(error.promptTokens ?? limit, limit)
+    case 'image':
+      return new ModelError('invalid_image', `the engine could not read the image: ${error.message}`, 'messages')
+    case 'template':
+      return new ModelError('invalid_value', `the model's chat template rejected the messages: ${error.message}`, 'messages')
+    default:
+      return new ModelError('internal_error', `the engine failed the request: ${error.message}`)
   }
 }
 

@@ -1,36 +1,31 @@
 /**
  * Where in a request's schemas the engine's grammar builder got stuck. llama.cpp says what it could
- * not use (an unresolved `$ref`, a pattern it cannot parse) but not where; this finds the place, so
+ * not use (an unresolved `$ref`, a pattern it cannot parse) but not always where; this finds the place, so
  * the 400 names it: `response_format.json_schema.schema.properties.a.$ref`.
  */
 import type { ChatJob } from '../engine/engine-protocol.ts'
+import type { UpstreamError } from './upstream-errors.ts'
 
 export interface SchemaProblem {
   param: string
   message: string
 }
 
-/** The problem in the request's schemas that this engine message describes, if it describes one. */
-export function schemaProblemOf(job: ChatJob, engineMessage: string): SchemaProblem | undefined {
-  // "JSON schema error at #/properties/a: cannot resolve $ref #/$defs/missing, $defs not found"
-  const located = /JSON schema error at #([^:\s]*): (.+)$/m.exec(engineMessage)
-  if (located) {
-    const pointer = located[1]!.split('/').slice(1).map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
+/** The place in the request's schemas that the engine's schema error (upstream-errors.ts) is about, if it finds one. */
+export function schemaProblemOf(job: ChatJob, error: UpstreamError): SchemaProblem | undefined {
+  if (error.kind === 'schema_at') {
     for (const [root, schema] of schemaRoots(job)) {
-      if (!resolves(schema, pointer)) continue
-      return { param: [root, ...pointer].join('.'), message: `The schema cannot be turned into a grammar: ${located[2]}` }
+      if (!resolves(schema, error.pointer)) continue
+      return { param: [root, ...error.pointer].join('.'), message: `The schema cannot be turned into a grammar: ${error.reason}` }
     }
   }
-  const ref = /Unresolved \$ref (\S+)/.exec(engineMessage)
-  const pattern = /Invalid pattern (.+?): (.+)$/m.exec(engineMessage)
-  const found = ref ? { key: '$ref', value: ref[1]! } : pattern ? { key: 'pattern', value: pattern[1]! } : undefined
+  const found = error.kind === 'schema_ref' ? { key: '$ref', value: error.ref } : error.kind === 'schema_pattern' ? { key: 'pattern', value: error.pattern } : undefined
   if (!found) return undefined
   for (const [root, schema] of schemaRoots(job)) {
     const path = pathTo(schema, found.key, found.value, root)
     if (!path) continue
-    const message = ref
-      ? `The schema refers to '${found.value}', which it does not define`
-      : `The schema's pattern '${found.value}' cannot be used: ${pattern![2]}`
+    const message =
+      error.kind === 'schema_ref' ? `The schema refers to '${found.value}', which it does not define` : `The schema's pattern '${found.value}' cannot be used: ${error.kind === 'schema_pattern' ? error.reason : ''}`
     return { param: path, message }
   }
   return undefined

@@ -2,12 +2,16 @@
  * Building native engine programs for this machine with CMake, once: the CPU's own vector units
  * (GGML_NATIVE), the GPU toolkit it has, and a cache outside the clone keyed by source, options,
  * compiler and CPU, so a machine compiles each engine once and finds it at once afterwards.
+ * What it prints is one line per stage (configure, compile with a count, link) with the time taken;
+ * CMake's and the compiler's own output goes to a log file, named when something fails.
  */
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
+import { createWriteStream, type WriteStream } from 'node:fs'
 import { createHash } from 'node:crypto'
 import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { availableParallelism, homedir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { EngineBuildError, installHint, requireTool } from './pinned-source.ts'
 
 export type GpuToolkit = 'cuda' | 'vulkan' | 'metal' | 'none'
@@ -104,31 +108,79 @@ export function programPath(dir: string, program: string): string {
   return join(dir, process.platform === 'win32' ? `${program}.exe` : program)
 }
 
-/** The cached build of `recipe` for this machine (or the one in `explicitDir`), or undefined. */
-export function findBuild(recipe: BuildRecipe, explicitDir?: string, env: NodeJS.ProcessEnv = process.env): NativeBuild | undefined {
-  const dir = explicitDir ?? join(engineCacheDir(env), `${recipe.name}-${buildKey(recipe)}`)
-  const manifest = join(dir, 'build.json')
-  if (!existsSync(manifest)) return undefined
-  if (!recipe.programs.every((p) => existsSync(programPath(dir, p)))) return undefined
-  return { ...(JSON.parse(readFileSync(manifest, 'utf8')) as Omit<NativeBuild, 'dir'>), dir }
+/**
+ * Where install put the engines, kept in the project: a server started under another HOME (a
+ * service account, a container, a test harness) finds them there. HEARTH_ENGINE_RECORD moves it.
+ */
+function recordPath(env: NodeJS.ProcessEnv): string {
+  return env.HEARTH_ENGINE_RECORD ?? fileURLToPath(new URL('../../.hearth-engines.json', import.meta.url))
 }
 
-/** Builds `recipe` (or finds it cached); progress goes to `log`. */
-export function cmakeBuild(recipe: BuildRecipe, gpu: GpuToolkit, log: (line: string) => void, env: NodeJS.ProcessEnv = process.env): NativeBuild {
+function recordedCacheDir(env: NodeJS.ProcessEnv): string | undefined {
+  try {
+    return (JSON.parse(readFileSync(recordPath(env), 'utf8')) as { cacheDir?: string }).cacheDir
+  } catch {
+    return undefined
+  }
+}
+
+function recordCacheDir(dir: string, env: NodeJS.ProcessEnv): void {
+  try {
+    writeFileSync(recordPath(env), `${JSON.stringify({ cacheDir: dir }, null, 2)}\n`)
+  } catch {
+    // a read-only project: the cache path alone still finds them
+  }
+}
+
+/**
+ * The cached build of `recipe` for this machine, or undefined: the one in `explicitDir`, else in
+ * HEARTH_ENGINE_CACHE where that is set, else in the default cache or where install recorded it.
+ */
+export function findBuild(recipe: BuildRecipe, explicitDir?: string, env: NodeJS.ProcessEnv = process.env): NativeBuild | undefined {
+  const name = `${recipe.name}-${buildKey(recipe)}`
+  const dirs = explicitDir ? [explicitDir] : env.HEARTH_ENGINE_CACHE ? [join(env.HEARTH_ENGINE_CACHE, name)] : [engineCacheDir(env), recordedCacheDir(env)].filter((d) => d !== undefined).map((d) => join(d, name))
+  for (const dir of dirs) {
+    const manifest = join(dir, 'build.json')
+    if (!existsSync(manifest)) continue
+    if (!recipe.programs.every((p) => existsSync(programPath(dir, p)))) continue
+    return { ...(JSON.parse(readFileSync(manifest, 'utf8')) as Omit<NativeBuild, 'dir'>), dir }
+  }
+  return undefined
+}
+
+/** Builds `recipe` (or finds it cached); progress goes to `log`, one line per stage. */
+export async function cmakeBuild(recipe: BuildRecipe, gpu: GpuToolkit, log: (line: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<NativeBuild> {
   const existing = findBuild(recipe, undefined, env)
-  if (existing) return existing
+  if (existing) {
+    recordCacheDir(dirname(existing.dir), env)
+    return existing
+  }
   requireTool('cmake', ['--version'], 'CMake')
   const compiler = compilerId()
   if (!compiler) throw new EngineBuildError(`no C++ compiler was found. ${installHint()}`)
   const cache = engineCacheDir(env)
   const key = buildKey(recipe)
+  const started = Date.now()
   const source = recipe.source(cache, log)
   const buildDir = join(cache, `build-${recipe.name}-${key}`)
   const ninja = answers('ninja', ['--version'])
-  log(`building ${recipe.name} (${recipe.sourceVersion}) for this machine (GPU: ${gpu}); this takes several minutes, once`)
-  run('cmake', ['-S', source, '-B', buildDir, ...(ninja ? ['-G', 'Ninja'] : []), ...recipe.flags])
-  const jobs = String(Math.max(1, availableParallelism()))
-  run('cmake', ['--build', buildDir, '--config', 'Release', '-j', jobs, '--target', ...recipe.programs])
+  mkdirSync(cache, { recursive: true })
+  const logFile = join(cache, `build-${recipe.name}-${key}.log`)
+  const output = createWriteStream(logFile)
+  log(`${recipe.name}: building ${recipe.sourceVersion} for this machine (GPU: ${gpu}), once; full output in ${logFile}`)
+  try {
+    let stage = Date.now()
+    await run('cmake', ['-S', source, '-B', buildDir, ...(ninja ? ['-G', 'Ninja'] : []), ...recipe.flags], output, logFile)
+    log(`${recipe.name}: configured (${elapsed(stage)})`)
+    stage = Date.now()
+    const jobs = String(Math.max(1, availableParallelism()))
+    const progress = new CompileProgress(recipe.name, log)
+    await run('cmake', ['--build', buildDir, '--config', 'Release', '-j', jobs, '--target', ...recipe.programs], output, logFile, (line) => progress.read(line))
+    log(`${recipe.name}: compiled and linked ${recipe.programs.join(', ')} (${elapsed(stage)})`)
+  } finally {
+    // Flushed before anyone reads it: a failing install exits right after.
+    await new Promise<void>((resolve) => output.end(resolve))
+  }
 
   const staging = join(cache, `${recipe.name}-${key}.partial`)
   rmSync(staging, { recursive: true, force: true })
@@ -164,8 +216,42 @@ export function cmakeBuild(recipe: BuildRecipe, gpu: GpuToolkit, log: (line: str
   rmSync(final, { recursive: true, force: true })
   renameSync(staging, final)
   rmSync(buildDir, { recursive: true, force: true })
-  log(`${recipe.name} ready in ${final}`)
+  rmSync(logFile, { force: true })
+  recordCacheDir(cache, env)
+  log(`${recipe.name}: ready in ${elapsed(started)}: ${final}`)
   return { ...manifest, dir: final }
+}
+
+/**
+ * Reads the build tool's `[done/total]` (Ninja) or `[ NN%]` (Make) lines and prints a line each
+ * tenth of the way, and one as each program links.
+ */
+class CompileProgress {
+  private shownTenth = 0
+  private readonly started = Date.now()
+
+  constructor(
+    private readonly name: string,
+    private readonly log: (line: string) => void,
+  ) {}
+
+  read(line: string): void {
+    const counted = line.match(/^\[(\d+)\/(\d+)\]/)
+    const percent = counted ? (100 * Number(counted[1])) / Number(counted[2]) : Number(line.match(/^\[\s*(\d+)%\]/)?.[1] ?? NaN)
+    const linking = line.match(/Linking CXX executable (?:.*\/)?([\w.-]+)$/)
+    if (linking) this.log(`${this.name}: linking ${linking[1]}`)
+    if (!Number.isFinite(percent)) return
+    const tenth = Math.floor(percent / 10)
+    if (tenth <= this.shownTenth || tenth >= 10) return
+    this.shownTenth = tenth
+    const count = counted ? `${counted[1]}/${counted[2]} steps` : `${Math.round(percent)}%`
+    this.log(`${this.name}: compiling, ${count} (${elapsed(this.started)})`)
+  }
+}
+
+function elapsed(since: number): string {
+  const s = Math.round((Date.now() - since) / 1000)
+  return s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${s % 60} s`
 }
 
 /**
@@ -221,7 +307,25 @@ function answers(tool: string, args: string[]): boolean {
   return spawnSync(tool, args, { stdio: 'ignore' }).status === 0
 }
 
-function run(tool: string, args: string[]): void {
-  const result = spawnSync(tool, args, { stdio: ['ignore', 'inherit', 'inherit'] })
-  if (result.status !== 0) throw new EngineBuildError(`${tool} ${args.slice(0, 2).join(' ')} … failed (exit ${result.status ?? result.signal})`)
+/** Runs a build step with its output in the log, each line also given to `onLine`; a failure names the log. */
+function run(tool: string, args: string[], output: WriteStream, logFile: string, onLine?: (line: string) => void): Promise<void> {
+  output.write(`$ ${tool} ${args.join(' ')}\n`)
+  return new Promise((resolve, reject) => {
+    const child = spawn(tool, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+    let partial = ''
+    const read = (chunk: Buffer) => {
+      output.write(chunk)
+      if (!onLine) return
+      const lines = (partial + chunk.toString('utf8')).split('\n')
+      partial = lines.pop()!
+      for (const line of lines) onLine(line)
+    }
+    child.stdout.on('data', read)
+    child.stderr.on('data', (chunk: Buffer) => output.write(chunk))
+    child.on('error', (e) => reject(new EngineBuildError(`${tool} could not start: ${e.message}`)))
+    child.on('close', (code, signal) => {
+      if (code === 0) resolve()
+      else reject(new EngineBuildError(`${tool} ${args.slice(0, 2).join(' ')} … failed (exit ${code ?? signal}); its output is in ${logFile}`))
+    })
+  })
 }

@@ -45,7 +45,7 @@ export function findLlamaBuild(env: NodeJS.ProcessEnv = process.env): NativeBuil
   return findBuild(llamaRecipe(gpuToolkit(env)), env.HEARTH_LLAMA_BUILD_DIR, env)
 }
 
-export function buildLlama(log: (line: string) => void = console.log, env: NodeJS.ProcessEnv = process.env, portable = false): NativeBuild {
+export function buildLlama(log: (line: string) => void = console.log, env: NodeJS.ProcessEnv = process.env, portable = false): Promise<NativeBuild> {
   const gpu = gpuToolkit(env)
   return cmakeBuild(llamaRecipe(gpu, portable), gpu, log, env)
 }

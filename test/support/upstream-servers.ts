@@ -14,7 +14,7 @@ export interface UpstreamServer {
   stop(signal?: NodeJS.Signals): Promise<void>
 }
 
-/** Undefined when llama.cpp has not been built on this machine (the server then runs the fallback binding). */
+/** Undefined when llama.cpp has not been built on this machine (the server then answers its models 503). */
 export const llamaBuild = findLlamaBuild()
 export const whisperBuild = findWhisperBuild()
 

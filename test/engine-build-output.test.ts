@@ -1,0 +1,95 @@
+/**
+ * What `npm install` (`npm run build:engines`) prints while it builds the engines: one line per
+ * stage with the time taken and a count while compiling, never CMake's or the compiler's own
+ * output, which goes to a log file named when a step fails. CMake is replaced by a script that
+ * talks like Ninja under CMake; the sources are the real pinned ones, from the engine cache.
+ */
+import { spawnSync } from 'node:child_process'
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { engineCacheDir } from '../native-models/native-build/cmake-build.ts'
+import { PROJECT_ROOT, postJson, startTestServer } from './support/server-process.ts'
+import { writeTinyLlama } from './support/tiny-models.ts'
+import { llamaBuild } from './support/upstream-servers.ts'
+
+const realCache = engineCacheDir()
+const sources = existsSync(realCache) ? readdirSync(realCache).filter((name) => /^(whisper-)?src-/.test(name) && !name.endsWith('.partial')) : []
+const haveSources = sources.some((n) => n.startsWith('src-') && n.includes('-patched-')) && sources.some((n) => n.startsWith('whisper-src-'))
+if (!haveSources) console.warn('*** SKIPPED: the pinned engine sources are not in the engine cache (npm run build:engines); the build output suite cannot run')
+
+/** A `cmake` that configures, then "compiles" 40 steps and links the programs asked for, as Ninja prints it. */
+const FAKE_CMAKE = `#!/bin/sh
+if [ "$1" = "--version" ]; then echo "cmake version 3.99"; exit 0; fi
+if [ "$1" = "-S" ]; then
+  echo "-- The C compiler identification is GNU"
+  [ -n "$FAIL_CONFIGURE" ] && { echo "CMake Error at CMakeLists.txt:1: boom" >&2; exit 1; }
+  echo "-- Build files have been written to: $4"; exit 0
+fi
+dir="$2"; shift; shift
+while [ "$1" != "--target" ]; do shift; done; shift
+mkdir -p "$dir/bin"
+i=1
+while [ $i -le 40 ]; do echo "[$i/40] Building CXX object src/file$i.cpp.o"; i=$((i+1)); done
+for program in "$@"; do echo "[40/40] Linking CXX executable bin/$program"; printf '#!/bin/sh\\n' > "$dir/bin/$program"; chmod +x "$dir/bin/$program"; done
+`
+
+function buildWith(env: Record<string, string>): { status: number | null; stdout: string; stderr: string; cache: string } {
+  const bin = mkdtempSync(join(tmpdir(), 'hearth-fake-cmake-'))
+  writeFileSync(join(bin, 'cmake'), FAKE_CMAKE)
+  chmodSync(join(bin, 'cmake'), 0o755)
+  const cache = mkdtempSync(join(tmpdir(), 'hearth-build-output-cache-'))
+  for (const name of sources) symlinkSync(join(realCache, name), join(cache, name))
+  const result = spawnSync(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'main/cli/build-engines.ts')], {
+    cwd: PROJECT_ROOT,
+    // The fake builds are recorded in a file of their own, not in the project's record.
+    env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, HEARTH_ENGINE_CACHE: cache, HEARTH_ENGINE_RECORD: join(cache, 'record.json'), HEARTH_ENGINE_GPU: 'none', ...env },
+    encoding: 'utf8',
+  })
+  return { ...result, cache }
+}
+
+describe.skipIf(!haveSources)('the engine build as a person sees it', () => {
+  it('prints a line per stage, with a count and the time, and none of the build tool\'s own', () => {
+    const { status, stdout, stderr, cache } = buildWith({})
+    expect(status, stderr).toBe(0)
+    const lines = stdout.trim().split('\n')
+    expect(lines.every((l) => l.startsWith('hearth engines: '))).toBe(true)
+    expect(stdout).not.toMatch(/Building CXX|-- The C compiler|\[\d+\/40\]/)
+    expect(stdout).toMatch(/llama: building .* full output in .*build-llama-\w+\.log/)
+    expect(stdout).toMatch(/llama: configured \(\d+ s\)/)
+    const counts = [...stdout.matchAll(/llama: compiling, (\d+)\/40 steps \(\d+ s\)/g)].map((m) => Number(m[1]))
+    expect(counts).toEqual([4, 8, 12, 16, 20, 24, 28, 32, 36])
+    expect(stdout).toMatch(/llama: linking llama-server\n/)
+    expect(stdout).toMatch(/llama: ready in \d+ s: /)
+    expect(stdout).toMatch(/whisper: ready in \d+ s: /)
+    // Logs of builds that worked are not kept.
+    expect(readdirSync(cache).filter((f) => f.endsWith('.log'))).toEqual([])
+  })
+
+  it('names the log when a step fails, and the log holds what the tool said', () => {
+    const { status, stdout, stderr } = buildWith({ FAIL_CONFIGURE: '1' })
+    expect(status).toBe(1)
+    expect(stdout + stderr).not.toContain('CMake Error')
+    const log = stderr.match(/its output is in (\S+\.log)/)?.[1]
+    expect(log, stderr).toBeDefined()
+    expect(readFileSync(log!, 'utf8')).toContain('CMake Error at CMakeLists.txt:1: boom')
+  })
+})
+
+describe.skipIf(!llamaBuild)('engines found however the server is started', () => {
+  it('under another HOME, through the record install left in the project', async () => {
+    expect(existsSync(join(PROJECT_ROOT, '.hearth-engines.json')), 'no .hearth-engines.json: run npm run build:engines once').toBe(true)
+    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-other-home-models-'))
+    writeTinyLlama(join(modelsDir, 'chat.gguf'))
+    const home = mkdtempSync(join(tmpdir(), 'hearth-other-home-'))
+    const server = await startTestServer({ modelsDir, env: { HOME: home, XDG_CACHE_HOME: undefined, HEARTH_ENGINE_CACHE: undefined, HEARTH_LLAMA_BUILD_DIR: undefined } })
+    try {
+      const chat = await postJson(server, '/v1/chat/completions', { model: 'chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 })
+      expect(chat.status, JSON.stringify(chat.json)).toBe(200)
+    } finally {
+      await server.stop()
+    }
+  })
+})
