@@ -20,6 +20,7 @@ const FAST = [
   'test/downloads.test.ts',
   'test/engine-load-deadline.test.ts',
   'test/electron-shell.test.ts',
+  'test/gpu-toolkit.test.ts',
   'test/image-normalize.test.ts',
   'test/import-direction.test.ts',
   'test/json-body.test.ts',

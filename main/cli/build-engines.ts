@@ -11,6 +11,7 @@
 import { cpSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { gpuToolkit, missingGpuToolkit } from '../../native-models/native-build/cmake-build.ts'
 import { buildLlama, EngineBuildError } from '../../native-models/native-build/llama-build.ts'
 import { buildWhisper } from '../../native-models/native-build/whisper-build.ts'
 
@@ -19,6 +20,8 @@ const log = (line: string) => console.log(`hearth engines: ${line}`)
 
 try {
   const portable = flags.portable ?? false
+  const gpuMissing = portable ? undefined : missingGpuToolkit(gpuToolkit())
+  if (gpuMissing) log(`note: ${gpuMissing}`)
   const llama = await buildLlama(log, process.env, portable)
   log(`llama.cpp ${llama.commit.slice(0, 7)}, GPU ${llama.gpu}, CPU ${llama.cpuFeatures.join(' ') || 'baseline'}: ${llama.dir}`)
   const whisper = await buildWhisper(log, process.env, portable)

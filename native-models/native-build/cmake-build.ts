@@ -69,6 +69,32 @@ export function gpuToolkit(env: NodeJS.ProcessEnv = process.env): GpuToolkit {
   return 'none'
 }
 
+export interface GpuProbes {
+  nvidiaDriver: () => boolean
+  /** A GPU the kernel exposes for compute (a DRM render node), which Vulkan could use. */
+  renderNode: () => boolean
+}
+
+const SYSTEM_PROBES: GpuProbes = {
+  nvidiaDriver: hasNvidiaDriver,
+  renderNode: () => process.platform === 'linux' && existsSync('/dev/dri') && readdirSync('/dev/dri').some((d) => d.startsWith('renderD')),
+}
+
+/**
+ * A GPU this machine has but cannot build for, with the toolkit to install: the engines are then
+ * built for the CPU, and install says so. Undefined where there is no such GPU, or one was chosen.
+ */
+export function missingGpuToolkit(gpu: GpuToolkit, env: NodeJS.ProcessEnv = process.env, probes: GpuProbes = SYSTEM_PROBES): string | undefined {
+  if (gpu !== 'none' || env.HEARTH_ENGINE_GPU === 'none' || process.platform === 'darwin') return undefined
+  if (probes.nvidiaDriver()) {
+    return 'an NVIDIA GPU is here, but not the CUDA toolkit (nvcc), so the engines run on the CPU only. Install it (Debian/Ubuntu: sudo apt-get install -y nvidia-cuda-toolkit; or NVIDIA\'s CUDA Toolkit), then run: npm run build:engines'
+  }
+  if (probes.renderNode()) {
+    return 'a GPU is here, but not the Vulkan build tools (glslc and the Vulkan headers), so the engines run on the CPU only. Install them (Debian/Ubuntu: sudo apt-get install -y libvulkan-dev glslc), then run: npm run build:engines'
+  }
+  return undefined
+}
+
 /** The ggml options every engine shares: for this CPU, or portable (every CPU level, chosen at run time). */
 export function ggmlFlags(gpu: GpuToolkit, portable = false): string[] {
   return [
