@@ -18,7 +18,7 @@ import { availableParallelism, tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import { realModelPath } from '../main/cli/real-models/catalog.ts'
 import { readModelFileHeader } from '../native-models/catalog/model-file-header.ts'
-import type { EngineLoadSpec } from '../native-models/engine/engine-protocol.ts'
+import type { EngineLoadSpec } from '../native-models/engine/engine-jobs.ts'
 import { engineCacheDir, findLlamaBuild, programPath, type LlamaBuild } from '../native-models/native-build/llama-build.ts'
 import { llamaServerArgs } from '../native-models/llama-server/llama-server-args.ts'
 import { writeRealSizeLlama } from '../test/support/real-size-model.ts'
@@ -188,7 +188,7 @@ export async function trainedContext(file: string): Promise<number> {
 }
 
 export function spec(modelId: string, path: string, parallel: number, contextLength: number): EngineLoadSpec {
-  return { modelId, kind: 'chat', path, projectorPath: undefined, contextLength, threads: 1, gpuLayers: 0, parallel, backend: 'default' }
+  return { modelId, kind: 'chat', path, projectorPath: undefined, contextLength, threads: 1, gpuLayers: 0, parallel }
 }
 
 function ratioLine(name: string, hearth: number, upstream: number, unit: string, target: string, digits = 1): number {

@@ -1,7 +1,6 @@
 /**
- * Errors that cross module and process boundaries. Each carries a stable `code` so it survives the
- * trip from an engine process to the HTTP layer as `{ code, message }`, where one switch maps codes
- * to statuses (main/server/http-errors.ts).
+ * Errors that cross module boundaries. Each carries a stable `code` (and `{ code, message, param }`
+ * as JSON), so the HTTP layer maps it to a status with one switch (main/server/http-errors.ts).
  */
 export type ModelErrorCode =
   | 'model_not_found'
@@ -40,10 +39,6 @@ export class ModelError extends Error {
 
   toJSON(): SerializedModelError {
     return { code: this.code, message: this.message, param: this.param }
-  }
-
-  static fromJSON(e: SerializedModelError): ModelError {
-    return new ModelError(e.code, e.message, e.param)
   }
 }
 

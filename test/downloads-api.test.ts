@@ -1,5 +1,5 @@
 /**
- * Getting models through the API of the real server process: pull (progress by GET and by SSE) until
+ * Getting models through the API, with the app in this process (no engine runs): pull (progress by GET and by SSE) until
  * the model is served, cancel, import by copy and link, delete, the recommended list, and the 400s.
  * The hub is a local stand-in (HEARTH_HF_ENDPOINT points hf:// at it).
  */
@@ -9,11 +9,12 @@ import { join } from 'node:path'
 import { createParser } from 'eventsource-parser'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FakeHub } from './support/fake-hub.ts'
-import { postJson, startTestServer, type TestServer } from './support/server-process.ts'
+import { startInProcessServer, type InProcessServer } from './support/in-process-server.ts'
+import { postJson } from './support/server-process.ts'
 import { writeTinyBert, writeTinyLlama, writeTinyMmproj } from './support/tiny-models.ts'
 
 let hub: FakeHub
-let server: TestServer
+let server: InProcessServer
 let modelsDir: string
 let payloadDir: string
 let llama: Buffer
@@ -26,7 +27,7 @@ beforeAll(async () => {
   writeTinyBert(join(payloadDir, 'bert.gguf'))
   llama = readFileSync(join(payloadDir, 'tiny.gguf'))
   modelsDir = mkdtempSync(join(tmpdir(), 'hearth-api-models-'))
-  server = await startTestServer({ modelsDir, env: { HEARTH_HF_ENDPOINT: hub.url } })
+  server = await startInProcessServer({ modelsDir, env: { HEARTH_HF_ENDPOINT: hub.url } })
 })
 
 afterAll(async () => {

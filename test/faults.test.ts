@@ -5,7 +5,7 @@
  * (The engine killed mid-request and the client vanishing are in chat.test.ts.)
  */
 import { execFileSync } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, closeSync, rmSync, truncateSync, writeFileSync, writeSync, statSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, closeSync, rmSync, truncateSync, writeFileSync, writeSync, statSync, utimesSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -40,22 +40,35 @@ describe('model files changing under a loaded model', () => {
     copyFileSync(pristine, join(modelsDir, 'victim.gguf'))
     writeTinyBert(join(modelsDir, 'bystander.gguf'))
     writeFileSync(join(modelsDir, 'models.json'), JSON.stringify({ models: [{ id: 'victim', file: 'victim.gguf' }, { id: 'bystander', file: 'bystander.gguf' }] }))
-    server = await startTestServer({ modelsDir })
+    // Every request checks the model's file, rather than trusting a listing up to a second old.
+    server = await startTestServer({ modelsDir, env: { HEARTH_LISTING_MAX_AGE_MS: '0' } })
   })
 
   afterAll(async () => {
     await server?.stop()
   })
 
+  /**
+   * The server tells a changed file by its size and the second it was written, as a person's edits
+   * are seconds apart; a test's are not, so each change is dated a second of its own.
+   */
+  let fileClock = Math.floor(Date.now() / 1000)
+  const changed = (path: string) => {
+    fileClock += 1
+    utimesSync(path, fileClock, fileClock)
+  }
+  const victim = () => join(modelsDir, 'victim.gguf')
   const chat = () => postJson(server, '/v1/chat/completions', { model: 'victim', messages: hello, max_tokens: 4 })
   const bystanderServes = async () => expect((await postJson(server, '/v1/embeddings', { model: 'bystander', input: 'still here' })).status).toBe(200)
-  const restore = () => copyFileSync(pristine, join(modelsDir, 'victim.gguf'))
+  const restore = () => {
+    copyFileSync(pristine, victim())
+    changed(victim())
+  }
 
   it('deleted: a clean 404 naming the missing file; restored: served again', async () => {
     expect((await chat()).status).toBe(200)
     await bystanderServes()
-    rmSync(join(modelsDir, 'victim.gguf'))
-    await sleep(1_100) // the folder listing requests use may be a second old
+    rmSync(victim())
     const gone = await chat()
     expectClean(gone, [404])
     expect(gone.json.error).toMatchObject({ code: 'model_not_found', param: 'model' })
@@ -69,8 +82,8 @@ describe('model files changing under a loaded model', () => {
 
   it('truncated: clean errors (never a hang or a dead server), then served again once restored', async () => {
     expect((await chat()).status).toBe(200)
-    truncateSync(join(modelsDir, 'victim.gguf'), Math.floor(statSync(pristine).size / 2))
-    await sleep(1_100)
+    truncateSync(victim(), Math.floor(statSync(pristine).size / 2))
+    changed(victim())
     for (let i = 0; i < 3; i++) {
       // The engine that mapped the old file is stopped before a request can read past its end
       // (that would be SIGBUS); loading the truncated file then fails, each time, cleanly.
@@ -81,7 +94,6 @@ describe('model files changing under a loaded model', () => {
     }
     await bystanderServes()
     restore()
-    await sleep(1_100)
     const back = await chat()
     expect(back.status, JSON.stringify(back.json)).toBe(200)
     await bystanderServes()
@@ -89,19 +101,18 @@ describe('model files changing under a loaded model', () => {
 
   it('corrupted in place: clean errors, then served again once restored', async () => {
     expect((await chat()).status).toBe(200)
-    const path = join(modelsDir, 'victim.gguf')
+    const path = victim()
     // The header's magic and the first tensors' bytes overwritten, the size unchanged.
     const fd = openSync(path, 'r+')
     writeSync(fd, Buffer.from('XXXX'), 0, 4, 0)
     writeSync(fd, randomBytes(64 * 1024), 0, 64 * 1024, 32 * 1024)
     closeSync(fd)
-    await sleep(1_100)
+    changed(path)
     const res = await chat()
     expectClean(res, [404])
     expect(res.json.error.message).toMatch(/not a usable model file/)
     await bystanderServes()
     restore()
-    await sleep(1_100)
     expect((await chat()).status).toBe(200)
     expect(engineProcessIds(server.process.pid).length).toBeLessThanOrEqual(2)
   })
@@ -111,8 +122,8 @@ describe('model files changing under a loaded model', () => {
     const before = engineProcessIds(server.process.pid)
     const replacement = join(mkdtempSync(join(tmpdir(), 'hearth-faults-new-')), 'victim.gguf')
     writeTinyLlama(replacement, { contextLength: 128 })
-    copyFileSync(replacement, join(modelsDir, 'victim.gguf'))
-    await sleep(1_100)
+    copyFileSync(replacement, victim())
+    changed(victim())
     const res = await chat()
     expect(res.status).toBe(200)
     const after = engineProcessIds(server.process.pid)

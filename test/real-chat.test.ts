@@ -165,7 +165,6 @@ describe.skipIf(!smollm || !llamaBuild)('SmolLM2-135M-Instruct on real weights, 
       threads: 1,
       gpuLayers: -1,
       parallel: 1,
-      backend: 'default',
     })
     upstream = await startUpstreamLlamaServer(args)
     direct = { url: upstream.url, headers: {} }

@@ -7,7 +7,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import type { ChatResult, CompleteResult, JobProgress, SpeechResult } from '../native-models/engine/engine-protocol.ts'
+import type { ChatResult, CompleteResult, JobProgress, SpeechResult } from '../native-models/engine/engine-jobs.ts'
 import { MessageStreamWriter } from '../main/server/anthropic/messages-response.ts'
 import { ChatStreamWriter } from '../main/server/openai/chat-response.ts'
 import { CompletionStreamWriter } from '../main/server/openai/completions-response.ts'
@@ -67,6 +67,12 @@ describe('chat completion chunks', () => {
     const all = [...writer.progress(text('Hi')), ...writer.finish(chatResult())]
     expect(all.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } })
     for (const chunk of all.slice(0, -1)) expect(chunk).toHaveProperty('usage', null)
+  })
+
+  it('leaves usage out of every chunk when it was not asked for', () => {
+    const writer = new ChatStreamWriter(who, false)
+    const all = [...writer.progress(text('Hi')), ...writer.finish(chatResult())]
+    for (const chunk of all) expect(chunk).not.toHaveProperty('usage')
   })
 
   it('sends nothing for progress that is not part of a chat answer', () => {

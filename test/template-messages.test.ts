@@ -4,7 +4,7 @@
  * message at the start. What a template does with them is found by rendering a probe at load.
  */
 import { describe, expect, it } from 'vitest'
-import type { ChatMessage } from '../native-models/engine/engine-protocol.ts'
+import type { ChatMessage } from '../native-models/engine/engine-jobs.ts'
 import { keepsSystemMessagesInPlace, withSystemMessagesFolded } from '../native-models/llama-server/chat-request-body.ts'
 
 describe('system messages between turns', () => {

@@ -1,6 +1,7 @@
 import type { DownloadManager } from '../../native-models/downloads/download-manager.ts'
 import type { ModelFolder } from '../../native-models/catalog/model-folder.ts'
-import type { BackendDevice, EngineBuildInfo, GpuBackend } from '../../native-models/engine/engine-protocol.ts'
+import type { EngineBuildInfo } from '../../native-models/engine/engine-jobs.ts'
+import type { BackendDevice } from '../../native-models/llama-server/llama-devices.ts'
 import type { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
 import type { RemotePool } from '../../native-models/remote/remote-pool.ts'
 import type { ApiKeys } from './keys/api-keys.ts'
@@ -21,6 +22,9 @@ export interface ServerContext {
   /** The remote servers the catalog's remote models run on, and their health. */
   remotes?: RemotePool
 }
+
+/** The GPU toolkit the llama.cpp build in use drives, where it sees a GPU; `default` is the CPU (or Metal on macOS). */
+export type GpuBackend = 'default' | 'cuda' | 'vulkan'
 
 export interface Hardware {
   backend: GpuBackend

@@ -5,7 +5,8 @@
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import { createServer, type Server } from 'node:http'
-import { ModelFolder, type ModelRecord } from '../../native-models/catalog/model-folder.ts'
+import { ModelFolder } from '../../native-models/catalog/model-folder.ts'
+import type { ModelRecord } from '../../native-models/catalog/model-record.ts'
 import { RemoteEngine } from '../../native-models/remote/remote-engine.ts'
 import { RemotePool } from '../../native-models/remote/remote-pool.ts'
 import { DownloadManager } from '../../native-models/downloads/download-manager.ts'
@@ -14,7 +15,7 @@ import { ApiKeys, loadOrCreateStoredKey } from './keys/api-keys.ts'
 import { KeyStore } from './keys/key-store.ts'
 import { createApp } from './app.ts'
 import { answerClientErrors } from './client-errors.ts'
-import type { ServerContext } from './server-context.ts'
+import type { GpuBackend, Hardware, ServerContext } from './server-context.ts'
 import type { ServerSettings } from './settings.ts'
 import { mkdir } from 'node:fs/promises'
 import { memoryBudget } from './memory-budget.ts'
@@ -24,11 +25,9 @@ import { findLlamaBuild, type LlamaBuild } from '../../native-models/native-buil
 import { cpuDevice, listLlamaDevices } from '../../native-models/llama-server/llama-devices.ts'
 import { LlamaServerEngine } from '../../native-models/llama-server/llama-server-engine.ts'
 import { findWhisperBuild } from '../../native-models/native-build/whisper-build.ts'
-import { WhisperServerEngine } from '../../native-models/whisper-server/whisper-server-engine.ts'
+import { WhisperServerEngine } from '../../native-models/speech/whisper-server-engine.ts'
 import type { NativeBuild } from '../../native-models/native-build/cmake-build.ts'
-import type { Hardware } from './server-context.ts'
 import { join } from 'node:path'
-import type { GpuBackend } from '../../native-models/engine/engine-protocol.ts'
 import { ModelError } from '../../native-models/errors.ts'
 
 const CPU_SLOTS = 2
@@ -74,7 +73,7 @@ export async function startServer(
   }
   await mkdir(settings.modelsDir, { recursive: true })
   const remotes = new RemotePool({ intervalMs: settings.remoteCheckMs })
-  const folder = new ModelFolder(settings.modelsDir, { remotes })
+  const folder = new ModelFolder(settings.modelsDir, { remotes, listingMaxAgeMs: settings.listingMaxAgeMs })
   // The remote servers the catalog names are asked once before the first request: what they serve
   // (context lengths, capabilities, whole lists to import) is known from the start.
   await folder.scan()
@@ -85,7 +84,6 @@ export async function startServer(
     threads: settings.threads,
     gpuLayers: onCpu ? 0 : settings.gpuLayers,
     parallel: settings.parallel ?? CPU_SLOTS,
-    backend: 'default',
   }
   const llamaBuild = options.llamaBuild === null ? undefined : (options.llamaBuild ?? findLlamaBuild())
   const whisperBuild = options.whisperBuild === null ? undefined : (options.whisperBuild ?? findWhisperBuild())
@@ -97,7 +95,6 @@ export async function startServer(
   const hardware: Promise<Hardware> = (llamaBuild ? listLlamaDevices(llamaBuild) : Promise.resolve([cpuDevice()])).then((devices) => {
     const gpu = devices.some((d) => d.type === 'gpu')
     const backend: GpuBackend = gpu && (llamaBuild?.gpu === 'cuda' || llamaBuild?.gpu === 'vulkan') ? llamaBuild.gpu : 'default'
-    engineDefaults.backend = backend
     if (gpu && !onCpu && settings.gpuLayers !== 0 && settings.parallel === undefined) engineDefaults.parallel = GPU_SLOTS
     return {
       backend,

@@ -50,6 +50,11 @@ export interface ServerSettings {
   maxAudioSeconds?: number
   /** How often remote models' servers are checked. Default 10 s. */
   remoteCheckMs?: number
+  /**
+   * How old a folder listing a request may use without checking its model's file; default 1 s.
+   * Only tests change it (HEARTH_LISTING_MAX_AGE_MS, left out of the usage): 0 checks the file on every request.
+   */
+  listingMaxAgeMs?: number
 }
 
 /** Three hours: about 700 MB of decoded samples on disk while whisper works through them. */
@@ -168,6 +173,7 @@ export function resolveSettings(
     metricsPublic: isTrue(env.HEARTH_METRICS_PUBLIC) ?? file.metrics_public ?? false,
     vad: flags.vad ?? isTrue(env.HEARTH_VAD) ?? file.vad ?? false,
     remoteCheckMs: 1000 * (positive('remote-check-seconds', env.HEARTH_REMOTE_CHECK_SECONDS) ?? file.remote_check_seconds ?? 10),
+    listingMaxAgeMs: nonNegative('listing-max-age-ms', env.HEARTH_LISTING_MAX_AGE_MS),
     maxAudioSeconds:
       60 * (positive('max-audio-minutes', flags['max-audio-minutes'] ?? env.HEARTH_MAX_AUDIO_MINUTES) ?? file.max_audio_minutes ?? DEFAULT_MAX_AUDIO_SECONDS / 60),
     settingsFile,

@@ -3,68 +3,11 @@ import { readFile, readdir, stat } from 'node:fs/promises'
 import { basename, dirname, extname, join, relative, resolve, sep } from 'node:path'
 import { catalogEntrySchema, catalogFileSchema, type CatalogEntry } from './catalog-schema.ts'
 import { readModelFileHeader, type ModelFileHeader } from './model-file-header.ts'
-import { capabilitiesOf, kindFromArchitecture, type Capability, type ModelKind } from './model-kinds.ts'
+import type { BrokenModel, FolderSnapshot, ModelRecord, ModelShape } from './model-record.ts'
+import { capabilitiesOf, kindFromArchitecture, type ModelKind } from './model-kinds.ts'
 import type { RemotePool } from '../remote/remote-pool.ts'
 import { remoteRecords } from '../remote/remote-records.ts'
 import type { RemoteReplica } from '../remote/remote-target.ts'
-
-/** A model the server can serve: everything /v1/models shows and an engine needs to load it. */
-export interface ModelRecord {
-  id: string
-  kind: ModelKind
-  capabilities: Capability[]
-  path: string
-  projectorPath: string | undefined
-  /** The draft model for speculative decoding (catalog `draft`), when there is one. */
-  draftPath?: string
-  /** Speech models: the voice-activity model found in the folder, when there is one. */
-  vadModelPath?: string
-  /** A model on other machines (catalog `remote` or `replicas`); `path` is empty then. */
-  remote?: { replicas: RemoteReplica[] }
-  ownedBy: string
-  /** Unix seconds: when the file was last written. */
-  created: number
-  /** Tokens of context each request gets: what the engine really gives, where that is less than asked. */
-  contextLength: number
-  /** Set when the catalog asked for more context than the model gets, saying why. */
-  contextNote?: string
-  maxCompletionTokens: number
-  pricing: { prompt: string; completion: string }
-  sizeBytes: number
-  architecture: string | undefined
-  /** Width of the model's token embeddings: a projector must produce exactly this. */
-  embeddingLength: number | undefined
-  hasChatTemplate: boolean
-  /** What the memory plan reads: the model's shape (GGUF only) and the projector's size. */
-  shape: ModelShape | undefined
-  projectorSizeBytes: number
-  /** The catalog entry as written, for settings later issues read (ttl, gpu_layers, …). */
-  catalogEntry: CatalogEntry | undefined
-}
-
-export interface ModelShape {
-  layers: number
-  embeddingLength: number
-  headCount: number
-  headCountKv: number
-  vocabularySize: number
-}
-
-/** A model that is listed or present but cannot be served, with the reason in words. */
-export interface BrokenModel {
-  id: string
-  file: string
-  problem: string
-}
-
-export interface FolderSnapshot {
-  models: ModelRecord[]
-  broken: BrokenModel[]
-  /** Set when models.json itself is unreadable; discovered files are still served. */
-  catalogProblem: string | undefined
-  /** Voice-activity model files found, by name: the speech models use the first. */
-  vadModels: string[]
-}
 
 const CATALOG_FILE = 'models.json'
 
@@ -97,7 +40,12 @@ export interface ModelFolderOptions {
   remotes?: RemotePool
   /** Where remote keys are read from (their variables' names are in the catalog). */
   env?: NodeJS.ProcessEnv
+  /** How old a listing `modelForRequest` uses without a check; default 1 s (tests set 0). */
+  listingMaxAgeMs?: number
 }
+
+/** A stream of requests lists the folder at most once a second. */
+const LISTING_MAX_AGE_MS = 1000
 
 export class ModelFolder {
   readonly dir: string
@@ -129,11 +77,12 @@ export class ModelFolder {
 
   /**
    * The record a request runs on, without a walk of the folder in its way. A scan younger than
-   * `freshMs` is used as it is. An older one is used while `models.json` and the model's own file
-   * are as they were (two stats), and a new scan runs behind it for the next request; otherwise
-   * the request waits for a new scan. Undefined when the folder has no such model.
+   * `freshMs` (by default the folder's `listingMaxAgeMs`) is used as it is. An older one is used
+   * while `models.json` and the model's own file are as they were (two stats), and a new scan runs
+   * behind it for the next request; otherwise the request waits for a new scan. Undefined when the
+   * folder has no such model.
    */
-  async modelForRequest(id: string, freshMs: number): Promise<ModelRecord | undefined> {
+  async modelForRequest(id: string, freshMs = this.options.listingMaxAgeMs ?? LISTING_MAX_AGE_MS): Promise<ModelRecord | undefined> {
     const last = this.recent
     const snapshot = last && (await last.snapshot.catch(() => undefined))
     const model = snapshot?.models.find((m) => m.id === id)

@@ -2,7 +2,7 @@
  * What the scheduler drives: one loaded model behind its engine (llama-server or whisper-server
  * built for this machine, see server-engine.ts; or a remote server, see remote/remote-engine.ts).
  */
-import type { EngineJob, EngineModelInfo, EngineResult, JobProgress } from './engine-protocol.ts'
+import type { EngineJob, EngineModelInfo, EngineResult, JobProgress } from './engine-jobs.ts'
 
 export interface RunOptions {
   onProgress?: (progress: JobProgress) => void

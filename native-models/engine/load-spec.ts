@@ -1,5 +1,5 @@
-import type { ModelRecord } from '../catalog/model-folder.ts'
-import type { EngineLoadSpec, GpuBackend } from './engine-protocol.ts'
+import type { ModelRecord } from '../catalog/model-record.ts'
+import type { EngineLoadSpec } from './engine-jobs.ts'
 
 /** All layers: llama.cpp clamps a larger number to the model's layer count. */
 const ALL_LAYERS = 999
@@ -12,7 +12,6 @@ export interface EngineDefaults {
   gpuLayers: number
   /** Parallel slots for chat models. */
   parallel: number
-  backend: GpuBackend
 }
 
 /** How an engine loads a model: the catalog entry's own settings over the server's defaults. */
@@ -28,7 +27,6 @@ export function loadSpecFor(model: ModelRecord, defaults: EngineDefaults): Engin
     threads: entry?.threads ?? defaults.threads,
     gpuLayers: gpu === 'all' ? ALL_LAYERS : gpu === 'auto' ? AUTO_LAYERS : (gpu ?? defaults.gpuLayers),
     parallel: slotsFor(model, defaults),
-    backend: defaults.backend,
     ...(model.vadModelPath ? { vadModelPath: model.vadModelPath } : {}),
     ...(model.kind !== 'chat'
       ? {}

@@ -1,6 +1,6 @@
 /** A chat job's messages in OpenAI's shape, as llama-server and OpenAI-style remote servers read them. */
 import { pngDataUrl } from '../images/normalize-image.ts'
-import type { ChatMessage } from './engine-protocol.ts'
+import type { ChatMessage } from './engine-jobs.ts'
 
 export function openAiMessages(messages: readonly ChatMessage[]): unknown[] {
   return messages.map((m) =>

@@ -1,6 +1,6 @@
 /** What every engine that is a server program (llama-server, whisper-server) does the same way: it is its process. */
 import type { Engine, RunOptions } from './engine.ts'
-import type { EngineJob, EngineModelInfo, EngineResult } from './engine-protocol.ts'
+import type { EngineJob, EngineModelInfo, EngineResult } from './engine-jobs.ts'
 import type { EngineServerProcess } from './engine-server-process.ts'
 
 export abstract class ServerEngine implements Engine {

@@ -5,7 +5,7 @@
  * what the contract promises.
  */
 import { createHash } from 'node:crypto'
-import type { ChatContentPart, ChatJob, ChatMessage, CompleteJob, Sampling, ToolDefinition } from '../engine/engine-protocol.ts'
+import type { ChatContentPart, ChatJob, ChatMessage, CompleteJob, Sampling, ToolDefinition } from '../engine/engine-jobs.ts'
 import { openAiMessages } from '../engine/openai-messages.ts'
 import { ModelError } from '../errors.ts'
 

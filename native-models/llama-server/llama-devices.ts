@@ -1,8 +1,15 @@
 /** The compute devices a llama.cpp build sees, as `llama-server --list-devices` prints them. */
 import { execFile } from 'node:child_process'
 import { cpus, totalmem } from 'node:os'
-import type { BackendDevice } from '../engine/engine-protocol.ts'
 import { programPath, type LlamaBuild } from '../native-build/llama-build.ts'
+
+/** A compute device as llama.cpp names it: its backend (CUDA, Vulkan, Metal, CPU), kind, name and memory. */
+export interface BackendDevice {
+  backend: string
+  type: string
+  name: string
+  memoryBytes: number
+}
 
 /** GPUs first (as llama.cpp lists them), then the CPU, which it never lists but always has. */
 export function listLlamaDevices(build: LlamaBuild, timeoutMs = 30_000): Promise<BackendDevice[]> {

@@ -1,5 +1,5 @@
 /** The llama-server command line for one catalog model: its context, slots, threads, layers and kind. */
-import type { EngineLoadSpec } from '../engine/engine-protocol.ts'
+import type { EngineLoadSpec } from '../engine/engine-jobs.ts'
 
 /**
  * The RAM llama-server may keep prompts in once they leave their slot (MiB), where the memory plan

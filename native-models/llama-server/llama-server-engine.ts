@@ -25,11 +25,11 @@ import type {
   EngineLoadSpec,
   EngineModelInfo,
   EngineResult,
-} from '../engine/engine-protocol.ts'
+} from '../engine/engine-jobs.ts'
 import { programPath, type LlamaBuild } from '../native-build/llama-build.ts'
 import { EngineServerProcess } from '../engine/engine-server-process.ts'
 import type { IncomingMessage } from 'node:http'
-import { ProgressBatch } from '../engine/progress-coalescer.ts'
+import { ProgressBatch } from '../engine/upstream-stream/progress-batch.ts'
 import {
   chatRequestBody,
   completionRequestBody,
@@ -40,8 +40,8 @@ import {
   type ChatTemplateTraits,
   type TemplateCaps,
 } from './chat-request-body.ts'
-import { ChatStreamReader, type UpstreamChunk } from '../engine/chat-stream-reader.ts'
-import { readEventBatches } from '../engine/event-stream.ts'
+import { ChatStreamReader, type UpstreamChunk } from '../engine/upstream-stream/chat-stream-reader.ts'
+import { readEventBatches } from '../engine/upstream-stream/event-stream.ts'
 import { decodeBase64Floats, normaliseInto } from '../engine/embedding-vectors.ts'
 import { schemaProblemOf } from './schema-problem.ts'
 import { readUpstreamError } from './upstream-errors.ts'

@@ -3,7 +3,7 @@
  * not use (an unresolved `$ref`, a pattern it cannot parse) but not always where; this finds the place, so
  * the 400 names it: `response_format.json_schema.schema.properties.a.$ref`.
  */
-import type { ChatJob } from '../engine/engine-protocol.ts'
+import type { ChatJob } from '../engine/engine-jobs.ts'
 import type { UpstreamError } from './upstream-errors.ts'
 
 export interface SchemaProblem {

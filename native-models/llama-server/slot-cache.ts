@@ -10,7 +10,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import type { EngineLoadSpec } from '../engine/engine-protocol.ts'
+import type { EngineLoadSpec } from '../engine/engine-jobs.ts'
 import type { EngineServerProcess } from '../engine/engine-server-process.ts'
 import type { SlotAffinity, SlotAffinityState } from './slot-affinity.ts'
 

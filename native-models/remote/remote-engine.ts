@@ -6,7 +6,7 @@
  * the remote connection, which stops the work there.
  */
 import { openAsBlob } from 'node:fs'
-import { ChatStreamReader, type UpstreamChunk } from '../engine/chat-stream-reader.ts'
+import { ChatStreamReader, type UpstreamChunk } from '../engine/upstream-stream/chat-stream-reader.ts'
 import { decodeBase64Floats, normaliseInto } from '../engine/embedding-vectors.ts'
 import type { Engine, RunOptions } from '../engine/engine.ts'
 import type {
@@ -26,11 +26,11 @@ import type {
   SpeechResult,
   SpeechSegment,
   TokenLogprob,
-} from '../engine/engine-protocol.ts'
-import { readEventBatches } from '../engine/event-stream.ts'
+} from '../engine/engine-jobs.ts'
+import { readEventBatches } from '../engine/upstream-stream/event-stream.ts'
 import { openAiMessages } from '../engine/openai-messages.ts'
-import { ProgressBatch } from '../engine/progress-coalescer.ts'
-import { whisperCodeOfName } from '../audio/whisper-languages.ts'
+import { ProgressBatch } from '../engine/upstream-stream/progress-batch.ts'
+import { whisperCodeOfName } from '../speech/whisper-languages.ts'
 import { candidatesToAsk, refuseToolsWithoutTemplate, templateMessages, toolFields, type ChatTemplateTraits } from '../llama-server/chat-request-body.ts'
 import { ModelError } from '../errors.ts'
 import { RemoteModelError, remoteErrorOf } from './remote-error.ts'

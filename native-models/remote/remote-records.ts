@@ -3,7 +3,7 @@
  * completion limit and capabilities from the entry, else from what the remote says of them.
  */
 import type { CatalogEntry } from '../catalog/catalog-schema.ts'
-import type { BrokenModel, ModelRecord } from '../catalog/model-folder.ts'
+import type { BrokenModel, ModelRecord } from '../catalog/model-record.ts'
 import { capabilitiesOf, type Capability, type ModelKind } from '../catalog/model-kinds.ts'
 import type { RemoteModelInfo, RemotePool } from './remote-pool.ts'
 import { resolveReplica, type RemoteReplica } from './remote-target.ts'

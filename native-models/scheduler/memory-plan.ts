@@ -3,7 +3,7 @@
  * Estimates follow llama.cpp's own allocations: the weights (the file, mapped), an f16 KV cache for
  * the whole context, the projector, and compute buffers for one batch of logits and activations.
  */
-import type { ModelRecord } from '../catalog/model-folder.ts'
+import type { ModelRecord } from '../catalog/model-record.ts'
 import { ModelError } from '../errors.ts'
 
 export interface MemoryEstimate {

@@ -8,9 +8,9 @@
  *   is refused with the numbers instead of swapping the machine to death;
  * - an idle model unloads itself after its time to live; a dead engine is restarted on next use.
  */
-import type { ModelRecord } from '../catalog/model-folder.ts'
+import type { ModelRecord } from '../catalog/model-record.ts'
 import type { Engine, RunOptions } from '../engine/engine.ts'
-import type { EngineJob, EngineResult, ResultOf } from '../engine/engine-protocol.ts'
+import type { EngineJob, EngineResult, ResultOf } from '../engine/engine-jobs.ts'
 import { ModelError } from '../errors.ts'
 import { estimateModelMemory, planEvictions } from './memory-plan.ts'
 

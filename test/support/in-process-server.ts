@@ -16,11 +16,11 @@ import { ApiKeys } from '../../main/server/keys/api-keys.ts'
 import { KeyStore } from '../../main/server/keys/key-store.ts'
 import type { ServerContext } from '../../main/server/server-context.ts'
 import { resolveSettings, type ServerSettings } from '../../main/server/settings.ts'
-import type { ModelRecord } from '../../native-models/catalog/model-folder.ts'
+import type { ModelRecord } from '../../native-models/catalog/model-record.ts'
 import { ModelFolder } from '../../native-models/catalog/model-folder.ts'
 import { DownloadManager } from '../../native-models/downloads/download-manager.ts'
 import type { Engine, RunOptions } from '../../native-models/engine/engine.ts'
-import type { EngineJob, EngineResult, JobProgress } from '../../native-models/engine/engine-protocol.ts'
+import type { EngineJob, EngineResult, JobProgress } from '../../native-models/engine/engine-jobs.ts'
 import { ModelError } from '../../native-models/errors.ts'
 import { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
 import { TEST_API_KEY } from './server-process.ts'
@@ -142,7 +142,7 @@ export async function startInProcessServer(options: InProcessOptions = {}): Prom
   const argv = ['--port', '0', '--threads', '1', '--models-dir', modelsDir, '--data-dir', dataDir, '--api-key', TEST_API_KEY, ...(options.args ?? [])]
   const { settings } = resolveSettings(argv, { ...options.env }, 2)
   const lines: string[] = []
-  const folder = new ModelFolder(settings.modelsDir)
+  const folder = new ModelFolder(settings.modelsDir, { listingMaxAgeMs: settings.listingMaxAgeMs })
   const engines: ScriptedEngine[] = []
   const scheduler = new ModelScheduler({
     maxQueuePerModel: settings.maxQueuePerModel,
@@ -159,7 +159,8 @@ export async function startInProcessServer(options: InProcessOptions = {}): Prom
     folder,
     scheduler,
     keys,
-    downloads: new DownloadManager({ folder, hubEndpoint: 'http://127.0.0.1:9' }),
+    // Never the real hub: a closed port, unless the test names its stand-in (HEARTH_HF_ENDPOINT).
+    downloads: new DownloadManager({ folder, hubEndpoint: options.env?.HEARTH_HF_ENDPOINT ?? 'http://127.0.0.1:9' }),
     log: (line) => lines.push(line),
     hardware: Promise.resolve({ backend: 'default', devices: [], llamaBuild: undefined, notBuilt: [] }),
   }

@@ -2,8 +2,8 @@
  * The chat completions request as the contract defines it: schema, checks against the model, and
  * the conversion into an engine job. No HTTP and no engine here.
  */
-import type { ModelRecord } from '../../../native-models/catalog/model-folder.ts'
-import type { ChatContentPart, ChatJob, ChatMessage, ToolDefinition } from '../../../native-models/engine/engine-protocol.ts'
+import type { ModelRecord } from '../../../native-models/catalog/model-record.ts'
+import type { ChatContentPart, ChatJob, ChatMessage, ToolDefinition } from '../../../native-models/engine/engine-jobs.ts'
 import { imageErrorAt } from '../../../native-models/images/invalid-image-error.ts'
 import { normalizeImageDataUrl } from '../../../native-models/images/normalize-image.ts'
 import { DEFAULT_PROJECTOR_INPUT, readProjectorInput } from '../../../native-models/images/projector-input.ts'

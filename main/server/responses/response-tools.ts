@@ -11,7 +11,7 @@
  *   connections) refused by name.
  */
 import { z } from 'zod'
-import type { ToolCall } from '../../../native-models/engine/engine-protocol.ts'
+import type { ToolCall } from '../../../native-models/engine/engine-jobs.ts'
 import { unsupportedParameter } from '../http-errors.ts'
 import { functionName } from '../openai/chat-request-schema.ts'
 import type { Notices } from '../request-notices.ts'

@@ -1,9 +1,8 @@
 /**
- * The messages between the server and an engine process. One engine process holds one model; the
- * server sends it jobs and reads back progress, results and errors. Everything here must survive
- * structured cloning (child_process `serialization: 'advanced'`), so typed arrays pass as they are.
+ * The jobs an engine runs and the results it gives: what the server hands a loaded model (chat,
+ * completion, embedding, rerank, speech), the progress it streams back, and how a model is loaded.
+ * Plain data only: the routes build jobs from requests, the engines turn them into upstream calls.
  */
-import type { SerializedModelError } from '../errors.ts'
 import type { ModelKind } from '../catalog/model-kinds.ts'
 
 export interface EngineLoadSpec {
@@ -17,8 +16,6 @@ export interface EngineLoadSpec {
   gpuLayers: number
   /** Sequences decoded together in one context (continuous batching); 1 = one request at a time. */
   parallel: number
-  /** Which build of llama.cpp to load: the platform's default (CPU, or Metal on macOS), CUDA or Vulkan. */
-  backend: GpuBackend
   /** Speculative decoding: a draft model's file, or n-gram drafting from the text; none by default. */
   speculative?: { draftPath: string } | { ngram: true }
   /** Speech models: the voice-activity model (Silero) that `SpeechJob.vad` runs, when there is one. */
@@ -27,14 +24,12 @@ export interface EngineLoadSpec {
   promptCacheMiB?: number
 }
 
-export type GpuBackend = 'default' | 'cuda' | 'vulkan'
-
 export interface EngineModelInfo {
-  /** Devices the binding placed the model on, as it reports them (CPU, Metal, CUDA0, …). */
+  /** Devices the engine placed the model on, as it names them (CPU, Metal, CUDA0, …), or where a remote one runs. */
   devices: string[]
   loadMs: number
   vision: boolean
-  /** The program serving the model, where it is llama.cpp's own build (absent on the prebuilt binding). */
+  /** The program serving the model, where it is one built here (absent for remote models). */
   engine?: EngineBuildInfo
   /**
    * Tokens of context the engine really gives each request, where it says (llama-server caps a
@@ -299,28 +294,3 @@ export type JobProgress =
   /** A piece of a tool call: its first piece has the id and name, the rest carry arguments. */
   | { type: 'tool_call'; index: number; id?: string; name?: string; arguments: string }
   | { type: 'segment'; segment: SpeechSegment }
-
-/** A compute device as the binding reports it (Metal, CUDA0, Vulkan0, CPU, …). */
-export interface BackendDevice {
-  backend: string
-  type: string
-  name: string
-  memoryBytes: number
-}
-
-export type ToEngine =
-  | { type: 'load'; spec: EngineLoadSpec }
-  | { type: 'stats' }
-  | { type: 'probe-devices'; backend: GpuBackend }
-  | { type: 'run'; id: number; job: EngineJob }
-  | { type: 'cancel'; id: number }
-  | { type: 'shutdown' }
-
-export type FromEngine =
-  | { type: 'loaded'; info: EngineModelInfo }
-  | { type: 'stats'; rssBytes: number }
-  | { type: 'devices'; devices: BackendDevice[] }
-  | { type: 'load-failed'; error: SerializedModelError }
-  | { type: 'progress'; id: number; progress: JobProgress }
-  | { type: 'done'; id: number; result: EngineResult }
-  | { type: 'failed'; id: number; error: SerializedModelError }

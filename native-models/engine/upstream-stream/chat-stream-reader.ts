@@ -4,7 +4,7 @@
  * piece and in the result) and log probabilities in OpenAI's shape.
  */
 import { randomBytes } from 'node:crypto'
-import type { ChatResult, FinishReason, JobProgress, TokenLogprob, ToolCall } from './engine-protocol.ts'
+import type { ChatResult, FinishReason, JobProgress, TokenLogprob, ToolCall } from '../engine-jobs.ts'
 
 export interface UpstreamTimings {
   cache_n?: number

@@ -6,7 +6,7 @@
 import { open, type FileHandle } from 'node:fs/promises'
 import { ModelError } from '../errors.ts'
 import { CHUNK_SECONDS, FIRST_CHUNK_SECONDS, WHISPER_SAMPLE_RATE, carriedPrompt, chunkEnd } from './audio-chunks.ts'
-import type { SpeechJob, SpeechResult, SpeechSegment } from './engine-protocol.ts'
+import type { SpeechJob, SpeechResult, SpeechSegment } from '../engine/engine-jobs.ts'
 
 const BYTES_PER_SAMPLE = Float32Array.BYTES_PER_ELEMENT
 /**

@@ -6,13 +6,13 @@
  * after a grace period and the next request loads the model again.
  */
 import { ModelError } from '../errors.ts'
-import { toPcm16, WHISPER_SAMPLE_RATE } from '../engine/audio-chunks.ts'
+import { toPcm16, WHISPER_SAMPLE_RATE } from './audio-chunks.ts'
 import type { RunOptions } from '../engine/engine.ts'
 import { ServerEngine } from '../engine/server-engine.ts'
-import type { EngineJob, EngineLoadSpec, EngineModelInfo, EngineResult, JobProgress, SpeechJob, SpeechResult, SpeechSegment } from '../engine/engine-protocol.ts'
+import type { EngineJob, EngineLoadSpec, EngineModelInfo, EngineResult, JobProgress, SpeechJob, SpeechResult, SpeechSegment } from '../engine/engine-jobs.ts'
 import { EngineServerProcess } from '../engine/engine-server-process.ts'
-import { cancelled, inAudioTime, speechInPieces, type PieceOptions, type PieceResult } from '../engine/speech-in-pieces.ts'
-import { whisperCodeOfName } from '../audio/whisper-languages.ts'
+import { cancelled, inAudioTime, speechInPieces, type PieceOptions, type PieceResult } from './speech-in-pieces.ts'
+import { whisperCodeOfName } from './whisper-languages.ts'
 import { programPath, type NativeBuild } from '../native-build/cmake-build.ts'
 
 /** whisper.cpp's own fallback step, used when the client chose a temperature. */
