@@ -4,7 +4,7 @@
  * other conversations take the slot that is cheapest to give up.
  */
 import { describe, expect, it } from 'vitest'
-import { promptPieces, SlotAffinity } from '../native-models/llama-server/slot-affinity.ts'
+import { promptPieces, SlotAffinity, SWAP_SHARE } from '../native-models/llama-server/slot-affinity.ts'
 
 const SYSTEM = { role: 'system', content: 'You are a coding agent. '.repeat(200) }
 const tools = [{ type: 'function', function: { name: 'read', parameters: { type: 'object' } } }]
@@ -104,6 +104,16 @@ describe('slot affinity', () => {
       affinity.unparked(slot, swap.unpark!, true)
       expect(affinity.swapFor(slot, back)).toEqual({ park: false, unpark: undefined })
       expect([a, b]).toContain(slot)
+    })
+
+    it('on a CPU parks a tail a GPU would compute again: a twentieth of a long prompt', () => {
+      const long = { role: 'system', content: 'You are a coding agent. '.repeat(4000) } // about 96k characters
+      const agent = (task: string) => promptPieces({ tools, messages: [long, { role: 'user', content: `${task} `.repeat(1000) }] })
+      for (const [share, parks] of [[SWAP_SHARE.cpu, true], [SWAP_SHARE.gpu, false]] as const) {
+        const affinity = new SlotAffinity(1, Date.now, share)
+        serve(affinity, agent('alpha'), 'a')
+        expect(affinity.swapFor(0, agent('beta')).park).toBe(parks)
+      }
     })
 
     it('parks nothing for a request that continues the slot, or for a slot holding little', () => {

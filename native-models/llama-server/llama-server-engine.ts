@@ -46,7 +46,7 @@ import { decodeBase64Floats, normaliseInto } from '../engine/embedding-vectors.t
 import { schemaProblemOf } from './schema-problem.ts'
 import { readUpstreamError } from './upstream-errors.ts'
 import { llamaServerArgs } from './llama-server-args.ts'
-import { SlotAffinity, promptPieces, type PromptPiece } from './slot-affinity.ts'
+import { SlotAffinity, SWAP_SHARE, promptPieces, type PromptPiece } from './slot-affinity.ts'
 import { SlotCache } from './slot-cache.ts'
 
 export interface LlamaServerEngineOptions {
@@ -117,7 +117,8 @@ export class LlamaServerEngine extends ServerEngine {
       const chat = spec.kind === 'chat'
       const slotCache = chat && options.slotCacheDir ? new SlotCache(options.slotCacheDir, spec) : undefined
       // One slot needs no choosing, only parking, which needs the slot cache's folder.
-      const affinity = chat && (spec.parallel > 1 || slotCache) ? new SlotAffinity(spec.parallel) : undefined
+      const onCpu = devicesOf(build, spec).every((d) => d === 'CPU')
+      const affinity = chat && (spec.parallel > 1 || slotCache) ? new SlotAffinity(spec.parallel, Date.now, onCpu ? SWAP_SHARE.cpu : SWAP_SHARE.gpu) : undefined
       await slotCache?.restore(server, affinity)
       const inPlace = chat ? keepsSystemMessagesInPlace(await templatePrompt(server, MID_SYSTEM_PROBE)) : true
       return new LlamaServerEngine(

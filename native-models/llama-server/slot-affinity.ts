@@ -65,11 +65,14 @@ export interface SlotAffinityState {
 const STALE_MS = 10 * 60_000
 
 /**
- * A tail worth saving or loading: at least this many characters (about 250 tokens), and an eighth
- * of the prompt, since a save or load takes time in proportion to the whole prompt's state.
+ * A tail worth saving or loading: at least this many characters (about 250 tokens), and a share of
+ * the prompt, since a save or load takes time in proportion to the whole prompt's state. On a CPU,
+ * computing a token costs about a thousand times what copying its state does (a 135M model: 13 ms
+ * against 11 µs on one thread), so a sixty-fourth is plenty; a fast GPU computes a token in a few
+ * times what loading its state takes, hence an eighth there.
  */
 const WORTH_SWAPPING_CHARACTERS = 1024
-const WORTH_SWAPPING_SHARE = 1 / 8
+export const SWAP_SHARE = { cpu: 1 / 64, gpu: 1 / 8 } as const
 
 /** Parked prompts kept per model; the least recently used goes first. */
 const PARKED_LIMIT = 8
@@ -81,6 +84,8 @@ export class SlotAffinity {
   constructor(
     slots: number,
     private readonly now: () => number = Date.now,
+    /** The share of a prompt its tail must reach to be parked or loaded (SWAP_SHARE). */
+    private readonly swapShare: number = SWAP_SHARE.gpu,
   ) {
     this.slots = Array.from({ length: slots }, () => ({ busy: false, pieces: [], key: undefined, lastUsed: 0 }))
   }
@@ -126,12 +131,12 @@ export class SlotAffinity {
       const size = sharedSize(parked.pieces, pieces)
       if (size > unparkShared) [unpark, unparkShared] = [parked, size]
     }
-    if (unpark && !worthSwapping(unparkShared - shared, totalSize(unpark.pieces))) unpark = undefined
+    if (unpark && !this.worthSwapping(unparkShared - shared, totalSize(unpark.pieces))) unpark = undefined
     // What the slot will hold next: the parked prompt, or the request from the shared start on.
     const kept = unpark ? sharedSize(held, unpark.pieces) : shared
     const tail = totalSize(held) - kept
     const alreadyParked = this.parkedPrompts.some((p) => contains(p.pieces, held))
-    return { park: !alreadyParked && worthSwapping(tail, totalSize(held)), unpark }
+    return { park: !alreadyParked && this.worthSwapping(tail, totalSize(held)), unpark }
   }
 
   /** The slot's prompt was saved to `file`; returns the files of parked prompts it replaces or pushes out. */
@@ -176,6 +181,10 @@ export class SlotAffinity {
     this.parkedPrompts = (state.parked ?? []).filter((p) => fileKept(p.file)).map((p) => ({ ...p, lastUsed: this.now() }))
   }
 
+  private worthSwapping(gain: number, whole: number): boolean {
+    return gain >= WORTH_SWAPPING_CHARACTERS && gain >= whole * this.swapShare
+  }
+
   /** What the slot holds that is worth keeping: its prompt's size, nothing once its conversation went stale. */
   private keepingCost(slot: SlotState): number {
     const size = totalSize(slot.pieces)
@@ -185,10 +194,6 @@ export class SlotAffinity {
 
 function totalSize(pieces: readonly PromptPiece[]): number {
   return pieces.reduce((sum, p) => sum + p.size, 0)
-}
-
-function worthSwapping(gain: number, whole: number): boolean {
-  return gain >= WORTH_SWAPPING_CHARACTERS && gain >= whole * WORTH_SWAPPING_SHARE
 }
 
 /** Whether `longer` starts with all of `shorter` (its last piece, cut short, aside). */

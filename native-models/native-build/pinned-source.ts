@@ -85,9 +85,13 @@ function patchesNamed(prefix: string): string[] {
     .map((name) => fileURLToPath(new URL(`./patches/${name}`, import.meta.url)))
 }
 
+/** The patches' diffs, not their headers: a header says why, and editing it rebuilds nothing. */
 function patchesHash(patches: readonly string[]): string {
   const hash = createHash('sha256')
-  for (const patch of patches) hash.update(readFileSync(patch))
+  for (const patch of patches) {
+    const text = readFileSync(patch, 'utf8')
+    hash.update(text.slice(Math.max(0, text.search(/^diff --git /m))))
+  }
   return hash.digest('hex').slice(0, 12)
 }
 
