@@ -10,14 +10,15 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readUpstreamError } from '../native-models/llama-server/upstream-errors.ts'
+import { sharedFixture } from './support/shared-fixtures.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
 import { llamaBuild, startUpstreamLlamaServer, type UpstreamServer } from './support/upstream-servers.ts'
 
-const TEMPLATES = join(import.meta.dirname, '..', '..', 'shared', 'fixtures', 'chat-templates')
+const template = sharedFixture('chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja')
 
 if (!llamaBuild) console.warn('*** SKIPPED: llama.cpp is not built on this machine (npm run build:engines); the llama.cpp patch suite cannot run')
 
-describe.skipIf(!llamaBuild)('llama.cpp as Hearth patches it', () => {
+describe.skipIf(!llamaBuild || !template)('llama.cpp as Hearth patches it', () => {
   let upstream: UpstreamServer
 
   beforeAll(async () => {
@@ -25,7 +26,7 @@ describe.skipIf(!llamaBuild)('llama.cpp as Hearth patches it', () => {
     writeTinyLlama(join(dir, 'chat.gguf'), { contextLength: 1024 })
     upstream = await startUpstreamLlamaServer([
       '--model', join(dir, 'chat.gguf'),
-      '--jinja', '--chat-template-file', join(TEMPLATES, 'Qwen-Qwen2.5-7B-Instruct.jinja'),
+      '--jinja', '--chat-template-file', template!,
       '--threads', '1', '--parallel', '1', '--ctx-size', '1024',
     ])
   })
