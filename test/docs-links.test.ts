@@ -18,10 +18,10 @@ interface Link {
   target: string
 }
 
-/** The lines outside fenced code blocks, with inline code blanked, numbered from 1. */
-function proseLines(file: string): { line: number; text: string }[] {
+/** The lines outside fenced code blocks, as written, numbered from 1. */
+function outsideFences(file: string): { line: number; text: string }[] {
   const lines = readFileSync(join(ROOT, file), 'utf8').split('\n')
-  const prose: { line: number; text: string }[] = []
+  const kept: { line: number; text: string }[] = []
   let fence: string | null = null
   lines.forEach((text, i) => {
     const marker = /^\s*(`{3,}|~{3,})/.exec(text)?.[1]
@@ -33,9 +33,14 @@ function proseLines(file: string): { line: number; text: string }[] {
       fence = marker
       return
     }
-    prose.push({ line: i + 1, text: text.replace(/(`+)[^`]*?\1/g, (m) => ' '.repeat(m.length)) })
+    kept.push({ line: i + 1, text })
   })
-  return prose
+  return kept
+}
+
+/** The lines outside fenced code blocks, with inline code blanked, numbered from 1. */
+function proseLines(file: string): { line: number; text: string }[] {
+  return outsideFences(file).map(({ line, text }) => ({ line, text: text.replace(/(`+)[^`]*?\1/g, (m) => ' '.repeat(m.length)) }))
 }
 
 /** GitHub's heading ids: the rendered text, lowercased, punctuation but `-` and `_` dropped, each space a `-`. */
@@ -58,20 +63,9 @@ const anchorCache = new Map<string, string[]>()
 function anchorsOf(file: string): string[] {
   const cached = anchorCache.get(file)
   if (cached) return cached
-  const raw = readFileSync(join(ROOT, file), 'utf8').split('\n')
   const seen = new Map<string, number>()
   const anchors: string[] = []
-  let fence: string | null = null
-  for (const text of raw) {
-    const marker = /^\s*(`{3,}|~{3,})/.exec(text)?.[1]
-    if (fence !== null) {
-      if (marker && marker[0] === fence[0] && marker.length >= fence.length) fence = null
-      continue
-    }
-    if (marker) {
-      fence = marker
-      continue
-    }
+  for (const { text } of outsideFences(file)) {
     const heading = /^ {0,3}#{1,6}\s+(.*?)\s*#*\s*$/.exec(text)?.[1]
     if (heading === undefined) continue
     const base = slug(heading)
