@@ -1,8 +1,9 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { ModelFolder } from '../native-models/catalog/model-folder.ts'
+import { sharedFixture } from './support/shared-fixtures.ts'
 import { writeTinyBert, writeTinyLlama, writeTinyMmproj, writeTinyWhisper } from './support/tiny-models.ts'
 
 let dir: string
@@ -61,6 +62,19 @@ describe('ModelFolder', () => {
     expect(byId.encoder).toMatchObject({ kind: 'embedding', capabilities: ['embeddings'], architecture: 'bert' })
     expect(byId['ggml-whisper']).toMatchObject({ kind: 'speech', capabilities: ['transcription', 'translation'], contextLength: 448 })
     expect(byId.chatty!.pricing).toEqual({ prompt: '0.00000000', completion: '0.00000000' })
+  })
+
+  it('says which chat templates can call tools, so the chat offers tools only to those', async () => {
+    const toolDir = mkdtempSync(join(tmpdir(), 'hearth-folder-tools-'))
+    const templates = { qwen3: 'Qwen-Qwen3-0.6B.jinja', 'deepseek-r1-distill': 'deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja', gemma2: 'google-gemma-2-2b-it.jinja', smollm3: 'HuggingFaceTB-SmolLM3-3B.jinja' }
+    const paths = Object.entries(templates).map(([id, file]) => [id, sharedFixture(`chat-templates/${file}`)] as const)
+    if (paths.some(([, path]) => path === undefined)) return
+    for (const [id, path] of paths) writeTinyLlama(join(toolDir, `${id}.gguf`), { chatTemplate: readFileSync(path!, 'utf8') })
+    const { models } = await new ModelFolder(toolDir).scan()
+    const callsTools = Object.fromEntries(models.map((m) => [m.id, m.capabilities.includes('tools')]))
+    // DeepSeek's R1 distills write calls without listing tools: llama.cpp puts the tools in the system message.
+    expect(callsTools).toEqual({ qwen3: true, 'deepseek-r1-distill': true, gemma2: false, smollm3: false })
+    rmSync(toolDir, { recursive: true, force: true })
   })
 
   it('pairs mmproj-<model>.gguf with its model, never lists the projector, and leaves other models alone', async () => {

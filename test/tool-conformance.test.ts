@@ -78,6 +78,8 @@ describe.skipIf(!llamaBuild || !haveTemplates)('tool calling across model famili
 
     it('a forced call names the function, with arguments that satisfy its schema; streamed the same', async () => {
       const res = await chat(model, { messages: ask, ...forceWeather, max_tokens: family.callTokens ?? forceWeather.max_tokens })
+      const listed = await fetch(`${server.url}/v1/models/${encodeURIComponent(model)}`, { headers: { authorization: `Bearer ${server.apiKey}` } })
+      expect(((await listed.json()) as { capabilities: string[] }).capabilities).toContain('tools')
       expect(res.status, res.text).toBe(200)
       const choice = res.json.choices[0]
       expect(validWeather(JSON.parse(choice.message.tool_calls?.[0]?.function.arguments ?? 'null'))).toBe(true)
@@ -164,6 +166,9 @@ describe.skipIf(!llamaBuild || !haveTemplates)('tool calling across model famili
       expect(plain.status, plain.text).toBe(200)
       const { content, reasoning_content: reasoning } = plain.json.choices[0].message
       expect(content.length + (reasoning?.length ?? 0)).toBeGreaterThan(0)
+      // Loaded, the engine's own check stands in the listing: the chat offers this model no tools.
+      const listed = await fetch(`${server.url}/v1/models/${encodeURIComponent(model)}`, { headers: { authorization: `Bearer ${server.apiKey}` } })
+      expect(((await listed.json()) as { capabilities: string[] }).capabilities).not.toContain('tools')
     })
   })
 })

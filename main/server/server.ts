@@ -138,6 +138,7 @@ export async function startServer(
       if (given !== undefined && folder.reportEngineContext(model, given)) {
         log(`warning: model "${model.id}" gets ${given} tokens of context per request from llama-server, not the ${model.contextLength} its record says; it is served with ${given}`)
       }
+      if (engine.info.callsTools !== undefined) folder.reportEngineToolCalling(model, engine.info.callsTools)
       return engine
     },
   })

@@ -4,7 +4,7 @@ import { basename, dirname, extname, join, relative, resolve, sep } from 'node:p
 import { catalogEntrySchema, catalogFileSchema, type CatalogEntry } from './catalog-schema.ts'
 import { readModelFileHeader, type ModelFileHeader } from './model-file-header.ts'
 import type { BrokenModel, FolderSnapshot, ModelRecord, ModelShape } from './model-record.ts'
-import { capabilitiesOf, kindFromArchitecture, type ModelKind } from './model-kinds.ts'
+import { capabilitiesOf, kindFromArchitecture, templateCallsTools, type ModelKind } from './model-kinds.ts'
 import type { RemotePool } from '../remote/remote-pool.ts'
 import { remoteRecords } from '../remote/remote-records.ts'
 import type { RemoteReplica } from '../remote/remote-target.ts'
@@ -52,6 +52,7 @@ export class ModelFolder {
   private readonly headers = new Map<string, HeaderCacheEntry>()
   /** The context an engine reported giving a model file (by path, size and time), where less than asked. */
   private readonly engineContext = new Map<string, number>()
+  private readonly engineToolCalling = new Map<string, boolean>()
 
   constructor(
     dir: string,
@@ -102,6 +103,17 @@ export class ModelFolder {
     if (model.remote || contextLength >= model.contextLength) return false
     this.engineContext.set(fileStamp(model.path, model.sizeBytes, model.created), contextLength)
     this.recent = undefined // the next request scans again, with the figure
+    return true
+  }
+
+  /**
+   * The engine found, loading the model, whether its template can call tools; the guess from the
+   * template's text (read before loading) gives way to it. True when this is news.
+   */
+  reportEngineToolCalling(model: ModelRecord, callsTools: boolean): boolean {
+    if (model.remote || model.kind !== 'chat' || callsTools === model.capabilities.includes('tools')) return false
+    this.engineToolCalling.set(fileStamp(model.path, model.sizeBytes, model.created), callsTools)
+    this.recent = undefined
     return true
   }
 
@@ -316,7 +328,11 @@ export class ModelFolder {
     return {
       id,
       kind,
-      capabilities: capabilitiesOf(kind, projectorPath !== undefined),
+      capabilities: capabilitiesOf(
+        kind,
+        projectorPath !== undefined,
+        this.engineToolCalling.get(fileStamp(path, info.size, Math.floor(info.mtimeMs / 1000))) ?? (header.format === 'gguf' && templateCallsTools(header.chatTemplate)),
+      ),
       path,
       projectorPath,
       ownedBy: entry?.owned_by ?? 'local',
@@ -432,7 +448,7 @@ function pairProjectors(
   for (const [model, projector] of chosen) {
     model.projectorPath = projector
     model.projectorSizeBytes = projectorSizes.get(projector) ?? 0
-    model.capabilities = capabilitiesOf(model.kind, true)
+    model.capabilities = capabilitiesOf(model.kind, true, model.capabilities.includes('tools'))
   }
 }
 

@@ -1,5 +1,5 @@
 export type ModelKind = 'chat' | 'embedding' | 'rerank' | 'speech'
-export type Capability = 'chat' | 'vision' | 'embeddings' | 'rerank' | 'transcription' | 'translation'
+export type Capability = 'chat' | 'vision' | 'tools' | 'embeddings' | 'rerank' | 'transcription' | 'translation'
 
 /** llama.cpp's `pooling_type` of an encoder with a classification head: it scores query–document pairs. */
 const POOLING_RANK = 4
@@ -22,10 +22,20 @@ export function kindFromArchitecture(architecture: string | undefined, poolingTy
   return poolingType === POOLING_RANK ? 'rerank' : 'embedding'
 }
 
-export function capabilitiesOf(kind: ModelKind, hasProjector: boolean): Capability[] {
+/**
+ * Whether a chat template can call tools, read from its text before the model is loaded: templates
+ * that take tools name `tools`, `tool_calls`, `xml_tools` or (Firefunction) `functions`; those
+ * without (Gemma 2, Phi 3.5, SmolLM3, RWKV) name none. llama-server's own check, after loading,
+ * decides what a request gets; this one only lets the chat say so before offering tools.
+ */
+export function templateCallsTools(chatTemplate: string | undefined): boolean {
+  return chatTemplate !== undefined && /\btools\b|\btool_calls\b|\bxml_tools\b|\bfunctions\b/.test(chatTemplate)
+}
+
+export function capabilitiesOf(kind: ModelKind, hasProjector: boolean, callsTools = false): Capability[] {
   switch (kind) {
     case 'chat':
-      return hasProjector ? ['chat', 'vision'] : ['chat']
+      return ['chat', ...(hasProjector ? (['vision'] as const) : []), ...(callsTools ? (['tools'] as const) : [])]
     case 'embedding':
       return ['embeddings']
     case 'rerank':

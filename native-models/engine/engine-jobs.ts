@@ -36,6 +36,8 @@ export interface EngineModelInfo {
    * slot at the context the model was trained with, whatever was asked).
    */
   contextLength?: number
+  /** Whether the chat template can call tools, as the engine found when it loaded it (chat models). */
+  callsTools?: boolean
 }
 
 export interface EngineBuildInfo {

@@ -121,13 +121,15 @@ export class LlamaServerEngine extends ServerEngine {
       const affinity = chat && (spec.parallel > 1 || slotCache) ? new SlotAffinity(spec.parallel, Date.now, onCpu ? SWAP_SHARE.cpu : SWAP_SHARE.gpu) : undefined
       await slotCache?.restore(server, affinity)
       const inPlace = chat ? keepsSystemMessagesInPlace(await templatePrompt(server, MID_SYSTEM_PROBE)) : true
+      const traits = templateTraits(props.chat_template, props.chat_template_caps, inPlace)
+      if (chat) info.callsTools = traits.hasTools
       return new LlamaServerEngine(
         server,
         spec,
         info,
         { vocabularySize: Number(meta.n_vocab ?? 0), embeddingLength: Number(meta.n_embd ?? 0) },
         slotCache,
-        templateTraits(props.chat_template, props.chat_template_caps, inPlace),
+        traits,
         affinity,
       )
     } catch (e) {

@@ -10,7 +10,7 @@ import { resolveReplica, type RemoteReplica } from './remote-target.ts'
 
 const DEFAULT_CONTEXT = 4096
 const ZERO_PRICE = '0.00000000'
-const CAPABILITIES: ReadonlySet<string> = new Set<Capability>(['chat', 'vision', 'embeddings', 'rerank', 'transcription', 'translation'])
+const CAPABILITIES: ReadonlySet<string> = new Set<Capability>(['chat', 'vision', 'tools', 'embeddings', 'rerank', 'transcription', 'translation'])
 /** When the server first listed them: remote models have no file whose time could say. */
 const LISTED_SINCE = Math.floor(Date.now() / 1000)
 
@@ -45,6 +45,7 @@ export function remoteRecords(entry: CatalogEntry, pool: RemotePool, env: NodeJS
   return { models: [record(id, entry, replicas, info)], broken: [], replicas }
 }
 
+/** A server that does not list capabilities is trusted with tools: it answers for itself when it cannot. */
 function record(id: string, entry: CatalogEntry, replicas: RemoteReplica[], info: RemoteModelInfo | undefined): ModelRecord {
   const kind: ModelKind = entry.kind ?? kindOf(info?.capabilities) ?? 'chat'
   const remoteCapabilities = info?.capabilities?.filter((c): c is Capability => CAPABILITIES.has(c))
@@ -52,7 +53,7 @@ function record(id: string, entry: CatalogEntry, replicas: RemoteReplica[], info
   return {
     id,
     kind,
-    capabilities: entry.kind === undefined && remoteCapabilities?.length ? remoteCapabilities : capabilitiesOf(kind, info?.vision === true),
+    capabilities: entry.kind === undefined && remoteCapabilities?.length ? remoteCapabilities : capabilitiesOf(kind, info?.vision === true, true),
     path: '',
     projectorPath: undefined,
     ownedBy: entry.owned_by ?? info?.ownedBy ?? 'remote',

@@ -119,8 +119,8 @@ export const TOKEN_TYPE = { NORMAL: 1, UNKNOWN: 2, CONTROL: 3, USER_DEFINED: 4, 
 
 export interface TinyLlamaOptions {
   seed?: number
-  /** Include the ChatML `tokenizer.chat_template` (default true). */
-  chatTemplate?: boolean
+  /** Include the ChatML `tokenizer.chat_template` (default true), or this template's text. */
+  chatTemplate?: boolean | string
   /**
    * `tokenizer.ggml.add_space_prefix` (default false). llama-2 style SPM models set it,
    * and then detokenize(tokenize(s)) gives " " + s; without it the round trip is exact.
@@ -261,7 +261,8 @@ export function writeTinyLlama(path: string, opts: TinyLlamaOptions = {}): TinyL
   const kvHeads = opts.kvHeads ?? heads
   const ff = opts.ff ?? 128
   const contextLength = opts.contextLength ?? 512
-  const hasChatTemplate = opts.chatTemplate ?? true
+  const hasChatTemplate = opts.chatTemplate !== false
+  const templateText = typeof opts.chatTemplate === 'string' ? opts.chatTemplate : CHATML_TEMPLATE
   const headDim = embd / heads
   if (!Number.isInteger(headDim) || heads % kvHeads !== 0) throw new Error('embd must divide by heads, heads by kvHeads')
 
@@ -278,7 +279,7 @@ export function writeTinyLlama(path: string, opts: TinyLlamaOptions = {}): TinyL
     heads,
     kvHeads,
     addSpacePrefix: opts.addSpacePrefix ?? false,
-    chatTemplate: hasChatTemplate ? CHATML_TEMPLATE : undefined,
+    chatTemplate: hasChatTemplate ? templateText : undefined,
   })
 
   const t = new TensorSet(createRng(opts.seed ?? 1234))
