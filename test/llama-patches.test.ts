@@ -1,6 +1,6 @@
 /**
  * Our llama.cpp patches, each seen on llama-server as Hearth builds it (no Hearth in between), where
- * no other suite shows it through Hearth. Patch 2 (llama-2-unreadable-output-as-text): output the
+ * no other suite shows it through Hearth. llama-03-unreadable-output-as-text: output the
  * chat parser cannot read is the model's answer as text, not a failed request. And the error texts
  * Hearth reads (upstream-errors.ts), provoked from the real program: an upgrade that rewords one
  * fails here.

@@ -209,7 +209,7 @@ describe.skipIf(!llamaBuild || !template || !thinkingTemplate)('tools, structure
       const answer = await client.chat.completions.create({ model: MODEL, messages: ask, max_tokens: 4, logprobs: true, top_logprobs: 3, ...noThinking })
       const content = answer.choices[0]!.logprobs!.content!
       // One entry per token (a token that ends inside a UTF-8 character too: Hearth's llama.cpp
-      // patch 5), and the entries' texts join into the answer.
+      // llama-08), and the entries' texts join into the answer.
       expect(content.length).toBe(answer.usage!.completion_tokens)
       expect(content.map((t) => t.token).join('')).toBe(answer.choices[0]!.message.content)
       for (const token of content) {

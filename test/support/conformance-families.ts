@@ -28,7 +28,7 @@ const llama = (template: string, row: Row): Family => ({ template, vocabulary: '
 const deepseek = (template: string, row: Row): Family => ({ template, vocabulary: 'deepseek_v3', ...row })
 /** Most rows: JSON arguments that satisfy the schema, parallel calls, schema output, no thinking. */
 const json: Row = { parallel: true, replaysParallel: true, thinking: 'none' }
-/** Families that write arguments as tagged text (or their own syntax): the call is forced, and a string enum takes one of its values (Hearth's llama.cpp patches 4 and 6). */
+/** Families that write arguments as tagged text (or their own syntax): the call is forced, and a string enum takes one of its values (Hearth's llama.cpp patches llama-05, llama-09 and llama-10). */
 const tagged: Row = { parallel: false, replaysParallel: true, thinking: 'none' }
 
 export const FAMILIES: Family[] = [
@@ -57,7 +57,7 @@ export const FAMILIES: Family[] = [
   qwen('CohereForAI-c4ai-command-r-plus-tool_use', json),
   qwen('GLM-4.6', tagged),
   qwen('GLM-4.7-Flash', { ...tagged, thinking: 'switch' }),
-  // Gemma 4's dict syntax and LFM2's Python-style calls are held to the schema by Hearth's patch 6.
+  // Gemma 4's dict syntax and LFM2's Python-style calls are held to the schema by Hearth's llama-09 and llama-10.
   qwen('google-gemma-4-31B-it', { ...tagged, parallel: true }),
   qwen('LFM2-8B-A1B', tagged),
   qwen('LFM2.5-8B-A1B', tagged),
@@ -67,7 +67,7 @@ export const FAMILIES: Family[] = [
   qwen('tencent-Hy3', { ...tagged, callTokens: 240 }),
   qwen('openbmb-MiniCPM5-1B', { ...tagged, parallel: true, thinking: 'switch' }),
   qwen('Bielik-11B-v3.0-Instruct', { ...json, thinking: 'switch' }),
-  // Reka may think before the schema's object even with thinking off: a zero budget closes it (patch 7).
+  // Reka may think before the schema's object even with thinking off: a zero budget closes it (llama-11).
   qwen('Reka-Edge', { ...json, thinking: 'switch' }),
   qwen('MiMo-VL', json),
   qwen('GigaChat3-10B-A1.8B', { ...json, parallel: false }),
@@ -81,8 +81,9 @@ export const FAMILIES: Family[] = [
   qwen('google-gemma-4-31B-it-interleaved', { ...tagged, parallel: true }),
   qwen('poolside-Laguna-S-2.1', { ...tagged, parallel: true, thinking: 'switch' }),
   qwen('poolside-Laguna-XS-2.1', { ...tagged, parallel: true, thinking: 'switch' }),
-  // Forced calls here come out through Hearth's patch 8 (bounded ids and format names, no free text
-  // before a required call, Granite 3's own parser) and patch 7 (a zero budget closes "<think>\n").
+  // Forced calls here come out through Hearth's llama-12 (bounded ids and format names), llama-01 (no
+  // free text before a required call), llama-15 (Granite 3's own parser) and llama-11 (a zero budget
+  // closes "<think>\n").
   // gpt-oss, Kimi K2 Thinking and Command R7B think only when the model opens its thinking, which a
   // random model never does.
   { template: 'openai-gpt-oss-120b', vocabulary: 'gptoss', ...json, parallel: false, callTokens: 160 },
