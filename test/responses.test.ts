@@ -201,7 +201,7 @@ describe.skipIf(!llamaBuild || !qwen3)("OpenAI's Responses API", () => {
   it.each([
     ['no input', { model: MODEL }, 'input', 'missing_required_parameter'],
     ['a client tool of OpenAI\'s own schema', { model: MODEL, input: 'x', tools: [{ type: 'local_shell' }] }, 'tools[0].type', 'unsupported_parameter'],
-    ['an MCP server', { model: MODEL, input: 'x', tools: [{ type: 'mcp', server_label: 'x', server_url: 'http://127.0.0.1:9' }] }, 'tools[0].type', 'unsupported_parameter'],
+    ['an MCP server the user did not configure', { model: MODEL, input: 'x', tools: [{ type: 'mcp', server_label: 'x', server_url: 'http://127.0.0.1:9' }] }, 'tools[0].server_label', 'mcp_server_not_found'],
     ['a call with no output at the end', { model: MODEL, input: [{ role: 'user', content: 'x' }, { type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' }] }, 'input[1]', 'invalid_value'],
     ['an output with no call', { model: MODEL, input: [{ type: 'function_call_output', call_id: 'c9', output: 'x' }] }, 'input[0].call_id', 'invalid_value'],
     ['logprobs in include', { model: MODEL, input: 'x', include: ['message.output_text.logprobs'] }, 'include[0]', 'unsupported_parameter'],

@@ -17,10 +17,12 @@ import { responsesRoute } from './routes/responses-route.ts'
 import { completionsRoute } from './routes/completions-route.ts'
 import { messagesRoute } from './routes/messages-route.ts'
 import { embeddingsRoute } from './routes/embeddings-route.ts'
+import { documentsRoute } from './routes/documents-route.ts'
 import { downloadsRoute } from './routes/downloads-route.ts'
 import { healthRoute } from './routes/health-route.ts'
 import { keysRoute } from './routes/keys-route.ts'
 import { managementRoute } from './routes/management-route.ts'
+import { mcpRoute } from './routes/mcp-route.ts'
 import { modelsRoute } from './routes/models-route.ts'
 import { serverRoute } from './routes/server-route.ts'
 import { speechRoute } from './routes/speech-route.ts'
@@ -48,7 +50,7 @@ export function createApp(ctx: ServerContext): Express {
   // Anthropic's route answers every error (a missing key too) in Anthropic's shape.
   app.use('/v1/messages', useAnthropicErrors)
   app.use('/v1', ...authenticated, modelsRoute(ctx), chatRoute(ctx), completionsRoute(ctx), responsesRoute(ctx), messagesRoute(ctx), embeddingsRoute(ctx), rerankRoute(ctx), speechRoute(ctx))
-  app.use('/api', ...authenticated, managementRoute(ctx), downloadsRoute(ctx), keysRoute(ctx), serverRoute(ctx, requests))
+  app.use('/api', ...authenticated, managementRoute(ctx), downloadsRoute(ctx), keysRoute(ctx), mcpRoute(ctx), serverRoute(ctx, requests), documentsRoute(ctx))
   // API paths no router took never reach the page's files (`/api/%2e%2e` is a directory there).
   app.use(['/v1', '/api'], unknownRoute)
   app.use(webUi())

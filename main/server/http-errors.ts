@@ -11,7 +11,7 @@ import { isModelError, type ModelErrorCode } from '../../native-models/errors.ts
 import { InvalidImageError } from '../../native-models/images/invalid-image-error.ts'
 import { RemoteModelError } from '../../native-models/remote/remote-error.ts'
 
-export type ErrorType = 'invalid_request_error' | 'invalid_authentication' | 'request_timeout' | 'insufficient_quota' | 'server_error'
+export type ErrorType = 'invalid_request_error' | 'invalid_authentication' | 'permission_error' | 'request_timeout' | 'insufficient_quota' | 'server_error'
 
 export class ApiError extends Error {
   override name = 'ApiError'

@@ -20,6 +20,8 @@ export interface RequestRecord {
   cached_tokens?: number
   /** What the request asked for that was set aside (the answer's `Warning` header). */
   notices?: string[]
+  /** MCP tools the request ran, as "server/tool" (several comma-separated). */
+  tool?: string
 }
 
 export type RequestListener = (record: RequestRecord) => void

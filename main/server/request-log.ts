@@ -19,7 +19,9 @@ export function requestLog(log: (line: string) => void, history?: RequestHistory
       const tokens = usage?.promptTokens ? ` prompt=${usage.promptTokens} cached=${usage.cachedTokens}` : ''
       const notices = Array.isArray(res.locals.notices) ? (res.locals.notices as string[]) : []
       const set = notices.length ? ` set-aside=${JSON.stringify(notices)}` : ''
-      log(`${req.method} ${path} ${status} ${ms}ms${model}${code}${tokens} id=${id}${set}`)
+      // MCP tool runs (POST /api/mcp/call, Responses' mcp tool): "server/tool", comma-separated.
+      const tool = typeof res.locals.tool === 'string' && res.locals.tool ? res.locals.tool : undefined
+      log(`${req.method} ${path} ${status} ${ms}ms${model}${tool ? ` tool=${tool}` : ''}${code}${tokens} id=${id}${set}`)
       if (history && RequestHistory.records(req.method, path)) {
         history.add({
           id,
@@ -32,6 +34,7 @@ export function requestLog(log: (line: string) => void, history?: RequestHistory
           code: typeof res.locals.errorCode === 'string' ? res.locals.errorCode : null,
           ...(usage?.promptTokens ? { prompt_tokens: usage.promptTokens, cached_tokens: usage.cachedTokens } : {}),
           ...(notices.length ? { notices } : {}),
+          ...(tool ? { tool } : {}),
         })
       }
     })

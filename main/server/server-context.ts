@@ -5,6 +5,7 @@ import type { BackendDevice } from '../../native-models/llama-server/llama-devic
 import type { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
 import type { RemotePool } from '../../native-models/remote/remote-pool.ts'
 import type { ApiKeys } from './keys/api-keys.ts'
+import type { McpHub } from './mcp/mcp-hub.ts'
 import type { ServerSettings } from './settings.ts'
 
 /** What the routes share: built once by startServer (or by a test) and handed to createApp. */
@@ -21,6 +22,8 @@ export interface ServerContext {
   hardware: Promise<Hardware>
   /** The remote servers the catalog's remote models run on, and their health. */
   remotes?: RemotePool
+  /** The MCP servers of `<dataDir>/mcp.json`; /api/mcp answers 503 without it. */
+  mcp?: McpHub
 }
 
 /** The GPU toolkit the llama.cpp build in use drives, where it sees a GPU; `default` is the CPU (or Metal on macOS). */

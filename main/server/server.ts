@@ -13,6 +13,7 @@ import { DownloadManager } from '../../native-models/downloads/download-manager.
 import { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
 import { ApiKeys, loadOrCreateStoredKey } from './keys/api-keys.ts'
 import { KeyStore } from './keys/key-store.ts'
+import { McpHub } from './mcp/mcp-hub.ts'
 import { createApp } from './app.ts'
 import { answerClientErrors } from './client-errors.ts'
 import type { GpuBackend, Hardware, ServerContext } from './server-context.ts'
@@ -143,7 +144,9 @@ export async function startServer(
     },
   })
   const downloads = new DownloadManager({ folder })
-  const context: ServerContext = { settings, folder, scheduler, downloads, keys, log, hardware, remotes }
+  // Reads mcp.json only: each MCP server starts on first need and stops with the server.
+  const mcp = await McpHub.open(settings.dataDir, log)
+  const context: ServerContext = { settings, folder, scheduler, downloads, keys, log, hardware, remotes, mcp }
   const app = createApp(context)
   const http: Server = createServer(
     {
@@ -172,7 +175,7 @@ export async function startServer(
         const stopped = new Promise<void>((resolve) => http.close(() => resolve()))
         http.closeIdleConnections()
         remotes.close()
-        await Promise.all([scheduler.shutdown(), downloads.shutdown(), keys?.store?.flush()])
+        await Promise.all([scheduler.shutdown(), downloads.shutdown(), keys?.store?.flush(), mcp.close()])
         http.closeAllConnections()
         await stopped
       })()),

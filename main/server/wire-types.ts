@@ -150,3 +150,93 @@ export interface TimedSegment {
   text: string
 }
 
+
+/** What an attached document was read as: plain text, Markdown, a PDF's text layer, a Word document's text. */
+export type DocumentFormat = 'text' | 'markdown' | 'pdf' | 'docx'
+
+/** `POST /api/documents` (201) and `GET /api/documents/:id`: a document read and kept for the chat. */
+export interface DocumentObject {
+  id: string
+  /** The file's name as uploaded. */
+  name: string
+  format: DocumentFormat
+  /** Size of the uploaded file. */
+  bytes: number
+  /** Characters of extracted text (what `GET /api/documents/:id/text` gives). */
+  characters: number
+  /** PDFs only. */
+  pages?: number
+  /** Unix seconds. */
+  created_at: number
+}
+
+/** One excerpt for the chat to quote: a whole document, or a retrieved part of one. */
+export interface DocumentPart {
+  /** 1-based: the number the answer cites it by, `[1]`. */
+  citation: number
+  document: string
+  name: string
+  text: string
+  /** Retrieved parts: cosine similarity to the query. */
+  score?: number
+  /** Character offsets of `text` in the document's text. */
+  start: number
+  end: number
+}
+
+/** `POST /api/documents/context`: what of the documents goes into the user's message. */
+export interface DocumentContext {
+  mode: 'whole' | 'retrieved'
+  embedding_model: string | null
+  parts: DocumentPart[]
+}
+
+/** What a key may do with MCP servers (docs/mcp.md). */
+export type McpPermissionName = 'none' | 'use' | 'manage'
+
+/** A tool of an MCP server; `read_only` from the tool's annotations (readOnlyHint). */
+export interface McpToolView {
+  name: string
+  title?: string
+  description?: string
+  input_schema: Record<string, unknown>
+  read_only?: boolean
+}
+
+/** An MCP server of mcp.json, as /api/mcp shows it: env and header names, never their values. */
+export interface McpServerView {
+  name: string
+  transport: 'stdio' | 'http'
+  command?: string
+  args?: string[]
+  env_names?: string[]
+  cwd?: string
+  url?: string
+  header_names?: string[]
+  enabled: boolean
+  timeout_seconds: number
+  /** `off`: disabled; `stopped`: enabled, not started (it starts on first need). */
+  state: 'off' | 'stopped' | 'starting' | 'ready' | 'failed'
+  error: string | null
+  tools: McpToolView[]
+  /** The last lines the server wrote to stderr (or its connection's errors), oldest first. */
+  log_tail: string[]
+}
+
+/** `GET /api/mcp/servers`; with permission "none" the list is empty. */
+export interface McpServersListing {
+  servers: McpServerView[]
+  permission: McpPermissionName
+  config_file: string
+  config_error: string | null
+}
+
+/** `POST /api/mcp/call`: the tool's MCP content blocks, and their text for a model to read. */
+export interface McpCallResponse {
+  server: string
+  tool: string
+  content: unknown[]
+  text: string
+  is_error: boolean
+  duration_ms: number
+}

@@ -182,3 +182,35 @@ describe('conversationTitle', () => {
     expect(conversationTitle([user('x'.repeat(100))])).toHaveLength(40)
   })
 })
+
+describe('tool turns, MCP tools and documents in the request', () => {
+  const calling = () => assistant('', { toolCalls: [{ id: 'call_1', name: 'add', arguments: '{"a":2,"b":3}' }] })
+  const result = (): ChatTurn => ({ id: String(n++), role: 'tool', toolCallId: 'call_1', server: 'test', name: 'add', text: '5', isError: false })
+  const mcpTools = [{ type: 'function', function: { name: 'add', parameters: { type: 'object' } } }]
+
+  it('sends a tool turn as a role "tool" message after the call it answers', () => {
+    const body = buildChatRequest('m', [user('2+3?'), calling(), result(), assistant('It is 5.'), user('thanks')], DEFAULT_PARAMETERS)
+    expect(body.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'user'])
+    expect(body.messages[2]).toEqual({ role: 'tool', tool_call_id: 'call_1', content: '5' })
+  })
+
+  it('offers MCP tools beside those typed in the parameters, forcing a call only before any result', () => {
+    const parameters = { ...DEFAULT_PARAMETERS, tools: '[{"type": "function", "function": {"name": "f"}}]', toolChoice: 'required' as const }
+    const first = buildChatRequest('m', [user('2+3?')], parameters, true, { tools: mcpTools })
+    expect(first.tools).toEqual([{ type: 'function', function: { name: 'f' } }, ...mcpTools])
+    expect(first.tool_choice).toBe('required')
+    const next = buildChatRequest('m', [user('2+3?'), calling(), result()], parameters, true, { tools: mcpTools })
+    expect(next).not.toHaveProperty('tool_choice')
+  })
+
+  it("sends the question with the documents' excerpts, keeping earlier questions as typed", () => {
+    const body = buildChatRequest('m', [user('first'), assistant('ok'), user('What is the code?', PNG)], DEFAULT_PARAMETERS, true, {
+      questionText: '[1] notes.txt\n4711\n\nQuestion: What is the code?',
+    })
+    expect(body.messages[0]!.content).toBe('first')
+    expect(body.messages[2]!.content).toEqual([
+      { type: 'text', text: '[1] notes.txt\n4711\n\nQuestion: What is the code?' },
+      { type: 'image_url', image_url: { url: PNG } },
+    ])
+  })
+})

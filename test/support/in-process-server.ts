@@ -14,6 +14,7 @@ import { createApp } from '../../main/server/app.ts'
 import { answerClientErrors } from '../../main/server/client-errors.ts'
 import { ApiKeys } from '../../main/server/keys/api-keys.ts'
 import { KeyStore } from '../../main/server/keys/key-store.ts'
+import { McpHub } from '../../main/server/mcp/mcp-hub.ts'
 import type { ServerContext } from '../../main/server/server-context.ts'
 import { resolveSettings, type ServerSettings } from '../../main/server/settings.ts'
 import type { ModelRecord } from '../../native-models/catalog/model-record.ts'
@@ -134,6 +135,8 @@ export interface InProcessOptions {
   args?: string[]
   env?: NodeJS.ProcessEnv
   script?: Script
+  /** The MCP servers: a hub on the data folder's mcp.json by default, this one, or none (false). */
+  mcp?: McpHub | false
 }
 
 export async function startInProcessServer(options: InProcessOptions = {}): Promise<InProcessServer> {
@@ -164,6 +167,7 @@ export async function startInProcessServer(options: InProcessOptions = {}): Prom
     log: (line) => lines.push(line),
     hardware: Promise.resolve({ backend: 'default', devices: [], llamaBuild: undefined, notBuilt: [] }),
   }
+  if (options.mcp !== false) context.mcp = options.mcp ?? (await McpHub.open(dataDir, (line) => lines.push(line)))
   const http = createServer(createApp(context))
   answerClientErrors(http)
   http.listen(0, settings.host)
@@ -179,7 +183,7 @@ export async function startInProcessServer(options: InProcessOptions = {}): Prom
     async stop() {
       const closed = new Promise<void>((resolve) => http.close(() => resolve()))
       http.closeAllConnections()
-      await Promise.all([scheduler.shutdown(), context.downloads.shutdown(), keys?.store?.flush()])
+      await Promise.all([scheduler.shutdown(), context.downloads.shutdown(), keys?.store?.flush(), context.mcp?.close()])
       await closed
     },
   }

@@ -15,6 +15,10 @@ export function generateApiKey(): string {
 
 export const KEYS_FILE = 'keys.json'
 
+/** What a key may do with MCP servers: nothing, run their tools, or also add, change and remove them. */
+export const MCP_PERMISSIONS = ['none', 'use', 'manage'] as const
+export type McpPermission = (typeof MCP_PERMISSIONS)[number]
+
 /** A key as the store keeps it (and as GET /api/keys shows it, less the digest). */
 export interface ManagedKey {
   id: string
@@ -32,6 +36,8 @@ export interface ManagedKey {
   /** The UTC day (`2026-01-31`) `tokensToday` counts for. */
   tokensDay: string | null
   tokensToday: number
+  /** MCP servers: "none" unless granted (keys made before MCP existed have none). */
+  mcp: McpPermission
 }
 
 export interface KeyQuotas {
@@ -50,6 +56,7 @@ const storedKeySchema = z.object({
   last_used: z.number().nullable(),
   tokens_day: z.string().nullable().default(null),
   tokens_today: z.number().min(0).default(0),
+  mcp: z.enum(MCP_PERMISSIONS).default('none'),
 })
 const keysFileSchema = z.object({ version: z.literal(1), keys: z.array(storedKeySchema) })
 
@@ -99,6 +106,7 @@ export class KeyStore {
         lastUsed: k.last_used,
         tokensDay: k.tokens_day,
         tokensToday: k.tokens_today,
+        mcp: k.mcp,
       })
     }
     return store
@@ -118,7 +126,7 @@ export class KeyStore {
   }
 
   /** Makes a key; the returned `key` is the only time it exists outside the client. */
-  async create(label: string | null, quotas: KeyQuotas): Promise<{ key: string; record: ManagedKey }> {
+  async create(label: string | null, quotas: KeyQuotas, mcp: McpPermission = 'none'): Promise<{ key: string; record: ManagedKey }> {
     const key = generateApiKey()
     const record: ManagedKey = {
       id: `key_${randomBytes(6).toString('hex')}`,
@@ -131,18 +139,20 @@ export class KeyStore {
       lastUsed: null,
       tokensDay: null,
       tokensToday: 0,
+      mcp,
     }
     this.keys.set(record.id, record)
     await this.save()
     return { key, record }
   }
 
-  async update(id: string, changes: KeyQuotas & { label?: string | null }): Promise<ManagedKey | undefined> {
+  async update(id: string, changes: KeyQuotas & { label?: string | null; mcp?: McpPermission }): Promise<ManagedKey | undefined> {
     const record = this.keys.get(id)
     if (!record) return undefined
     if (changes.label !== undefined) record.label = changes.label
     if (changes.requestsPerMinute !== undefined) record.requestsPerMinute = changes.requestsPerMinute
     if (changes.tokensPerDay !== undefined) record.tokensPerDay = changes.tokensPerDay
+    if (changes.mcp !== undefined) record.mcp = changes.mcp
     await this.save()
     return record
   }
@@ -225,6 +235,7 @@ function toStored(k: ManagedKey) {
     last_used: k.lastUsed,
     tokens_day: k.tokensDay,
     tokens_today: k.tokensToday,
+    mcp: k.mcp,
   }
 }
 

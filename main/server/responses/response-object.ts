@@ -1,12 +1,13 @@
 /**
  * OpenAI's Response object and its stream events, built from Hearth's chat results and progress.
  * Pure: no HTTP here. Streamed output items open in the order they come (reasoning, a message, each
- * function call), and each closes before the next opens.
+ * function call, the MCP items of the server-side tool loop), and each closes before the next opens.
  */
 import { randomBytes } from 'node:crypto'
 import type { ChatResult, JobProgress } from '../../../native-models/engine/engine-jobs.ts'
 import type { ReasoningSeal } from '../reasoning-seal.ts'
 import { customInput, type CustomCallOutput, type FunctionCallOutput, type ResponseTools } from './response-tools.ts'
+import type { McpServerTools } from './response-mcp-tools.ts'
 import type { ResponsesRequest } from './responses-request.ts'
 
 const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`
@@ -44,6 +45,55 @@ export type OutputItem =
     }
   | FunctionCallOutput
   | CustomCallOutput
+  | McpListToolsOutput
+  | McpApprovalRequestOutput
+  | McpCallOutput
+
+export interface McpListToolsOutput {
+  type: 'mcp_list_tools'
+  id: string
+  server_label: string
+  tools: Array<{ name: string; description: string | null; input_schema: Record<string, unknown>; annotations: { read_only: boolean } | null }>
+}
+
+export interface McpApprovalRequestOutput {
+  type: 'mcp_approval_request'
+  id: string
+  server_label: string
+  name: string
+  arguments: string
+}
+
+export interface McpCallOutput {
+  type: 'mcp_call'
+  id: string
+  server_label: string
+  name: string
+  arguments: string
+  output: string | null
+  /** What went wrong, as a sentence (openai-node reads it as a string). */
+  error: string | null
+  approval_request_id: string | null
+  status: 'in_progress' | 'calling' | 'completed' | 'failed' | 'incomplete'
+}
+
+export function mcpListToolsItem(server: McpServerTools): McpListToolsOutput {
+  return {
+    type: 'mcp_list_tools',
+    id: newId('mcpl'),
+    server_label: server.request.serverLabel,
+    tools: server.tools.map((t) => ({ name: t.name, description: t.description ?? null, input_schema: t.inputSchema, annotations: t.readOnly === undefined ? null : { read_only: t.readOnly } })),
+  }
+}
+
+export function mcpApprovalRequestItem(serverLabel: string, name: string, args: string): McpApprovalRequestOutput {
+  return { type: 'mcp_approval_request', id: newId('mcpr'), server_label: serverLabel, name, arguments: args }
+}
+
+/** A call about to run (`in_progress`); the loop fills in its output or error. */
+export function mcpCallItem(serverLabel: string, name: string, args: string, approvalRequestId: string | null = null): McpCallOutput {
+  return { type: 'mcp_call', id: newId('mcp'), server_label: serverLabel, name, arguments: args, output: null, error: null, approval_request_id: approvalRequestId, status: 'in_progress' }
+}
 
 function reasoningItem(text: string, shape: ResponseShape): ReasoningItem {
   return { type: 'reasoning', id: newId('rs'), summary: [], content: [{ type: 'reasoning_text', text }], ...(shape.encryptedReasoning ? { encrypted_content: shape.seal.seal(text) } : {}) }
@@ -55,7 +105,10 @@ export function outputItemsOf(result: ChatResult, shape: ResponseShape): OutputI
   if (result.text || result.toolCalls.length === 0) {
     items.push({ type: 'message', id: newId('msg'), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: result.text, annotations: [], logprobs: [] }] })
   }
-  for (const call of result.toolCalls) items.push(shape.tools.outputItem(call, newId(shape.tools.isCustom(call.function.name) ? 'ctc' : 'fc')))
+  // MCP calls become their items when the loop runs them or asks for approval (mcp-tool-loop.ts).
+  for (const call of result.toolCalls) {
+    if (!shape.tools.mcpTarget(call.function.name)) items.push(shape.tools.outputItem(call, newId(shape.tools.isCustom(call.function.name) ? 'ctc' : 'fc')))
+  }
   return items
 }
 
@@ -69,9 +122,19 @@ function usageOf(result: ChatResult) {
   }
 }
 
+/** Why a response stopped short: the model's token limit, or the calls a response may run. */
+export type IncompleteReason = 'max_output_tokens' | 'max_tool_calls'
+
+export interface ResponseOutcome {
+  /** The model's last turn, with the tokens of all its turns added up. */
+  result: ChatResult
+  output: OutputItem[]
+  stoppedAt?: IncompleteReason
+}
+
 /** The Response: `status` says whether it is done, and `output` holds what the model made. */
-export function responseObject(who: ResponseIdentity, request: ResponsesRequest, outcome: { result: ChatResult; output: OutputItem[] } | undefined) {
-  const incomplete = outcome?.result.finishReason === 'length'
+export function responseObject(who: ResponseIdentity, request: ResponsesRequest, outcome: ResponseOutcome | undefined) {
+  const incomplete = outcome?.stoppedAt ?? (outcome?.result.finishReason === 'length' ? 'max_output_tokens' : undefined)
   const textFormat = request.text?.format ?? { type: 'text' }
   return {
     id: who.id,
@@ -79,9 +142,10 @@ export function responseObject(who: ResponseIdentity, request: ResponsesRequest,
     created_at: who.createdAt,
     status: outcome ? (incomplete ? 'incomplete' : 'completed') : 'in_progress',
     error: null,
-    incomplete_details: incomplete ? { reason: 'max_output_tokens' } : null,
+    incomplete_details: incomplete ? { reason: incomplete } : null,
     instructions: request.instructions ?? null,
     max_output_tokens: request.max_output_tokens ?? null,
+    max_tool_calls: request.max_tool_calls ?? null,
     model: who.model,
     output: outcome?.output ?? [],
     parallel_tool_calls: request.parallel_tool_calls ?? true,
@@ -110,6 +174,10 @@ export class ResponseStreamWriter {
   private openToolIndex = -1
   /** A custom tool's call streams as function arguments; its `input` is read from them at the end. */
   private customArguments = ''
+  /** This turn's calls to MCP tools (by index): they stream once they run or wait for approval. */
+  private readonly mcpCalls = new Set<number>()
+  /** Whether the model's current turn has written an item. */
+  private wroteThisTurn = false
 
   constructor(
     private readonly who: ResponseIdentity,
@@ -139,6 +207,9 @@ export class ResponseStreamWriter {
         return events
       }
       case 'tool_call': {
+        if (p.name !== undefined && this.shape.tools.mcpTarget(p.name)) this.mcpCalls.add(p.index)
+        if (this.mcpCalls.has(p.index)) return []
+        this.wroteThisTurn = true
         const events: StreamEvent[] = []
         const isCall = this.open?.type === 'function_call' || this.open?.type === 'custom_tool_call'
         if (!isCall || this.openToolIndex !== p.index) {
@@ -165,16 +236,66 @@ export class ResponseStreamWriter {
     }
   }
 
+  /** The model's turn is over (its MCP calls run next): closes what is open. */
+  endTurn(): StreamEvent[] {
+    this.mcpCalls.clear()
+    this.wroteThisTurn = false
+    return this.closeOpen()
+  }
+
+  /** An item that is whole when it comes: a tool list, an approval request. */
+  whole(item: McpListToolsOutput | McpApprovalRequestOutput | McpCallOutput): StreamEvent[] {
+    const events = this.added(item)
+    if (item.type === 'mcp_list_tools') {
+      const at = { item_id: item.id, output_index: this.index }
+      events.push(this.event({ type: 'response.mcp_list_tools.in_progress', ...at }), this.event({ type: 'response.mcp_list_tools.completed', ...at }))
+    }
+    events.push(this.event({ type: 'response.output_item.done', output_index: this.index, item: structuredClone(item) }))
+    return events
+  }
+
+  /** An MCP call about to run: its item and arguments (whole: they were complete before it could run). */
+  callStarted(item: McpCallOutput): StreamEvent[] {
+    const events = this.added(item)
+    const at = { item_id: item.id, output_index: this.index }
+    events.push(this.event({ type: 'response.mcp_call.in_progress', ...at }))
+    events.push(this.event({ type: 'response.mcp_call_arguments.delta', ...at, delta: item.arguments }))
+    events.push(this.event({ type: 'response.mcp_call_arguments.done', ...at, arguments: item.arguments }))
+    return events
+  }
+
+  /** The call has run (or failed): its outcome, and the item closed. */
+  callEnded(item: McpCallOutput): StreamEvent[] {
+    const at = { item_id: item.id, output_index: this.index }
+    return [
+      this.event({ type: item.status === 'completed' ? 'response.mcp_call.completed' : 'response.mcp_call.failed', ...at }),
+      this.event({ type: 'response.output_item.done', output_index: this.index, item: structuredClone(item) }),
+    ]
+  }
+
   /** Closes what is open and sends the finished Response; the items are the ones the client saw. */
-  finish(result: ChatResult): { events: StreamEvent[]; output: OutputItem[] } {
-    const events = this.closeOpen()
+  finish(result: ChatResult, stoppedAt?: IncompleteReason): { events: StreamEvent[]; output: OutputItem[] } {
+    const wrote = this.wroteThisTurn
+    const events = this.endTurn()
     // An answer with nothing in it is still one (empty) message, as the non-streamed Response has.
-    if (this.items.length === 0) {
+    if (!wrote && (result.toolCalls.length === 0 || this.items.length === 0)) {
       events.push(...this.openItem('message'), ...this.closeOpen())
     }
-    const response = responseObject(this.who, this.request, { result, output: this.items })
+    const response = responseObject(this.who, this.request, { result, output: this.items, stoppedAt })
     events.push(this.event({ type: response.status === 'completed' ? 'response.completed' : 'response.incomplete', response }))
     return { events, output: this.items }
+  }
+
+  private added(item: OutputItem): StreamEvent[] {
+    const events = this.closeOpen()
+    this.items.push(item)
+    events.push(this.event({ type: 'response.output_item.added', output_index: this.index, item: structuredClone(item) }))
+    return events
+  }
+
+  /** The items so far, as the client saw them. */
+  get output(): OutputItem[] {
+    return this.items
   }
 
   private get index(): number {
@@ -182,6 +303,7 @@ export class ResponseStreamWriter {
   }
 
   private openItem(kind: 'reasoning' | 'message'): StreamEvent[] {
+    this.wroteThisTurn = true
     if (this.open?.type === kind) return []
     const events = this.closeOpen()
     const item: OutputItem =
@@ -229,6 +351,8 @@ export class ResponseStreamWriter {
         item.status = 'completed'
         events.push(this.event({ type: 'response.function_call_arguments.done', ...at, name: item.name, arguments: item.arguments }))
         break
+      default:
+        break // MCP items are closed where they are made
     }
     events.push(this.event({ type: 'response.output_item.done', output_index: this.index, item: structuredClone(item) }))
     return events

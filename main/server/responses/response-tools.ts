@@ -6,15 +6,18 @@
  *   returned with `namespace` and `name` apart;
  * - custom (free-form) tools as a function of one string, `input`, their calls returned as
  *   `custom_tool_call`s (a grammar the tool declares is shown to the model, not enforced);
+ * - `mcp` tools (servers the user configured) as their tools' own names, `label__tool` only where
+ *   two tools share a name; Hearth runs their calls itself (response-mcp-tools.ts, mcp-tool-loop.ts);
  * - hosted tools (web search, file search, …) left out, with a notice, as Hearth cannot run them;
- * - tools the client runs but whose schema is OpenAI's own (local shell, computer use, MCP
- *   connections) refused by name.
+ * - tools the client runs but whose schema is OpenAI's own (local shell, computer use) refused by
+ *   name.
  */
 import { z } from 'zod'
 import type { ToolCall } from '../../../native-models/engine/engine-jobs.ts'
-import { unsupportedParameter } from '../http-errors.ts'
+import { invalidRequest, unsupportedParameter } from '../http-errors.ts'
 import { functionName } from '../openai/chat-request-schema.ts'
 import type { Notices } from '../request-notices.ts'
+import { parseMcpTool, type ListedMcpTool, type McpServerTools, type McpToolRequest } from './response-mcp-tools.ts'
 
 const functionTool = z.object({
   type: z.literal('function'),
@@ -44,9 +47,8 @@ export type ResponseTool = z.infer<typeof functionTool> | z.infer<typeof customT
 
 /** OpenAI's hosted tools: it runs them on its side; Hearth leaves them out. */
 const HOSTED = /^(web_search(_preview)?(_\d{4}_\d{2}_\d{2})?|file_search|code_interpreter|image_generation|tool_search)$/
-/** Client-run tools whose schema is OpenAI's own, or that would make Hearth reach a server. */
+/** Client-run tools whose schema is OpenAI's own. */
 const REFUSED: Record<string, string> = {
-  mcp: 'a request cannot make Hearth connect to an MCP server; run its tools in your client as functions',
   local_shell: "the local shell tool's schema is OpenAI's own; send it as a function tool",
   shell: "the shell tool's schema is OpenAI's own; send it as a function tool",
   apply_patch: "the apply_patch tool's schema is OpenAI's own; send it as a function or custom tool",
@@ -63,17 +65,34 @@ interface Declared {
 export class ResponseTools {
   /** What the chat model is offered, in chat completions' shape. */
   readonly visible: Array<{ type: 'function'; function: { name: string; description?: string; parameters: Record<string, unknown> } }> = []
+  /** The request's `mcp` tools, checked, in order. */
+  readonly mcpRequests: McpToolRequest[] = []
   private readonly declared = new Map<string, Declared>()
+  private readonly mcpByFlatName = new Map<string, { server: McpServerTools; tool: ListedMcpTool }>()
+  private readonly mcpFlatNames = new Map<string, string>()
 
-  constructor(tools: readonly ResponseTool[], notices: Notices) {
+  /** `mcp`: the servers its `mcp` tools name, once connected; until then the model is offered none of their tools. */
+  constructor(tools: readonly ResponseTool[], notices: Notices, mcp: readonly McpServerTools[] = []) {
     tools.forEach((tool, i) => {
       if (tool.type === 'function' || tool.type === 'custom') this.add(tool as z.infer<typeof functionTool> | z.infer<typeof customTool>)
       else if (tool.type === 'namespace') {
         const ns = tool as z.infer<typeof namespaceTool>
         for (const inner of ns.tools) this.add(inner, ns)
-      } else if (HOSTED.test(tool.type)) notices.add(`tools[${i}] (${tool.type}) was left out: Hearth runs no hosted tools`)
+      } else if (tool.type === 'mcp') this.addMcpRequest(parseMcpTool(tool, i))
+      else if (HOSTED.test(tool.type)) notices.add(`tools[${i}] (${tool.type}) was left out: Hearth runs no hosted tools`)
       else throw unsupportedParameter(`tools[${i}].type`, REFUSED[tool.type] ?? `'${tool.type}' tools are not supported; send function tools`)
     })
+    this.addMcpTools(mcp)
+  }
+
+  /** The MCP server and tool a flat name the model calls stands for; undefined for the client's own tools. */
+  mcpTarget(flatName: string): { server: McpServerTools; tool: ListedMcpTool } | undefined {
+    return this.mcpByFlatName.get(flatName)
+  }
+
+  /** The name the model knows an MCP server's tool by (also for calls in earlier turns). */
+  mcpFlatName(serverLabel: string, name: string): string {
+    return this.mcpFlatNames.get(`${serverLabel}\0${name}`) ?? asFunctionName(name)
   }
 
   /** The name the model knows a client's tool by. */
@@ -102,9 +121,19 @@ export class ResponseTools {
     else if (choice && typeof choice === 'object') {
       const c = choice as { type: string; name?: string; mode?: string; tools?: Array<{ type: string; name?: string }> }
       if ((c.type === 'function' || c.type === 'custom') && c.name) toolChoice = { type: 'function', function: { name: this.flatNameOf(c.name) } }
-      else if (c.type === 'allowed_tools') {
+      else if (c.type === 'mcp' && this.mcpByFlatName.size > 0) {
+        // `{type: "mcp", server_label, name?}`: that tool, or any of that server's (once connected).
+        const m = c as { server_label?: string; name?: string }
+        if (m.name && m.server_label) toolChoice = { type: 'function', function: { name: this.mcpFlatName(m.server_label, m.name) } }
+        else {
+          tools = tools.filter((t) => this.mcpTarget(t.function.name)?.server.request.serverLabel === m.server_label)
+          toolChoice = 'required'
+        }
+      } else if (c.type === 'allowed_tools') {
         const allowed = new Set((c.tools ?? []).map((t) => (t.name ? this.flatNameOf(t.name) : '')))
-        tools = tools.filter((t) => allowed.has(t.function.name))
+        // `{type: "mcp", server_label}` allows all of that server's tools.
+        const servers = new Set((c.tools ?? []).filter((t) => t.type === 'mcp').map((t) => (t as { server_label?: string }).server_label))
+        tools = tools.filter((t) => allowed.has(t.function.name) || servers.has(this.mcpTarget(t.function.name)?.server.request.serverLabel))
         toolChoice = c.mode
       }
       // A hosted tool named as the choice was left out with its tool: the model chooses freely.
@@ -117,6 +146,29 @@ export class ResponseTools {
     if (this.declared.has(name)) return name
     for (const [flat, declared] of this.declared) if (declared.name === name) return flat
     return name
+  }
+
+  private addMcpRequest(request: McpToolRequest): void {
+    const twice = this.mcpRequests.find((r) => r.serverLabel === request.serverLabel)
+    if (twice) throw invalidRequest(`The MCP server '${request.serverLabel}' is named by two tools (tools[${twice.index}] and this one); name each server once`, `tools[${request.index}].server_label`)
+    this.mcpRequests.push(request)
+  }
+
+  /** Each MCP tool under its own name; where two tools share one, the MCP tool becomes `label__tool`. */
+  private addMcpTools(servers: readonly McpServerTools[]): void {
+    const uses = new Map<string, number>()
+    for (const name of this.declared.keys()) uses.set(name, 1)
+    for (const server of servers) for (const tool of server.tools) uses.set(asFunctionName(tool.name), (uses.get(asFunctionName(tool.name)) ?? 0) + 1)
+    for (const server of servers) {
+      for (const tool of server.tools) {
+        const own = asFunctionName(tool.name)
+        const flat = (uses.get(own) ?? 0) > 1 ? asFunctionName(this.flatName(tool.name, server.request.serverLabel)) : own
+        this.mcpByFlatName.set(flat, { server, tool })
+        this.mcpFlatNames.set(`${server.request.serverLabel}\0${tool.name}`, flat)
+        const about = [tool.description, server.request.description && `(${server.request.serverLabel}: ${server.request.description})`].filter((d): d is string => !!d).join('\n\n')
+        this.visible.push({ type: 'function', function: { name: flat, ...(about ? { description: about } : {}), parameters: tool.inputSchema } })
+      }
+    }
   }
 
   private add(tool: z.infer<typeof functionTool> | z.infer<typeof customTool>, namespace?: z.infer<typeof namespaceTool>): void {
@@ -159,6 +211,11 @@ function customParameters(tool: z.infer<typeof customTool>): Record<string, unkn
     required: ['input'],
     additionalProperties: false,
   }
+}
+
+/** An MCP tool's name as a chat function's (MCP allows dots and longer names; chat templates may not). */
+function asFunctionName(name: string): string {
+  return name.replace(/[^a-zA-Z0-9_-]/g, '_').slice(0, 64) || 'tool'
 }
 
 /** The `input` of a custom call from the function arguments the model wrote. */

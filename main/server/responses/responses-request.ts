@@ -10,6 +10,7 @@ import { parseChatRequest, type ChatRequest } from '../openai/chat-request.ts'
 import { parseOrThrow } from '../openai/validation.ts'
 import type { ReasoningSeal } from '../reasoning-seal.ts'
 import type { Notices } from '../request-notices.ts'
+import type { McpServerTools } from './response-mcp-tools.ts'
 import { ResponseTools, toolSchema, type ResponseTool } from './response-tools.ts'
 
 /** Fields Hearth does not implement and that change the answer: refused by name. */
@@ -91,7 +92,34 @@ const reasoningItem = z.object({
 /** A hosted tool's call from an earlier turn (web search, …): nothing the model can read again. */
 const hostedCallItem = z.looseObject({ type: z.enum(['web_search_call', 'file_search_call', 'code_interpreter_call', 'image_generation_call', 'tool_search_call', 'tool_search_output']) })
 
+/** MCP items (response-mcp-tools.ts): the tools listed, a call waiting for approval, the client's answer, a call run. */
+const mcpListToolsItem = z.looseObject({ type: z.literal('mcp_list_tools'), id: z.string().optional(), server_label: z.string(), tools: z.array(z.unknown()) })
+const mcpApprovalRequestItem = z.object({ type: z.literal('mcp_approval_request'), id: z.string().min(1), server_label: z.string().min(1), name: z.string().min(1), arguments: z.string() })
+const mcpApprovalResponseItem = z.object({
+  type: z.literal('mcp_approval_response'),
+  id: z.string().nullish(),
+  approval_request_id: z.string().min(1),
+  approve: z.boolean(),
+  reason: z.string().nullish(),
+})
+const mcpCallItem = z.object({
+  type: z.literal('mcp_call'),
+  id: z.string().min(1),
+  server_label: z.string().min(1),
+  name: z.string().min(1),
+  arguments: z.string(),
+  output: z.string().nullish(),
+  error: z.union([z.string(), z.looseObject({})]).nullish(),
+  approval_request_id: z.string().nullish(),
+  status: z.string().optional(),
+})
+export type McpApprovalRequestItem = z.infer<typeof mcpApprovalRequestItem>
+
 export const inputItem = z.union([
+  mcpListToolsItem,
+  mcpApprovalRequestItem,
+  mcpApprovalResponseItem,
+  mcpCallItem,
   functionCallItem,
   functionCallOutputItem,
   customToolCallItem,
@@ -172,6 +200,14 @@ export function includesEncryptedReasoning(request: ResponsesRequest): boolean {
   return request.include?.includes('reasoning.encrypted_content') === true
 }
 
+/** What the conversion needs beyond the request, once the loop (mcp-tool-loop.ts) has it. */
+export interface ConversionExtras {
+  /** The `mcp` tools' servers, connected; without them the model is offered none of their tools. */
+  mcp?: readonly McpServerTools[]
+  /** Items this response has made so far (tool calls run between model turns), after the input. */
+  produced?: readonly InputItem[]
+}
+
 export interface ConvertedResponse {
   chat: ChatRequest
   /** The tools as the model sees them, and how its calls are named back to the client. */
@@ -183,8 +219,8 @@ export interface ConvertedResponse {
  * earlier turns' items (from `previous_response_id`), then this request's input. Consecutive
  * function calls join one assistant message; thinking joins the assistant message after it.
  */
-export function toChatRequest(request: ResponsesRequest, earlier: readonly InputItem[], seal: ReasoningSeal, notices: Notices): ConvertedResponse {
-  const tools = new ResponseTools((request.tools ?? []) as ResponseTool[], notices)
+export function toChatRequest(request: ResponsesRequest, earlier: readonly InputItem[], seal: ReasoningSeal, notices: Notices, extras: ConversionExtras = {}): ConvertedResponse {
+  const tools = new ResponseTools((request.tools ?? []) as ResponseTool[], notices, extras.mcp)
   const messages: Array<Record<string, unknown>> = []
   if (request.instructions) messages.push({ role: 'system', content: request.instructions })
   let assistant: { role: 'assistant'; content: string | null; tool_calls?: unknown[]; reasoning_content?: string } | undefined
@@ -198,9 +234,16 @@ export function toChatRequest(request: ResponsesRequest, earlier: readonly Input
     reasoning = ''
     ;(assistant.tool_calls ??= []).push({ id, type: 'function', function: { name, arguments: args } })
   }
-  const items = [...earlier, ...inputItemsOf(request)]
+  const items = [...earlier, ...inputItemsOf(request), ...(extras.produced ?? [])]
   const offset = earlier.length
   checkCallPairs(items, offset)
+  checkApprovals(items, offset)
+  // An approval request is a call the model made once it is answered (denied, or run); unanswered, the model never sees it.
+  const answered = answeredApprovals(items)
+  const toolResult = (callId: string, content: string) => {
+    flush()
+    messages.push({ role: 'tool', tool_call_id: callId, content })
+  }
   items.forEach((item, n) => {
     const where = `input[${n - offset}]`
     const type = 'type' in item ? item.type : undefined
@@ -227,6 +270,26 @@ export function toChatRequest(request: ResponsesRequest, earlier: readonly Input
         flush()
         const output = typeof o.output === 'string' ? o.output : o.output.map((p) => ('text' in p ? p.text : '(a picture)')).join('\n')
         messages.push({ role: 'tool', tool_call_id: o.call_id, content: output })
+        return
+      }
+      case 'mcp_list_tools':
+        return // the tools themselves are in this request's `tools`
+      case 'mcp_approval_request': {
+        const r = item as McpApprovalRequestItem
+        if (answered.has(r.id)) call(r.id, tools.mcpFlatName(r.server_label, r.name), r.arguments)
+        return
+      }
+      case 'mcp_approval_response': {
+        const a = item as z.infer<typeof mcpApprovalResponseItem>
+        // An approved call's result comes as the `mcp_call` that ran it.
+        if (!a.approve) toolResult(a.approval_request_id, `The user did not approve this call, so it did not run${a.reason ? `: ${a.reason}` : '.'}`)
+        return
+      }
+      case 'mcp_call': {
+        const c = item as z.infer<typeof mcpCallItem>
+        const callId = c.approval_request_id ?? c.id
+        if (!c.approval_request_id || !answered.has(c.approval_request_id)) call(callId, tools.mcpFlatName(c.server_label, c.name), c.arguments)
+        toolResult(callId, mcpCallText(c))
         return
       }
       case 'web_search_call':
@@ -283,11 +346,72 @@ function checkCallPairs(items: readonly InputItem[], offset: number): void {
       const id = (item as { call_id: string }).call_id
       if (!calls.has(id)) throw invalidRequest(`This output answers no call before it: no function call has the call_id '${id}'`, `input[${n - offset}].call_id`)
       pending = undefined
-    } else if (type !== 'reasoning') pending = undefined
+    } else if (type !== 'reasoning' && !type?.startsWith('mcp_')) pending = undefined
   })
   if (pending !== undefined) {
     throw invalidRequest("The input ends with function calls that have no outputs; send a 'function_call_output' for each after them", `input[${pending - offset}]`)
   }
+}
+
+/** Approval requests the conversation has answered: denied, or run (an `mcp_call` names them). */
+function answeredApprovals(items: readonly InputItem[]): Set<string> {
+  const answered = new Set<string>()
+  const requested = new Set<string>()
+  for (const item of items) {
+    const type = 'type' in item ? item.type : undefined
+    if (type === 'mcp_approval_request') requested.add((item as McpApprovalRequestItem).id)
+    else if (type === 'mcp_approval_response' && !(item as z.infer<typeof mcpApprovalResponseItem>).approve) answered.add((item as z.infer<typeof mcpApprovalResponseItem>).approval_request_id)
+    else if (type === 'mcp_call') {
+      const id = (item as z.infer<typeof mcpCallItem>).approval_request_id
+      if (id && requested.has(id)) answered.add(id)
+    }
+  }
+  return answered
+}
+
+/** Each approval response answers an approval request before it, once. */
+function checkApprovals(items: readonly InputItem[], offset: number): void {
+  const requested = new Set<string>()
+  const responded = new Set<string>()
+  items.forEach((item, n) => {
+    const type = 'type' in item ? item.type : undefined
+    if (type === 'mcp_approval_request') requested.add((item as McpApprovalRequestItem).id)
+    if (type !== 'mcp_approval_response') return
+    const id = (item as z.infer<typeof mcpApprovalResponseItem>).approval_request_id
+    const param = `input[${n - offset}].approval_request_id`
+    if (!requested.has(id)) throw invalidRequest(`This approval answers no request before it: no 'mcp_approval_request' has the id '${id}'`, param)
+    if (responded.has(id)) throw invalidRequest(`The approval request '${id}' was already answered`, param)
+    responded.add(id)
+  })
+}
+
+/**
+ * The approvals in this request's input that let a call run: each with the request it answers and
+ * where it sits in the input (`input[n]`). Calls already run (an `mcp_call` names them) are not run again.
+ */
+export function approvedCalls(request: ResponsesRequest, earlier: readonly InputItem[]): Array<{ call: McpApprovalRequestItem; at: number }> {
+  const items = [...earlier, ...inputItemsOf(request)]
+  const requests = new Map<string, McpApprovalRequestItem>()
+  const ran = new Set<string>()
+  for (const item of items) {
+    const type = 'type' in item ? item.type : undefined
+    if (type === 'mcp_approval_request') requests.set((item as McpApprovalRequestItem).id, item as McpApprovalRequestItem)
+    if (type === 'mcp_call' && (item as z.infer<typeof mcpCallItem>).approval_request_id) ran.add((item as z.infer<typeof mcpCallItem>).approval_request_id!)
+  }
+  const approved: Array<{ call: McpApprovalRequestItem; at: number }> = []
+  inputItemsOf(request).forEach((item, at) => {
+    if (!('type' in item) || item.type !== 'mcp_approval_response') return
+    const answer = item as z.infer<typeof mcpApprovalResponseItem>
+    const call = requests.get(answer.approval_request_id)
+    if (answer.approve && call && !ran.has(call.id)) approved.push({ call, at })
+  })
+  return approved
+}
+
+/** What the model reads of a call that ran: its output, or what went wrong. */
+function mcpCallText(c: z.infer<typeof mcpCallItem>): string {
+  if (c.error != null) return `Error: ${typeof c.error === 'string' ? c.error : JSON.stringify(c.error)}`
+  return c.output || '(the tool returned nothing)'
 }
 
 function chatContent(content: string | z.infer<typeof contentPart>[], where: string): unknown {

@@ -8,7 +8,7 @@ import { Router, type RequestHandler } from 'express'
 import { z } from 'zod'
 import { requestKey } from '../auth.ts'
 import { ApiError } from '../http-errors.ts'
-import type { KeyStore, ManagedKey } from '../keys/key-store.ts'
+import { MCP_PERMISSIONS, type KeyStore, type ManagedKey } from '../keys/key-store.ts'
 import { parseOrThrow } from '../openai/validation.ts'
 import type { ServerContext } from '../server-context.ts'
 
@@ -17,6 +17,8 @@ const createSchema = z.object({
   label: z.string().max(200).nullable().optional(),
   requests_per_minute: quota.optional(),
   tokens_per_day: quota.optional(),
+  /** What the key may do with MCP servers (docs/mcp.md). */
+  mcp: z.enum(MCP_PERMISSIONS).optional(),
 })
 
 export function keysRoute(ctx: ServerContext): Router {
@@ -29,7 +31,7 @@ export function keysRoute(ctx: ServerContext): Router {
     const { key, record } = await store.create(body.label ?? null, {
       requestsPerMinute: body.requests_per_minute ?? null,
       tokensPerDay: body.tokens_per_day ?? null,
-    })
+    }, body.mcp)
     ctx.log(`API key ${record.id}${record.label ? ` ${JSON.stringify(record.label)}` : ''} was created`)
     res.status(201).set('Cache-Control', 'no-store').json({ ...keyObject(store, record), key })
   })
@@ -52,6 +54,7 @@ export function keysRoute(ctx: ServerContext): Router {
       label: body.label,
       requestsPerMinute: body.requests_per_minute,
       tokensPerDay: body.tokens_per_day,
+      mcp: body.mcp,
     })
     res.json(keyObject(store, record!))
   })
@@ -112,5 +115,6 @@ function keyObject(store: KeyStore, k: ManagedKey) {
     tokens_per_day: k.tokensPerDay,
     tokens_today: store.tokensToday(k.id),
     last_used: k.lastUsed,
+    mcp: k.mcp,
   }
 }

@@ -1,6 +1,7 @@
 /**
  * POST /v1/responses, GET and DELETE /v1/responses/{id}: OpenAI's Responses API on the same models,
- * scheduler and checks as chat completions. Responses are stored unless `store: false`, for
+ * scheduler and checks as chat completions; `mcp` tools run here, on servers the user configured
+ * (responses/mcp-tool-loop.ts). Responses are stored unless `store: false`, for
  * `previous_response_id` and for reading back, each visible only to the key that made it.
  */
 import { randomBytes } from 'node:crypto'
@@ -9,16 +10,17 @@ import { Router, type Response } from 'express'
 import { requestKey } from '../auth.ts'
 import { conversationKey } from '../conversation-key.ts'
 import { ApiError, invalidRequest } from '../http-errors.ts'
-import { recordUsage } from '../keys/key-quotas.ts'
 import { requireJsonBody } from '../json-body.ts'
 import { requireModel } from '../model-lookup.ts'
 import { planChat } from '../openai/chat-request.ts'
 import { ReasoningSeal } from '../reasoning-seal.ts'
 import { Notices, sendNotices } from '../request-notices.ts'
 import { requestLifetime } from '../request-lifetime.ts'
-import { outputItemsOf, responseObject, ResponseStreamWriter, type OutputItem, type ResponseIdentity, type ResponseShape } from '../responses/response-object.ts'
+import { collectingSink, McpToolLoop, streamingSink } from '../responses/mcp-tool-loop.ts'
+import { approvedCallsOn, connectMcpServers } from '../responses/response-mcp-servers.ts'
+import { responseObject, ResponseStreamWriter, type OutputItem, type ResponseIdentity, type ResponseShape } from '../responses/response-object.ts'
 import { ResponseStore } from '../responses/response-store.ts'
-import { includesEncryptedReasoning, inputItemsOf, parseResponsesRequest, toChatRequest, type InputItem } from '../responses/responses-request.ts'
+import { approvedCalls, includesEncryptedReasoning, inputItemsOf, parseResponsesRequest, toChatRequest, type InputItem } from '../responses/responses-request.ts'
 import type { ServerContext } from '../server-context.ts'
 import { SseStream } from '../sse.ts'
 
@@ -36,26 +38,31 @@ export function responsesRoute(ctx: ServerContext): Router {
     if (request.previous_response_id && !earlier) {
       throw invalidRequest(`Previous response with id '${request.previous_response_id}' not found`, 'previous_response_id', 'previous_response_not_found')
     }
-    const { chat, tools } = toChatRequest(request, earlier?.items ?? [], seal, notices)
+    const earlierItems = earlier?.items ?? []
+    // Checked whole before any MCP server is reached; the loop converts again as the answer grows.
+    const { chat, tools } = toChatRequest(request, earlierItems, seal, notices)
     const model = await requireModel(ctx.folder, chat.model)
-    const plan = await planChat(chat, model, conversationKey(req, request))
+    const key = conversationKey(req, request)
+    const firstPlan = await planChat(chat, model, key)
+    const approvals = approvedCalls(request, earlierItems)
     res.locals.model = model.id
-    sendNotices(res, notices)
-    const shape: ResponseShape = { tools, seal, encryptedReasoning: includesEncryptedReasoning(request) }
-    const who: ResponseIdentity = { id: `resp_${randomBytes(12).toString('hex')}`, createdAt: Math.floor(Date.now() / 1000), model: model.id }
-    const keep = async (output: OutputItem[], response: Record<string, unknown>) => {
-      if (request.store === false) return
-      const input = [...(earlier?.items ?? []), ...inputItemsOf(request).map(withoutImages).map(withId)]
-      await store.save(who.id, { owner, items: [...input, ...(output as InputItem[])], inputCount: input.length, response })
-    }
     const lifetime = requestLifetime(res, ctx.settings.requestTimeoutMs)
     try {
+      const servers = await connectMcpServers(tools.mcpRequests, ctx.mcp, { req, res }, notices, lifetime.signal)
+      const approved = approvedCallsOn(approvals, servers)
+      sendNotices(res, notices)
+      const shape: ResponseShape = { tools, seal, encryptedReasoning: includesEncryptedReasoning(request) }
+      const who: ResponseIdentity = { id: `resp_${randomBytes(12).toString('hex')}`, createdAt: Math.floor(Date.now() / 1000), model: model.id }
+      const loop = new McpToolLoop({ ctx, res, request, earlier: earlierItems, shape, model, conversationKey: key, firstPlan, servers, approved, signal: lifetime.signal })
+      const keep = async (output: OutputItem[], response: Record<string, unknown>) => {
+        if (request.store === false) return
+        const input = [...earlierItems, ...inputItemsOf(request).map(withoutImages).map(withId)]
+        await store.save(who.id, { owner, items: [...input, ...(output as InputItem[])], inputCount: input.length, response })
+      }
       if (request.stream !== true) {
-        const result = await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal })
-        recordUsage(res, result)
-        const output = outputItemsOf(result, shape)
-        const response = responseObject(who, request, { result, output })
-        await keep(output, response)
+        const outcome = await loop.run(collectingSink(shape))
+        const response = responseObject(who, request, outcome)
+        await keep(outcome.output, response)
         res.json(response)
         return
       }
@@ -63,9 +70,8 @@ export function responsesRoute(ctx: ServerContext): Router {
       const writer = new ResponseStreamWriter(who, request, shape)
       const send = (events: Array<{ type: string }>) => events.forEach((e) => sse.send(e, e.type))
       send(writer.start())
-      const result = await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal, onProgress: (p) => send(writer.progress(p)) })
-      recordUsage(res, result)
-      const { events, output } = writer.finish(result)
+      const outcome = await loop.run(streamingSink(writer, send))
+      const { events, output } = writer.finish(outcome.result, outcome.stoppedAt)
       await keep(output, (events.at(-1) as unknown as { response: Record<string, unknown> }).response)
       send(events)
       sse.end()
@@ -119,7 +125,7 @@ function parseListQuery(query: Record<string, unknown>): { order: 'asc' | 'desc'
 function withId(item: InputItem): InputItem {
   if (item.id) return item
   const type = 'type' in item && item.type ? item.type : 'message'
-  const prefix = type === 'function_call' ? 'fc' : type === 'function_call_output' ? 'fco' : type === 'reasoning' ? 'rs' : 'msg'
+  const prefix = type === 'function_call' ? 'fc' : type === 'function_call_output' ? 'fco' : type === 'reasoning' ? 'rs' : type === 'mcp_approval_response' ? 'mcpa' : 'msg'
   return { ...(prefix === 'msg' ? { type: 'message' as const } : {}), ...item, id: `${prefix}_${randomBytes(12).toString('hex')}` } as InputItem
 }
 

@@ -41,7 +41,7 @@ export function apiErrorFrom(body: unknown, status: number): ApiError | undefine
 }
 
 export interface RequestOptions {
-  method?: 'GET' | 'POST' | 'DELETE'
+  method?: 'GET' | 'POST' | 'PATCH' | 'DELETE'
   /** A plain object is sent as JSON; FormData as multipart. */
   body?: unknown
   signal?: AbortSignal

@@ -1,7 +1,8 @@
 /**
  * A conversation as the UI keeps it, and the /v1/chat/completions request made from it. The API
  * takes one image per request, so only the newest picture in the conversation travels; older
- * pictures stay on screen and their words still go along.
+ * pictures stay on screen and their words still go along. Tool results are turns of their own
+ * (role 'tool'), sent back as OpenAI's `role: "tool"` messages.
  */
 import type { ChatChunk } from '../../../../main/server/wire-types.ts'
 
@@ -12,7 +13,8 @@ export interface Usage {
 
 export interface ChatTurn {
   id: string
-  role: 'user' | 'assistant'
+  role: 'user' | 'assistant' | 'tool'
+  /** For a tool turn: the tool's result (or why the call failed), as the model is told it. */
   text: string
   /** A data URL (user turns only). */
   image?: string
@@ -28,6 +30,30 @@ export interface ChatTurn {
   /** The person pressed stop before the answer finished. */
   stopped?: boolean
   error?: string
+  /** Documents attached to this question (user turns); their text is stored by the server. */
+  documents?: DocumentRef[]
+  /** The excerpts this answer was given (assistant turns), shown as its sources. */
+  citations?: Citation[]
+  /** The tool loop ended here because it reached its round limit (assistant turns). */
+  toolRoundLimit?: number
+  /** Tool turns: the call this answers, and which server's tool ran. */
+  toolCallId?: string
+  server?: string
+  name?: string
+  isError?: boolean
+  durationMs?: number
+}
+
+export interface DocumentRef {
+  id: string
+  name: string
+  bytes?: number
+}
+
+export interface Citation {
+  n: number
+  name: string
+  text: string
 }
 
 export interface ToolCallView {
@@ -80,9 +106,10 @@ export function parseTools(text: string): { tools?: unknown[]; error?: string } 
 type ContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } }
 
 export interface ChatRequestMessage {
-  role: 'system' | 'user' | 'assistant'
+  role: 'system' | 'user' | 'assistant' | 'tool'
   content: string | ContentPart[] | null
   tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>
+  tool_call_id?: string
 }
 
 export interface ChatRequestBody {
@@ -100,6 +127,14 @@ export interface ChatRequestBody {
   tool_choice?: 'required'
 }
 
+/** What a send adds to the conversation's own request: tools of MCP servers, documents' excerpts. */
+export interface RequestExtras {
+  /** Function tools offered besides those typed in the parameters. */
+  tools?: unknown[]
+  /** The question as sent (with the documents' excerpts); the turn keeps what the person typed. */
+  questionText?: string
+}
+
 /** At most 4 non-empty stop sequences, as the API takes them. */
 export function cleanStopSequences(stop: readonly string[]): string[] {
   return stop.filter((s) => s !== '').slice(0, 4)
@@ -110,13 +145,23 @@ export function cleanStopSequences(stop: readonly string[]): string[] {
  * that does not (switching models mid-conversation stays possible); a picture in the question being
  * sent always goes, so the server can say why it cannot be answered.
  */
-export function buildChatRequest(model: string, turns: readonly ChatTurn[], parameters: ChatParameters, sees = true): ChatRequestBody {
+export function buildChatRequest(
+  model: string,
+  turns: readonly ChatTurn[],
+  parameters: ChatParameters,
+  sees = true,
+  extras: RequestExtras = {},
+): ChatRequestBody {
   const newestImage = turns.findLastIndex((t) => t.role === 'user' && t.image)
   const question = turns.findLastIndex((t) => t.role === 'user')
   const lastImageIndex = sees || newestImage === question ? newestImage : -1
   const messages: ChatRequestMessage[] = []
   if (parameters.systemPrompt.trim()) messages.push({ role: 'system', content: parameters.systemPrompt })
   turns.forEach((turn, index) => {
+    if (turn.role === 'tool') {
+      messages.push({ role: 'tool', tool_call_id: turn.toolCallId ?? '', content: turn.text })
+      return
+    }
     if (turn.role === 'assistant') {
       // Failed answers have nothing to say; a stopped one said what it said.
       const calls = turn.toolCalls?.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } }))
@@ -124,13 +169,14 @@ export function buildChatRequest(model: string, turns: readonly ChatTurn[], para
       else if (turn.text) messages.push({ role: 'assistant', content: turn.text })
       return
     }
+    const text = index === question && extras.questionText !== undefined ? extras.questionText : turn.text
     if (index === lastImageIndex && turn.image) {
       const parts: ContentPart[] = []
-      if (turn.text) parts.push({ type: 'text', text: turn.text })
+      if (text) parts.push({ type: 'text', text })
       parts.push({ type: 'image_url', image_url: { url: turn.image } })
       messages.push({ role: 'user', content: parts })
     } else {
-      messages.push({ role: 'user', content: turn.text || (turn.image ? '(a picture)' : '') })
+      messages.push({ role: 'user', content: text || (turn.image ? '(a picture)' : '') })
     }
   })
   const body: ChatRequestBody = {
@@ -146,10 +192,11 @@ export function buildChatRequest(model: string, turns: readonly ChatTurn[], para
   const stop = cleanStopSequences(parameters.stop)
   if (stop.length > 0) body.stop = stop
   if (!parameters.thinking) body.reasoning_effort = 'none'
-  const tools = parseTools(parameters.tools).tools
-  if (tools?.length) {
+  const tools = [...(parseTools(parameters.tools).tools ?? []), ...(extras.tools ?? [])]
+  if (tools.length) {
     body.tools = tools
-    if (parameters.toolChoice === 'required') body.tool_choice = 'required'
+    // Only the first round is forced: after a tool's result the model must be free to answer.
+    if (parameters.toolChoice === 'required' && turns.at(-1)?.role === 'user') body.tool_choice = 'required'
   }
   return body
 }
@@ -188,7 +235,7 @@ export function conversationTitle(turns: readonly ChatTurn[]): string {
   const first = turns.find((t) => t.role === 'user')
   if (!first) return 'New chat'
   const text = first.text.replace(/\s+/g, ' ').trim()
-  if (!text) return first.image ? 'A picture' : 'New chat'
+  if (!text) return first.image ? 'A picture' : (first.documents?.[0]?.name ?? 'New chat')
   return text.length > 40 ? `${text.slice(0, 39)}…` : text
 }
 

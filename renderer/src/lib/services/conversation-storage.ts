@@ -11,6 +11,8 @@ export interface Conversation {
   model: string
   updatedAt: number
   turns: ChatTurn[]
+  /** The MCP servers whose tools this conversation offers the model. */
+  toolServers?: string[]
 }
 
 const KEY = 'hearth.conversations.v1'

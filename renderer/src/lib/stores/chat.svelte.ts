@@ -1,25 +1,31 @@
 /**
  * Conversations, the one picture waiting to be sent, the sampling parameters, and the answer being
- * streamed. Conversations are saved when an answer ends (not per token), parameters as they change.
+ * streamed, with its rounds of MCP tool calls (services/tool-loop.ts) and the documents' excerpts.
+ * Conversations are saved when an answer or a tool call ends (not per token), parameters as they change.
  */
+import { streamInto } from '../services/answer-stream.ts'
 import {
   buildChatRequest,
   conversationTitle,
   DEFAULT_PARAMETERS,
-  readChunk,
-  addToolCallPieces,
   type ChatParameters,
   type ChatTurn,
+  type RequestExtras,
+  type ToolCallView,
 } from '../services/chat-messages.ts'
 import { loadConversations, saveConversations, type Conversation } from '../services/conversation-storage.ts'
+import { citationsOf, conversationDocuments, documentsPrompt } from '../services/document-context.ts'
 import { readImage, type ImageAttachment } from '../services/image-attachment.ts'
+import { ApprovalMemory, offerTools, type OfferedTool } from '../services/mcp-tools.ts'
+import { runToolLoop, type Approval } from '../services/tool-loop.ts'
 import { api } from './connection.svelte.ts'
+import { documents } from './documents.svelte.ts'
+import { mcp } from './mcp.svelte.ts'
 import { models } from './models.svelte.ts'
 import type { ChatChunk } from '../../../../main/server/wire-types.ts'
 
 const PARAMETERS_KEY = 'hearth.chat.parameters'
 const MODEL_KEY = 'hearth.chat.model'
-const SHOW_EVERY_MS = 50
 
 /** crypto.randomUUID needs a secure context, which a LAN address over http is not. */
 export function newId(): string {
@@ -46,11 +52,22 @@ class ChatStore {
   /** Why the last send could not start (no model, nothing to send). */
   problem = $state<string | undefined>(undefined)
 
+  /** The tool servers a new chat will use, until it is started. */
+  newChatToolServers = $state<string[]>([])
+  /** The tool call waiting for the person to allow or deny it. */
+  approval = $state<{ callId: string; server: string; tool: string } | undefined>(undefined)
+  /** The tool call being approved or run. */
+  runningCallId = $state<string | undefined>(undefined)
+
   current = $derived(this.conversations.find((c) => c.id === this.currentId))
   selectedModel = $derived(models.models.find((m) => m.id === this.model))
   canSeeImages = $derived(this.selectedModel?.capabilities.includes('vision') ?? false)
+  canCallTools = $derived(this.selectedModel?.capabilities.includes('tools') ?? false)
+  toolServers = $derived(this.current ? (this.current.toolServers ?? []) : this.newChatToolServers)
 
   private controller: AbortController | undefined
+  private decide: ((choice: Approval) => void) | undefined
+  private readonly approvals = new ApprovalMemory()
 
   constructor() {
     this.currentId = this.conversations[0]?.id
@@ -84,6 +101,8 @@ class ChatStore {
 
   remove(id: string): void {
     if (this.currentId === id && this.streaming) this.stop()
+    const gone = this.conversations.find((c) => c.id === id)
+    if (gone) void documents.deleteAll(conversationDocuments(gone.turns).map((d) => d.id))
     this.conversations = this.conversations.filter((c) => c.id !== id)
     if (this.currentId === id) this.currentId = this.conversations[0]?.id
     this.persist()
@@ -104,16 +123,46 @@ class ChatStore {
     this.attachmentError = undefined
   }
 
+  /** Turns a tool server on or off for this conversation (or the new chat about to start). */
+  useToolServer(name: string, on: boolean): void {
+    const names = this.toolServers.filter((n) => n !== name)
+    if (on) names.push(name)
+    if (this.current) {
+      this.current.toolServers = names
+      this.persist()
+    } else this.newChatToolServers = names
+  }
+
+  /** The person's answer to the call waiting for approval. */
+  answerApproval(choice: Approval): void {
+    if (choice === 'always' && this.approval) this.approvals.allow(this.approval.server, this.approval.tool)
+    this.approval = undefined
+    this.decide?.(choice)
+    this.decide = undefined
+  }
+
   async send(): Promise<void> {
     const text = this.draft.trim()
-    if (this.streaming || (!text && !this.attachment)) return
+    const attached = documents.pending.length > 0
+    if (this.streaming || (!text && !this.attachment && !attached)) return
     if (!this.model) {
       this.problem = 'Choose a model first (add one on the Models page if the list is empty)'
       return
     }
+    if (documents.uploading) {
+      this.problem = 'Wait for the documents to finish uploading'
+      return
+    }
     this.problem = undefined
     const conversation = this.current ?? this.startConversation()
-    conversation.turns.push({ id: newId(), role: 'user', text, ...(this.attachment ? { image: this.attachment.dataUrl } : {}) })
+    const docs = documents.take()
+    conversation.turns.push({
+      id: newId(),
+      role: 'user',
+      text,
+      ...(this.attachment ? { image: this.attachment.dataUrl } : {}),
+      ...(docs.length ? { documents: docs } : {}),
+    })
     conversation.title = conversationTitle(conversation.turns)
     this.draft = ''
     this.attachment = undefined
@@ -124,7 +173,8 @@ class ChatStore {
   async regenerate(): Promise<void> {
     const conversation = this.current
     if (!conversation || this.streaming) return
-    if (conversation.turns.at(-1)?.role === 'assistant') conversation.turns.pop()
+    // The whole answer goes, with its tool calls and their results.
+    conversation.turns.splice(conversation.turns.findLastIndex((t) => t.role === 'user') + 1)
     if (conversation.turns.length === 0) return
     await this.answer(conversation)
   }
@@ -134,48 +184,66 @@ class ChatStore {
   }
 
   private startConversation(): Conversation {
-    const conversation: Conversation = { id: newId(), title: 'New chat', model: this.model, updatedAt: Date.now(), turns: [] }
+    const conversation: Conversation = {
+      id: newId(),
+      title: 'New chat',
+      model: this.model,
+      updatedAt: Date.now(),
+      turns: [],
+      toolServers: this.newChatToolServers,
+    }
+    this.newChatToolServers = []
     this.conversations.unshift(conversation)
     this.currentId = conversation.id
     return this.conversations[0]!
   }
 
   private async answer(conversation: Conversation): Promise<void> {
-    const body = buildChatRequest(this.model, conversation.turns, this.parameters, this.canSeeImages)
-    conversation.turns.push({ id: newId(), role: 'assistant', text: '', model: this.model })
-    const turn: ChatTurn = conversation.turns.at(-1)!
-    conversation.model = this.model
-    this.streaming = true
     const controller = new AbortController()
     this.controller = controller
-    // Text reaches the screen at most every SHOW_EVERY_MS: a fast model sends hundreds of chunks a
-    // second, and each re-render parses the whole answer again.
-    let unshown = ''
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const show = () => {
-      timer = undefined
-      if (unshown) turn.text += unshown
-      unshown = ''
-    }
+    this.streaming = true
+    conversation.model = this.model
+    const model = this.model
+    const sees = this.canSeeImages
+    const first = this.newAnswer(conversation)
+    let rounds = 0
     try {
-      for await (const chunk of api.events<ChatChunk>('/v1/chat/completions', { body, signal: controller.signal })) {
-        const update = readChunk(chunk)
-        if (update.reasoning) turn.reasoning = (turn.reasoning ?? '') + update.reasoning
-        if (update.toolCalls.length) addToolCallPieces((turn.toolCalls ??= []), update.toolCalls)
-        if (update.text) {
-          unshown += update.text
-          timer ??= setTimeout(show, SHOW_EVERY_MS)
-        }
-        if (update.finishReason) turn.finishReason = update.finishReason
-        if (update.usage) turn.usage = update.usage
-        if (update.tokensPerSecond !== undefined) turn.tokensPerSecond = update.tokensPerSecond
-      }
+      const prepared = await this.prepare(conversation, model, controller.signal).catch((e: Error) => {
+        if (!controller.signal.aborted) first.error = e.message
+        return undefined
+      })
+      if (!prepared) return
+      await runToolLoop({
+        turns: conversation.turns,
+        offered: prepared.offered,
+        signal: controller.signal,
+        newId,
+        answer: async () => {
+          const turn = rounds++ === 0 ? first : this.newAnswer(conversation)
+          const body = buildChatRequest(model, conversation.turns.slice(0, -1), this.parameters, sees, prepared.extras)
+          await streamInto(turn, api.events<ChatChunk>('/v1/chat/completions', { body, signal: controller.signal }), controller.signal)
+          this.persist()
+          return turn
+        },
+        approve: (call, tool) => this.approve(call, tool),
+        run: async (tool, args, signal) => {
+          const result = await mcp.call(tool.server, tool.tool, args, signal)
+          return { text: result.text, isError: result.is_error, durationMs: result.duration_ms }
+        },
+        onRunning: (callId) => {
+          this.runningCallId = callId
+          if (!callId) this.persist()
+        },
+      })
+      if (prepared.citations.length) this.lastAnswer(conversation)!.citations = prepared.citations
     } catch (e) {
-      if (controller.signal.aborted) turn.stopped = true
-      else turn.error = (e as Error).message
+      if (!controller.signal.aborted) this.lastAnswer(conversation)!.error = (e as Error).message
     } finally {
-      clearTimeout(timer)
-      show()
+      // Stop while waiting for approval or a tool: the answer says it was stopped.
+      if (controller.signal.aborted) this.lastAnswer(conversation)!.stopped = true
+      this.approval = undefined
+      this.decide = undefined
+      this.runningCallId = undefined
       this.streaming = false
       this.controller = undefined
       conversation.updatedAt = Date.now()
@@ -183,6 +251,43 @@ class ChatStore {
       // The first request to a model loads it: the Models page should say so.
       void models.refresh()
     }
+  }
+
+  private newAnswer(conversation: Conversation): ChatTurn {
+    conversation.turns.push({ id: newId(), role: 'assistant', text: '', model: this.model })
+    return conversation.turns.at(-1)!
+  }
+
+  private lastAnswer(conversation: Conversation): ChatTurn | undefined {
+    return conversation.turns.findLast((t) => t.role === 'assistant')
+  }
+
+  /** The tools of the conversation's servers and the documents' excerpts for the question. */
+  private async prepare(conversation: Conversation, model: string, signal: AbortSignal) {
+    const extras: RequestExtras = {}
+    let offered = new Map<string, OfferedTool>()
+    const names = this.canCallTools ? (conversation.toolServers ?? []) : []
+    if (names.length) {
+      const offer = offerTools(await mcp.serversWithTools(names, signal))
+      if (offer.tools.length) extras.tools = offer.tools
+      offered = offer.offered
+    }
+    let citations: ReturnType<typeof citationsOf> = []
+    const docs = conversationDocuments(conversation.turns)
+    const question = conversation.turns.findLast((t) => t.role === 'user')
+    if (docs.length && question) {
+      const before = buildChatRequest(model, conversation.turns.slice(0, -1), this.parameters, this.canSeeImages, extras)
+      const context = await documents.context(model, docs.map((d) => d.id), question.text, before.messages, signal)
+      extras.questionText = documentsPrompt(context.parts, question.text)
+      citations = citationsOf(context.parts)
+    }
+    return { extras, offered, citations }
+  }
+
+  private approve(call: ToolCallView, tool: OfferedTool): Promise<Approval> {
+    if (this.approvals.allowed(tool.server, tool.tool)) return Promise.resolve('once')
+    this.approval = { callId: call.id, server: tool.server, tool: tool.tool }
+    return new Promise<Approval>((resolve) => (this.decide = resolve))
   }
 
   private persist(): void {

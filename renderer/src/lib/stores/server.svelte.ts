@@ -4,9 +4,19 @@
  */
 import { ApiError } from '../services/api-client.ts'
 import { desktopBridge, type DesktopServerState } from '../services/bridge.ts'
+import type { McpPermission } from '../services/mcp-tools.ts'
 import { readSseJson } from '../services/sse.ts'
 import { api, connection } from './connection.svelte.ts'
 import type { EngineInfo, RequestRecord, ServerInfo, SystemInfo } from '../../../../main/server/wire-types.ts'
+
+/** A key made under /api/keys, as GET /api/keys lists it (the parts this page shows). */
+export interface ProgramKey {
+  id: string
+  label: string | null
+  hint: string
+  /** What the key may do with tool servers; absent on servers without MCP. */
+  mcp?: McpPermission
+}
 
 const LOG_SIZE = 200
 const RECONNECT_MS = 3000
@@ -21,6 +31,8 @@ class ServerStore {
   regenerating = $state(false)
   keepRunningInTray = $state<boolean | undefined>(undefined)
   switching = $state(false)
+  programKeys = $state<ProgramKey[]>([])
+  programKeysError = $state<string | undefined>(undefined)
 
   private logController: AbortController | undefined
 
@@ -81,6 +93,27 @@ class ServerStore {
       this.keyMessage = e instanceof ApiError && e.missingEndpoint ? 'This server cannot regenerate its key' : (e as Error).message
     } finally {
       this.regenerating = false
+    }
+  }
+
+  /** Keys for programs; a key that may not list them (a program key itself) sees none. */
+  async loadProgramKeys(): Promise<void> {
+    try {
+      this.programKeys = (await api.json<{ keys: ProgramKey[] }>('/api/keys')).keys
+      this.programKeysError = undefined
+    } catch {
+      this.programKeys = []
+    }
+  }
+
+  async setMcpPermission(id: string, mcp: McpPermission): Promise<void> {
+    try {
+      const updated = await api.json<ProgramKey>(`/api/keys/${encodeURIComponent(id)}`, { method: 'PATCH', body: { mcp } })
+      const i = this.programKeys.findIndex((k) => k.id === id)
+      if (i !== -1) this.programKeys[i] = updated
+      this.programKeysError = undefined
+    } catch (e) {
+      this.programKeysError = (e as Error).message
     }
   }
 

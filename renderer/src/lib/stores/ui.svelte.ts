@@ -1,6 +1,6 @@
 /** Which page shows (kept in the URL's hash, so reloads and the back button work) and the theme. */
 
-export const PAGES = ['chat', 'speech', 'models', 'server'] as const
+export const PAGES = ['chat', 'speech', 'models', 'tools', 'server'] as const
 export type Page = (typeof PAGES)[number]
 export type Theme = 'system' | 'light' | 'dark'
 

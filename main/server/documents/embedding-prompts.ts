@@ -1,0 +1,27 @@
+/**
+ * Some embedding models were trained with a prefix that says whether a text is a question or a
+ * passage to search, and rank worse without it (Nomic's model card: "search_query: " and
+ * "search_document: "). Recognised by the model's id or file name; other models get the text bare.
+ */
+import { basename } from 'node:path'
+import type { ModelRecord } from '../../../native-models/catalog/model-record.ts'
+
+export interface EmbeddingPrompts {
+  query: string
+  document: string
+}
+
+const BARE: EmbeddingPrompts = { query: '', document: '' }
+const SEARCH_INSTRUCTION = 'Represent this sentence for searching relevant passages: '
+
+const FAMILIES: Array<[RegExp, EmbeddingPrompts]> = [
+  [/nomic-embed/i, { query: 'search_query: ', document: 'search_document: ' }],
+  [/(^|[^a-z])e5[-_.]/i, { query: 'query: ', document: 'passage: ' }],
+  // BGE English v1.5, mxbai-embed-large and Arctic Embed: an instruction on the query only.
+  [/bge-[a-z]+-en-v1\.5|mxbai-embed-large|snowflake-arctic-embed/i, { query: SEARCH_INSTRUCTION, document: '' }],
+]
+
+export function embeddingPrompts(model: ModelRecord): EmbeddingPrompts {
+  const names = `${model.id} ${basename(model.path)}`
+  return FAMILIES.find(([pattern]) => pattern.test(names))?.[1] ?? BARE
+}

@@ -1,0 +1,94 @@
+/** MCP tools as the chat offers them, remembered approvals, and the add-server form's body. */
+import { describe, expect, it } from 'vitest'
+import { ApprovalMemory, EMPTY_SERVER_FORM, offerTools, serverBody, type McpServerView } from '../../renderer/src/lib/services/mcp-tools.ts'
+
+class MemoryStorage implements Storage {
+  private items = new Map<string, string>()
+  get length() {
+    return this.items.size
+  }
+  clear() {
+    this.items.clear()
+  }
+  getItem(key: string) {
+    return this.items.get(key) ?? null
+  }
+  key(i: number) {
+    return [...this.items.keys()][i] ?? null
+  }
+  removeItem(key: string) {
+    this.items.delete(key)
+  }
+  setItem(key: string, value: string) {
+    this.items.set(key, value)
+  }
+}
+
+function server(name: string, tools: string[]): McpServerView {
+  return {
+    name,
+    transport: 'stdio',
+    enabled: true,
+    timeout_seconds: 60,
+    state: 'ready',
+    error: null,
+    log_tail: [],
+    tools: tools.map((t) => ({ name: t, description: `does ${t}`, input_schema: { type: 'object', properties: {} } })),
+  }
+}
+
+describe('offerTools', () => {
+  it('offers each tool as a function under its own name', () => {
+    const { tools, offered } = offerTools([server('files', ['read', 'list'])])
+    expect(tools).toEqual([
+      { type: 'function', function: { name: 'read', description: 'does read', parameters: { type: 'object', properties: {} } } },
+      { type: 'function', function: { name: 'list', description: 'does list', parameters: { type: 'object', properties: {} } } },
+    ])
+    expect(offered.get('read')).toEqual({ server: 'files', tool: 'read', name: 'read' })
+  })
+
+  it('names clashing tools server__tool, and only those', () => {
+    const { tools, offered } = offerTools([server('a', ['search', 'x']), server('b', ['search'])])
+    expect(tools.map((t) => t.function.name)).toEqual(['a__search', 'x', 'b__search'])
+    expect(offered.get('b__search')).toEqual({ server: 'b', tool: 'search', name: 'b__search' })
+  })
+})
+
+describe('ApprovalMemory', () => {
+  it('remembers "always allow" per server and tool, across instances (reloads)', () => {
+    const storage = new MemoryStorage()
+    new ApprovalMemory(storage).allow('test', 'add')
+    const later = new ApprovalMemory(storage)
+    expect(later.allowed('test', 'add')).toBe(true)
+    expect(later.allowed('test', 'secret_word')).toBe(false)
+    expect(later.allowed('other', 'add')).toBe(false)
+    later.forget('test')
+    expect(later.allowed('test', 'add')).toBe(false)
+  })
+
+  it('treats a damaged entry as nothing allowed', () => {
+    const storage = new MemoryStorage()
+    storage.setItem('hearth.tools.alwaysAllow', '{oops')
+    expect(new ApprovalMemory(storage).allowed('a', 'b')).toBe(false)
+  })
+})
+
+describe('serverBody', () => {
+  it('reads a stdio server: args per line, env KEY=VALUE', () => {
+    const body = serverBody({ ...EMPTY_SERVER_FORM, name: 'files', command: 'npx', args: '-y\n @scope/server \n\n/home/me', env: 'A=1\nTOKEN=x=y', timeout: '30' })
+    expect(body).toEqual({ name: 'files', command: 'npx', args: ['-y', '@scope/server', '/home/me'], env: { A: '1', TOKEN: 'x=y' }, timeout: 30 })
+  })
+
+  it('reads an http server: headers "Name: value"', () => {
+    const body = serverBody({ ...EMPTY_SERVER_FORM, name: 'web', transport: 'http', url: 'http://127.0.0.1:9000/mcp', headers: 'Authorization: Bearer a:b' })
+    expect(body).toEqual({ name: 'web', url: 'http://127.0.0.1:9000/mcp', headers: { Authorization: 'Bearer a:b' } })
+  })
+
+  it('says which field is wrong', () => {
+    expect(() => serverBody({ ...EMPTY_SERVER_FORM, name: 'bad name', command: 'x' })).toThrow(/^Name/)
+    expect(() => serverBody({ ...EMPTY_SERVER_FORM, name: 'a' })).toThrow(/^Command/)
+    expect(() => serverBody({ ...EMPTY_SERVER_FORM, name: 'a', command: 'x', env: 'NOEQUALS' })).toThrow(/^Environment: "NOEQUALS"/)
+    expect(() => serverBody({ ...EMPTY_SERVER_FORM, name: 'a', transport: 'http', url: 'ftp://x' })).toThrow(/^URL/)
+    expect(() => serverBody({ ...EMPTY_SERVER_FORM, name: 'a', command: 'x', timeout: '-1' })).toThrow(/^Timeout/)
+  })
+})

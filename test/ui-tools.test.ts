@@ -1,0 +1,367 @@
+/**
+ * Tool servers (MCP) and documents in the web UI, end to end in headless Chromium against the real
+ * server, the test MCP server (stdio) and tiny generated models: the Tools page, a chat that calls
+ * a tool once the person allows it, the result under the call and kept across a reload, Stop while
+ * a tool hangs, a model whose template cannot call tools, a document sent whole with its sources,
+ * a document too large with no embedding model, and the MCP permission of a program key.
+ * Screenshots go to test/artifacts/ui/.
+ */
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ensureUiBuilt } from '../main/cli/build-ui.ts'
+import { familyModel } from './support/family-models.ts'
+import { writeMcpConfig } from './support/mcp-config.ts'
+import { PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'
+import { sharedFixture } from './support/shared-fixtures.ts'
+import { writeTinyLlama } from './support/tiny-models.ts'
+import { llamaBuild } from './support/upstream-servers.ts'
+
+const CHROMIUM = process.env.HEARTH_CHROMIUM ?? '/usr/bin/chromium'
+const haveChromium = existsSync(CHROMIUM)
+const ARTIFACTS = join(PROJECT_ROOT, 'test', 'artifacts', 'ui')
+// A real tool-calling template (shared fixture) on a tiny random model with Qwen3's vocabulary.
+const qwen3Template = sharedFixture('chat-templates/Qwen-Qwen3-0.6B.jinja')
+const runnable = haveChromium && Boolean(qwen3Template)
+// The pages run without engines; answers need llama.cpp built.
+const answers = Boolean(llamaBuild)
+
+if (!runnable) {
+  console.warn(`\n*** SKIPPED test/ui-tools.test.ts: needs Chromium at ${CHROMIUM} and ../shared/fixtures/chat-templates.\n`)
+} else if (!answers) {
+  console.warn('\n*** test/ui-tools.test.ts: llama.cpp is not built here, so the tests that need answers are skipped (npm run build:engines).\n')
+}
+
+const DOOR_NOTE = 'Notes from the office.\n\nThe door code is 4711. The plants need water on Fridays.'
+
+let server: TestServer
+let browser: Browser
+let page: Page
+let key: string
+const chatBodies: Array<{ messages: Array<{ role: string; content: unknown; tool_call_id?: string }>; tools?: unknown[]; tool_choice?: string }> = []
+const pageErrors: string[] = []
+
+async function shot(name: string): Promise<void> {
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`) })
+}
+
+async function api<T>(path: string, init: RequestInit = {}): Promise<{ status: number; body: T }> {
+  const res = await fetch(`${server.url}${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${key}`, ...(init.body ? { 'content-type': 'application/json' } : {}) },
+  })
+  return { status: res.status, body: (await res.json()) as T }
+}
+
+async function requestLog(): Promise<Array<{ path: string; status: number; tool?: string }>> {
+  return (await api<{ requests: Array<{ path: string; status: number; tool?: string }> }>('/api/requests')).body.requests
+}
+
+/** The chat sees only these tools of the test server (the model, forced to call, picks any offered one). */
+async function offerOnly(tools: string[]): Promise<void> {
+  await page.unroute('**/api/mcp/servers**')
+  await page.route('**/api/mcp/servers**', async (route) => {
+    const response = await route.fetch()
+    const body = (await response.json()) as { servers?: Array<{ tools: Array<{ name: string }> }>; tools?: Array<{ name: string }> }
+    const keep = <T extends { tools: Array<{ name: string }> }>(s: T): T => ({ ...s, tools: s.tools.filter((t) => tools.includes(t.name)) })
+    const json = body.servers ? { ...body, servers: body.servers.map(keep) } : body.tools ? keep(body as { tools: Array<{ name: string }> }) : body
+    await route.fulfill({ response, json })
+  })
+}
+
+async function setParameters(values: { maxTokens: string; toolChoice: 'auto' | 'required' }): Promise<void> {
+  await page.getByRole('button', { name: 'Parameters' }).click()
+  await page.getByLabel(/Max tokens/).fill(values.maxTokens)
+  await page.getByLabel(/^Temperature/).fill('0')
+  await page.getByLabel(/Let thinking models think first/).uncheck()
+  await page.getByLabel('Tool choice').selectOption(values.toolChoice)
+  await page.getByRole('button', { name: 'Close' }).click()
+}
+
+async function useTestServer(): Promise<void> {
+  await page.getByRole('button', { name: /^Tools/ }).click()
+  await page.getByRole('checkbox', { name: 'test' }).check()
+  await page.getByRole('button', { name: /^Tools/ }).click()
+}
+
+async function ask(text: string): Promise<void> {
+  const message = page.getByRole('textbox', { name: 'Message' })
+  await message.fill(text)
+  await message.press('Enter')
+}
+
+/** Waits for the answer to end; a later round that calls a tool again (a random model may) is denied. */
+async function finishAnswer(): Promise<Locator> {
+  const last = page.locator('article.assistant').last()
+  const deadline = Date.now() + 90_000
+  while (Date.now() < deadline) {
+    if (await page.getByRole('button', { name: 'Send' }).isVisible()) return last
+    const deny = page.getByRole('button', { name: 'Deny' })
+    if (await deny.isVisible()) await deny.click()
+    await page.waitForTimeout(200)
+  }
+  throw new Error(`the answer did not end: ${await last.innerText()}`)
+}
+
+describe.skipIf(!runnable)('tools and documents in the web UI', () => {
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true })
+    ensureUiBuilt()
+    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-ui-tools-'))
+    const cache = join(PROJECT_ROOT, 'test/artifacts/family-models')
+    copyFileSync(familyModel(cache, { template: 'Qwen-Qwen3-0.6B', vocabulary: 'qwen3' }, readFileSync(qwen3Template!, 'utf8')), join(modelsDir, 'tiny-tools.gguf'))
+    // ChatML without tools: the chat must say this model cannot call them. A long context takes documents whole.
+    writeTinyLlama(join(modelsDir, 'plain-chat.gguf'), { contextLength: 4096 })
+    const dataDir = mkdtempSync(join(tmpdir(), 'hearth-ui-tools-data-'))
+    // `broken` exits at once, having said why on stderr: the Tools page shows its log tail.
+    writeMcpConfig(dataDir, { test: {}, broken: { command: process.execPath, args: ['-e', "console.error('cannot open the database'); process.exit(3)"] } })
+    server = await startTestServer({ modelsDir, dataDir, noKeyFlag: true })
+    key = readFileSync(join(dataDir, 'api-key'), 'utf8').trim()
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] })
+    const context = await browser.newContext({ viewport: { width: 800, height: 600 } })
+    // The page finds its key where the key prompt keeps it.
+    await context.addInitScript((k) => localStorage.setItem('hearth.apiKey', k), key)
+    page = await context.newPage()
+    page.on('pageerror', (e) => pageErrors.push(e.message))
+    page.on('request', (r) => {
+      if (r.method() === 'POST' && r.url().endsWith('/v1/chat/completions')) chatBodies.push(JSON.parse(r.postData()!))
+    })
+  })
+
+  afterAll(async () => {
+    await browser?.close()
+    await server?.stop()
+  })
+
+  it('lists the configured server on the Tools page, starts it and shows its tools', async () => {
+    await page.goto(`${server.url}/#/tools`)
+    const item = page.getByRole('listitem', { name: 'Tool server test' })
+    await expect.poll(() => item.getByTestId('server-state').textContent()).toContain('Not started')
+    expect(await page.getByTestId('mcp-config-file').textContent()).toMatch(/mcp\.json$/)
+    await item.getByRole('button', { name: 'Start' }).click()
+    await expect.poll(() => item.getByTestId('server-state').textContent(), { timeout: 30_000 }).toContain('Ready')
+    const tools = item.getByRole('list', { name: 'Tools of test' })
+    expect(await tools.getByRole('listitem').allTextContents()).toEqual(expect.arrayContaining([expect.stringContaining('secret_word'), expect.stringContaining('hang')]))
+    expect(await tools.getByText('reads only').count()).toBe(1)
+    await shot('tools-page')
+  })
+
+  it('shows why a server failed, with its last output', async () => {
+    const item = page.getByRole('listitem', { name: 'Tool server broken' })
+    await item.getByRole('button', { name: 'Start' }).click()
+    await expect.poll(() => item.getByTestId('server-state').textContent(), { timeout: 30_000 }).toContain('Failed')
+    expect(await item.getByRole('alert').first().textContent()).toBeTruthy()
+    const log = item.locator('details.log')
+    expect(await log.getAttribute('open')).toBeNull()
+    await log.locator('summary').click()
+    expect(await log.locator('pre').textContent()).toContain('cannot open the database')
+    await shot('tools-failed')
+    // Off: the chat's menu no longer offers it.
+    await page.getByRole('checkbox', { name: 'broken on' }).click()
+    await expect.poll(() => item.getByTestId('server-state').textContent()).toContain('Off')
+    expect(await page.getByRole('checkbox', { name: 'broken on' }).isChecked()).toBe(false)
+  })
+
+  it('adds and removes a server with the form', async () => {
+    await page.getByLabel('Name', { exact: true }).fill('extra')
+    await page.getByLabel('Command').fill(process.execPath)
+    await page.getByLabel(/Arguments/).fill('--version')
+    await page.getByLabel(/Environment/).fill('NOT_A_PAIR')
+    await page.getByRole('button', { name: 'Add server' }).click()
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('Environment: "NOT_A_PAIR"')
+    await page.getByLabel(/Environment/).fill('A=1')
+    await page.getByRole('button', { name: 'Add server' }).click()
+    const item = page.getByRole('listitem', { name: 'Tool server extra' })
+    await expect.poll(() => item.isVisible()).toBe(true)
+    expect(await item.textContent()).toContain('Environment: A (values are not shown)')
+    await item.getByRole('button', { name: 'Remove extra…' }).click()
+    await item.getByRole('button', { name: 'Remove extra', exact: true }).click()
+    await expect.poll(() => item.count()).toBe(0)
+  })
+
+  it.skipIf(!answers)('calls a tool once allowed, shows the result collapsed under the call, answers, and keeps it all across a reload', async () => {
+    await offerOnly(['secret_word'])
+    await page.goto(`${server.url}/#/chat`)
+    await page.getByRole('button', { name: 'New chat' }).click()
+    await page.getByTestId('chat-model').selectOption('tiny-tools')
+    await setParameters({ maxTokens: '40', toolChoice: 'required' })
+    await useTestServer()
+    expect(await page.getByRole('button', { name: 'Tools (1)' }).isVisible()).toBe(true)
+    const before = chatBodies.length
+    await ask('What is the secret word?')
+
+    const approval = page.getByRole('group', { name: 'Approve the call to secret_word' })
+    await approval.waitFor({ timeout: 60_000 })
+    // The approval has the focus: Tab reaches its buttons from the keyboard.
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Allow once')
+    expect(await approval.getByRole('button').allTextContents()).toEqual(['Allow once', 'Always allow secret_word', 'Deny'])
+    await shot('tools-approval')
+    await approval.getByRole('button', { name: 'Allow once' }).click()
+
+    // The model may make several calls in one answer (parallel calls); the first is the one allowed.
+    const calling = page.locator('article.assistant').first()
+    const result = calling.getByTestId('tool-result').first()
+    await result.waitFor({ timeout: 30_000 })
+    expect(await result.getAttribute('open')).toBeNull()
+    expect(await result.locator('pre').textContent()).toBe('The secret word is PERSIMMON.')
+    const answer = await finishAnswer()
+    expect(await page.locator('article.assistant').count()).toBeGreaterThanOrEqual(2)
+    expect(await answer.locator('[data-testid=usage]').isVisible()).toBe(true)
+
+    // First round forced, the second free, with the result as a tool message.
+    const [first, second] = chatBodies.slice(before)
+    expect(first!.tool_choice).toBe('required')
+    expect(first!.tools).toEqual([expect.objectContaining({ type: 'function', function: expect.objectContaining({ name: 'secret_word' }) })])
+    expect(second!.tool_choice).toBeUndefined()
+    const call = first && (await page.evaluate(() => JSON.parse(localStorage.getItem('hearth.conversations.v1')!)[0].turns[1].toolCalls[0].id as string))
+    expect(second!.messages.find((m) => m.role === 'tool')).toEqual({ role: 'tool', tool_call_id: call, content: 'The secret word is PERSIMMON.' })
+    expect((await requestLog()).find((r) => r.path === '/api/mcp/call')).toMatchObject({ status: 200, tool: 'test/secret_word' })
+    await result.locator('summary').click()
+    await shot('tools-result')
+
+    await page.reload()
+    await page.getByRole('button', { name: 'What is the secret word?', exact: true }).click()
+    const kept = page.locator('article.assistant').first()
+    await expect.poll(() => kept.locator('code.name').first().textContent()).toBe('secret_word')
+    expect(await kept.getByTestId('tool-result').first().locator('pre').textContent()).toBe('The secret word is PERSIMMON.')
+    const stored = await page.evaluate(() => JSON.parse(localStorage.getItem('hearth.conversations.v1')!)[0])
+    expect(stored.toolServers).toEqual(['test'])
+    expect(stored.turns.map((t: { role: string }) => t.role).slice(0, 3)).toEqual(['user', 'assistant', 'tool'])
+  })
+
+  it.skipIf(!answers)('Stop ends the loop at once, while waiting for approval and while a tool hangs', async () => {
+    await offerOnly(['hang'])
+    await page.getByRole('button', { name: 'New chat' }).click()
+    await useTestServer()
+    await ask('Wait for me.')
+    await page.getByRole('group', { name: 'Approve the call to hang' }).waitFor({ timeout: 60_000 })
+    await page.keyboard.press('Escape')
+    await expect.poll(() => page.getByRole('button', { name: 'Send' }).isVisible(), { timeout: 1000 }).toBe(true)
+    expect(await page.locator('article.assistant').last().getByText('Stopped', { exact: true }).isVisible()).toBe(true)
+
+    await ask('Wait again.')
+    const approval = page.getByRole('group', { name: 'Approve the call to hang' })
+    await approval.waitFor({ timeout: 60_000 })
+    await approval.getByRole('button', { name: 'Allow once' }).click()
+    await page.getByRole('status').filter({ hasText: 'Running hang…' }).waitFor()
+    const stoppedAt = performance.now()
+    await page.getByRole('button', { name: 'Stop' }).click()
+    await expect.poll(() => page.getByRole('button', { name: 'Send' }).isVisible(), { timeout: 1000 }).toBe(true)
+    expect(performance.now() - stoppedAt).toBeLessThan(1000)
+    const answer = page.locator('article.assistant').last()
+    expect(await answer.getByText('Stopped', { exact: true }).isVisible()).toBe(true)
+    for (const summary of await answer.getByTestId('tool-result').locator('summary').allTextContents()) expect(summary).toContain('Error')
+    // The server saw the client go and cancelled the call.
+    await expect.poll(async () => (await requestLog()).find((r) => r.tool === 'test/hang')?.status, { timeout: 15_000 }).toBe(499)
+    await shot('tools-stopped')
+  })
+
+  it('runs a tool the person always allows without asking again', async () => {
+    await offerOnly(['secret_word'])
+    await page.getByRole('button', { name: 'New chat' }).click()
+    await useTestServer()
+    await ask('Tell me the secret word.')
+    const approval = page.getByRole('group', { name: 'Approve the call to secret_word' })
+    await approval.waitFor({ timeout: 60_000 })
+    await approval.getByRole('button', { name: 'Always allow secret_word' }).click()
+    await finishAnswer()
+    expect(await page.evaluate(() => localStorage.getItem('hearth.tools.alwaysAllow'))).toBe('["test/secret_word"]')
+    const calls = (await requestLog()).filter((r) => r.tool === 'test/secret_word').length
+    await ask('Again, please.')
+    await finishAnswer()
+    expect(await approval.count()).toBe(0)
+    await expect.poll(async () => (await requestLog()).filter((r) => r.tool === 'test/secret_word').length).toBeGreaterThan(calls)
+    await page.unroute('**/api/mcp/servers**')
+  })
+
+  it("says when the model's template cannot call tools", async () => {
+    await page.getByRole('button', { name: 'New chat' }).click()
+    await page.getByTestId('chat-model').selectOption('plain-chat')
+    await page.getByRole('button', { name: /^Tools/ }).click()
+    expect(await page.getByTestId('no-tool-calling').textContent()).toBe("This model's chat template has no tool calling.")
+    expect(await page.getByRole('checkbox', { name: 'test' }).count()).toBe(0)
+    await shot('tools-no-tool-calling')
+    await page.keyboard.press('Escape')
+  })
+
+  it.skipIf(!answers)('sends a short document whole, shows its sources, and deletes it with the conversation', async () => {
+    await page.getByRole('button', { name: 'New chat' }).click()
+    await page.getByTestId('chat-model').selectOption('plain-chat')
+    await setParameters({ maxTokens: '20', toolChoice: 'auto' })
+    await page.getByTestId('image-input').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from(DOOR_NOTE) })
+    const chip = page.getByTestId('document-chip')
+    await expect.poll(() => chip.textContent()).toMatch(/notes\.txt\s*\d+ B/)
+    const before = chatBodies.length
+    await ask('What is the door code?')
+    const answer = await finishAnswer()
+    expect(await answer.locator('[data-testid=usage]').isVisible()).toBe(true)
+    const sent = chatBodies[before]!.messages.at(-1)!
+    expect(sent.role).toBe('user')
+    expect(sent.content).toBe(`Use these excerpts from the attached documents. Cite them as [1], [2]…\n\n[1] notes.txt\n${DOOR_NOTE}\n\nQuestion: What is the door code?`)
+    const sources = answer.getByRole('region', { name: 'Sources' })
+    expect(await sources.locator('summary').textContent()).toBe('[1] notes.txt')
+    await sources.locator('summary').click()
+    expect(await sources.locator('p').textContent()).toBe(DOOR_NOTE)
+    expect(await page.locator('article.user').last().getByRole('list', { name: 'Attached documents' }).textContent()).toContain('notes.txt')
+    await shot('documents-sources')
+
+    const id = await page.evaluate(() => JSON.parse(localStorage.getItem('hearth.conversations.v1')!)[0].turns[0].documents[0].id as string)
+    expect((await api(`/api/documents/${id}`)).status).toBe(200)
+    await page.getByRole('button', { name: 'Delete conversation “What is the door code?”' }).click()
+    await expect.poll(async () => (await api(`/api/documents/${id}`)).status).toBe(404)
+  })
+
+  it('shows the no_embedding_model message when a document is too large to send whole', async () => {
+    await page.getByRole('button', { name: 'New chat' }).click()
+    const long = Array.from({ length: 3000 }, (_, i) => `Line ${i}: the plants need water on Fridays.`).join('\n')
+    await page.getByTestId('image-input').setInputFiles({ name: 'long.md', mimeType: 'text/markdown', buffer: Buffer.from(long) })
+    await expect.poll(() => page.getByTestId('document-chip').textContent()).toMatch(/long\.md\s*[\d.]+ KB/)
+    await ask('When do the plants need water?')
+    const answer = await finishAnswer()
+    const error = answer.getByRole('alert')
+    await expect.poll(() => error.textContent()).toMatch(/embedding model/i)
+    expect((await requestLog()).find((r) => r.path === '/api/documents/context' && r.status === 409)).toBeDefined()
+    await shot('documents-no-embedding-model')
+  })
+
+  it("sets a program key's MCP permission on the Server page", async () => {
+    const made = await api<{ id: string }>('/api/keys', { method: 'POST', body: JSON.stringify({ label: 'robot' }) })
+    expect(made.status).toBe(201)
+    await page.goto(`${server.url}/#/server`)
+    const select = page.getByLabel('Tool servers for robot')
+    await expect.poll(() => select.inputValue()).toBe('none')
+    await select.selectOption('use')
+    await expect.poll(async () => (await api<{ mcp: string }>(`/api/keys/${made.body.id}`)).body.mcp).toBe('use')
+    await shot('keys-mcp-permission')
+  })
+
+  it('explains on the Tools page when the key may not use tool servers', async () => {
+    const made = await api<{ key: string }>('/api/keys', { method: 'POST', body: JSON.stringify({ label: 'no tools' }) })
+    // A browser of its own, holding the program key.
+    const context = await browser.newContext({ viewport: { width: 800, height: 600 } })
+    await context.addInitScript((k) => localStorage.setItem('hearth.apiKey', k), made.body.key)
+    const other = await context.newPage()
+    await other.goto(`${server.url}/#/tools`)
+    const note = other.getByTestId('mcp-permission-note')
+    await expect.poll(() => note.textContent()).toContain('may not use tool servers')
+    expect(await other.getByRole('listitem', { name: /Tool server/ }).count()).toBe(0)
+    expect(await other.getByRole('button', { name: 'Add server' }).count()).toBe(0)
+    await other.screenshot({ path: join(ARTIFACTS, 'tools-no-permission.png') })
+    await context.close()
+  })
+
+  it.skipIf(!answers)('reads well in the dark theme', async () => {
+    await page.goto(`${server.url}/#/chat`)
+    await page.getByRole('button', { name: 'What is the secret word?', exact: true }).click()
+    await page.getByLabel('Theme').selectOption('dark')
+    await page.locator('article.assistant').first().getByTestId('tool-result').first().locator('summary').click()
+    await shot('tools-result-dark')
+    await page.getByLabel('Theme').selectOption('system')
+  })
+
+  it('has no errors in the page', () => {
+    expect(pageErrors).toEqual([])
+  })
+})
