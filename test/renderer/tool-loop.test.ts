@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest'
 import { buildChatRequest, DEFAULT_PARAMETERS, type ChatTurn, type ToolCallView } from '../../renderer/src/lib/services/chat-messages.ts'
 import type { OfferedTool } from '../../renderer/src/lib/services/mcp-tools.ts'
 import {
+  boundedResult,
   DENIED_TEXT,
+  MAX_RESULT_CHARACTERS,
   STOPPED_TEXT,
   MAX_TOOL_ROUNDS,
   parseArguments,
@@ -170,6 +172,13 @@ describe('helpers', () => {
     expect(parseArguments('{"a": 1}')).toEqual({ args: { a: 1 } })
     expect(parseArguments('[1]').error).toMatch(/JSON object/)
     expect(parseArguments('{').error).toMatch(/not valid JSON/)
+  })
+
+  it('keeps a long result up to its bound, saying how much was cut', () => {
+    expect(boundedResult('short')).toBe('short')
+    const long = boundedResult('x'.repeat(MAX_RESULT_CHARACTERS + 123))
+    expect(long.startsWith('x'.repeat(MAX_RESULT_CHARACTERS))).toBe(true)
+    expect(long).toMatch(/cut here: 123 more characters\)$/)
   })
 
   it('untilStopped rejects as soon as the signal fires', async () => {

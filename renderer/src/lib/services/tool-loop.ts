@@ -70,6 +70,17 @@ export function parseArguments(text: string): { args?: Record<string, unknown>; 
 
 export const DENIED_TEXT = 'The person did not allow this tool call.'
 export const STOPPED_TEXT = 'The person stopped the chat before this tool call finished.'
+/**
+ * A result is kept, shown and sent up to this many characters: conversations live in the
+ * browser's storage (about 5 MB), and a longer result would not fit a local model's context anyway.
+ */
+export const MAX_RESULT_CHARACTERS = 40_000
+
+/** The result as kept: a longer one is cut, saying how much was left out. */
+export function boundedResult(text: string): string {
+  if (text.length <= MAX_RESULT_CHARACTERS) return text
+  return `${text.slice(0, MAX_RESULT_CHARACTERS)}\n… (the tool's result was cut here: ${text.length - MAX_RESULT_CHARACTERS} more characters)`
+}
 
 /** The turn that answers a call, as the conversation keeps it. */
 export function toolTurn(id: string, call: ToolCallView, tool: OfferedTool | undefined, result: ToolResult): ChatTurn {
@@ -79,7 +90,7 @@ export function toolTurn(id: string, call: ToolCallView, tool: OfferedTool | und
     toolCallId: call.id,
     name: tool?.tool ?? call.name,
     ...(tool ? { server: tool.server } : {}),
-    text: result.text,
+    text: boundedResult(result.text),
     isError: result.isError,
     ...(result.durationMs !== undefined ? { durationMs: result.durationMs } : {}),
   }
