@@ -18,6 +18,7 @@ import { PROJECT_ROOT, startTestServer, type TestServer } from './support/server
 import { sharedFixture } from './support/shared-fixtures.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
+import { realModel } from './support/real-models.ts'
 
 const CHROMIUM = process.env.HEARTH_CHROMIUM ?? '/usr/bin/chromium'
 const haveChromium = existsSync(CHROMIUM)
@@ -34,9 +35,13 @@ if (!runnable) {
   console.warn('\n*** test/ui-tools.test.ts: llama.cpp is not built here, so the tests that need answers are skipped (npm run build:engines).\n')
 }
 
+// A trained embedding model (main/cli/real-models), put in the folder late: before it, a long document cannot be sent.
+const embedder = realModel('all-minilm-l6-v2-f16')
+
 const DOOR_NOTE = 'Notes from the office.\n\nThe door code is 4711. The plants need water on Fridays.'
 
 let server: TestServer
+let modelsDir: string
 let browser: Browser
 let page: Page
 let key: string
@@ -109,7 +114,7 @@ describe.skipIf(!runnable)('tools and documents in the web UI', () => {
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true })
     ensureUiBuilt()
-    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-ui-tools-'))
+    modelsDir = mkdtempSync(join(tmpdir(), 'hearth-ui-tools-'))
     const cache = join(PROJECT_ROOT, 'test/artifacts/family-models')
     copyFileSync(familyModel(cache, { template: 'Qwen-Qwen3-0.6B', vocabulary: 'qwen3' }, readFileSync(qwen3Template!, 'utf8')), join(modelsDir, 'tiny-tools.gguf'))
     // ChatML without tools: the chat must say this model cannot call them. A long context takes documents whole.
@@ -324,6 +329,27 @@ describe.skipIf(!runnable)('tools and documents in the web UI', () => {
     await expect.poll(() => error.textContent()).toMatch(/embedding model/i)
     expect((await requestLog()).find((r) => r.path === '/api/documents/context' && r.status === 409)).toBeDefined()
     await shot('documents-no-embedding-model')
+  })
+
+  it.skipIf(!answers || !embedder)('answers from the retrieved parts once an embedding model is in the folder, citing them under the answer', async () => {
+    copyFileSync(embedder!, join(modelsDir, 'all-minilm-l6-v2.gguf'))
+    await expect.poll(async () => (await api('/v1/models/all-minilm-l6-v2')).status, { timeout: 10_000 }).toBe(200)
+    const before = chatBodies.length
+    await page.getByRole('button', { name: 'Regenerate' }).click()
+    await expect.poll(() => chatBodies.length, { timeout: 60_000 }).toBeGreaterThan(before)
+    const answer = await finishAnswer()
+    expect(await answer.getByRole('alert').count()).toBe(0)
+    const sent = chatBodies[before]!.messages.at(-1)!
+    expect(sent.content).toMatch(/^Use these excerpts from the attached documents\. Cite them as \[1\], \[2\]…\n\n\[1\] long\.md \(part \d+\)\nLine \d+: the plants need water on Fridays\./)
+    expect(sent.content).toMatch(/\n\nQuestion: When do the plants need water\?$/)
+    // Only parts of it: the whole document would not fit the model's context.
+    expect(sent.content.length).toBeLessThan(30_000)
+    const sources = answer.getByRole('region', { name: 'Sources' })
+    const titles = await sources.locator('summary').allTextContents()
+    expect(titles.length).toBeGreaterThan(1)
+    titles.forEach((title, i) => expect(title).toMatch(new RegExp(`^\\[${i + 1}\\] long\\.md \\(part \\d+\\)$`)))
+    expect((await requestLog()).find((r) => r.path === '/api/documents/context' && r.status === 200)).toBeDefined()
+    await shot('documents-retrieved')
   })
 
   it("sets a program key's MCP permission on the Server page", async () => {
