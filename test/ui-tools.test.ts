@@ -339,7 +339,7 @@ describe.skipIf(!runnable)('tools and documents in the web UI', () => {
     await expect.poll(() => chatBodies.length, { timeout: 60_000 }).toBeGreaterThan(before)
     const answer = await finishAnswer()
     expect(await answer.getByRole('alert').count()).toBe(0)
-    const sent = chatBodies[before]!.messages.at(-1)!
+    const sent = chatBodies[before]!.messages.at(-1)! as { content: string }
     expect(sent.content).toMatch(/^Use these excerpts from the attached documents\. Cite them as \[1\], \[2\]…\n\n\[1\] long\.md \(part \d+\)\nLine \d+: the plants need water on Fridays\./)
     expect(sent.content).toMatch(/\n\nQuestion: When do the plants need water\?$/)
     // Only parts of it: the whole document would not fit the model's context.
