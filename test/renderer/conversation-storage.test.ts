@@ -1,30 +1,7 @@
 /** Conversations in localStorage: tool turns, documents and sources survive a reload. */
 import { describe, expect, it } from 'vitest'
+import { MemoryStorage } from '../support/memory-storage.ts'
 import { loadConversations, saveConversations, type Conversation } from '../../renderer/src/lib/services/conversation-storage.ts'
-
-class MemoryStorage implements Storage {
-  items = new Map<string, string>()
-  constructor(private readonly limit = Infinity) {}
-  get length() {
-    return this.items.size
-  }
-  clear() {
-    this.items.clear()
-  }
-  getItem(key: string) {
-    return this.items.get(key) ?? null
-  }
-  key(i: number) {
-    return [...this.items.keys()][i] ?? null
-  }
-  removeItem(key: string) {
-    this.items.delete(key)
-  }
-  setItem(key: string, value: string) {
-    if (value.length > this.limit) throw new Error('QuotaExceededError')
-    this.items.set(key, value)
-  }
-}
 
 const conversation: Conversation = {
   id: 'c1',

@@ -1,28 +1,7 @@
 /** MCP tools as the chat offers them, remembered approvals, and the add-server form's body. */
 import { describe, expect, it } from 'vitest'
+import { MemoryStorage } from '../support/memory-storage.ts'
 import { ApprovalMemory, EMPTY_SERVER_FORM, offerTools, serverBody, type McpServerView } from '../../renderer/src/lib/services/mcp-tools.ts'
-
-class MemoryStorage implements Storage {
-  private items = new Map<string, string>()
-  get length() {
-    return this.items.size
-  }
-  clear() {
-    this.items.clear()
-  }
-  getItem(key: string) {
-    return this.items.get(key) ?? null
-  }
-  key(i: number) {
-    return [...this.items.keys()][i] ?? null
-  }
-  removeItem(key: string) {
-    this.items.delete(key)
-  }
-  setItem(key: string, value: string) {
-    this.items.set(key, value)
-  }
-}
 
 function server(name: string, tools: string[]): McpServerView {
   return {
