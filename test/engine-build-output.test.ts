@@ -9,30 +9,43 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, symlinkS
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { engineCacheDir } from '../native-models/native-build/cmake-build.ts'
+import { cpuLevels, engineCacheDir, nativeCpuFeatures } from '../native-models/native-build/cmake-build.ts'
 import { PROJECT_ROOT, postJson, startTestServer } from './support/server-process.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
+import { cannotRun } from './support/skips.ts'
 
 const realCache = engineCacheDir()
 const sources = existsSync(realCache) ? readdirSync(realCache).filter((name) => /^(whisper-)?src-/.test(name) && !name.endsWith('.partial')) : []
 const haveSources = sources.some((n) => n.startsWith('src-') && n.includes('-patched-')) && sources.some((n) => n.startsWith('whisper-src-'))
-if (!haveSources) console.warn('*** SKIPPED: the pinned engine sources are not in the engine cache (npm run build:engines); the build output suite cannot run')
+if (!haveSources) cannotRun('the pinned engine sources are not in the engine cache (npm run build:engines); the build output suite cannot run')
 
-/** A `cmake` that configures, then "compiles" 40 steps and links the programs asked for, as Ninja prints it. */
+/**
+ * A `cmake` that configures, then "compiles" 40 steps and links the programs asked for, as Ninja
+ * prints it. The programs do nothing, but where CRASH_UNLESS is set and the configure options lack
+ * it, the self-test's runners (llama-bench, hearth-whisper-self-test) die of SIGILL, as an AMX kernel
+ * did on Xeons.
+ */
 const FAKE_CMAKE = `#!/bin/sh
 if [ "$1" = "--version" ]; then echo "cmake version 3.99"; exit 0; fi
 if [ "$1" = "-S" ]; then
   echo "-- The C compiler identification is GNU"
   [ -n "$FAIL_CONFIGURE" ] && { echo "CMake Error at CMakeLists.txt:1: boom" >&2; exit 1; }
+  mkdir -p "$4"; echo "$@" > "$4/configured-with"
   echo "-- Build files have been written to: $4"; exit 0
 fi
 dir="$2"; shift; shift
 while [ "$1" != "--target" ]; do shift; done; shift
 mkdir -p "$dir/bin"
+crash=""
+if [ -n "$CRASH_UNLESS" ] && ! grep -q -- "$CRASH_UNLESS" "$dir/configured-with"; then crash='kill -ILL $$'; fi
 i=1
 while [ $i -le 40 ]; do echo "[$i/40] Building CXX object src/file$i.cpp.o"; i=$((i+1)); done
-for program in "$@"; do echo "[40/40] Linking CXX executable bin/$program"; printf '#!/bin/sh\\n' > "$dir/bin/$program"; chmod +x "$dir/bin/$program"; done
+for program in "$@"; do
+  echo "[40/40] Linking CXX executable bin/$program"
+  case "$program" in llama-bench|hearth-whisper-self-test) body="$crash" ;; *) body="" ;; esac
+  printf '#!/bin/sh\\n%s\\n' "$body" > "$dir/bin/$program"; chmod +x "$dir/bin/$program"
+done
 `
 
 function buildWith(env: Record<string, string>): { status: number | null; stdout: string; stderr: string; cache: string } {
@@ -66,6 +79,27 @@ describe.skipIf(!haveSources)('the engine build as a person sees it', () => {
     expect(stdout).toMatch(/whisper: ready in \d+ s: /)
     // Logs of builds that worked are not kept.
     expect(readdirSync(cache).filter((f) => f.endsWith('.log'))).toEqual([])
+  })
+
+  it('runs the self-test on each build, and builds again without the CPU feature when it crashes', () => {
+    // The first level below "all this CPU has" (without AMX on a Xeon, generic elsewhere).
+    const fallback = cpuLevels(nativeCpuFeatures())[1]!
+    const { status, stdout, stderr, cache } = buildWith({ CRASH_UNLESS: fallback.flags.at(-1)! })
+    expect(status, stderr).toBe(0)
+    expect(stdout).toMatch(/llama: self-test failed: F16, BF16, Q4_0, .*IQ4_NL, MXFP4 of 15 weight types \(killed by SIGILL\)/)
+    expect(stdout).toContain('llama:   Q4_K at 2 threads: killed by SIGILL')
+    expect(stdout).toContain(`llama: building again ${fallback.description}`)
+    expect(stdout).toMatch(/llama: self-test passed: 15 weight types ran at 1 and 2 threads/)
+    expect(stdout).toMatch(/whisper: self-test failed: F16, Q4_0, .*Q6_K of 11 weight types \(killed by SIGILL\)/)
+    // What install says last, where a person reads first.
+    const summary = stdout.trim().split('\n').slice(-4).join('\n')
+    expect(summary).toContain(`built without ${fallback.withheld.join(', ')}: the self-test crashed with`)
+    const built = readdirSync(cache).find((f) => /^llama-\w+$/.test(f))!
+    const manifest = JSON.parse(readFileSync(join(cache, built, 'build.json'), 'utf8'))
+    expect(manifest.withheld).toEqual(fallback.withheld)
+    expect(manifest.cmakeFlags).toEqual(expect.arrayContaining(fallback.flags))
+    expect(manifest.selfTest).toMatchObject({ engine: 'llama', passed: true })
+    expect(manifest.selfTest.runs).toHaveLength(30)
   })
 
   it('names the log when a step fails, and the log holds what the tool said', () => {

@@ -13,6 +13,7 @@ import { availableParallelism, homedir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { EngineBuildError, installHint, requireTool } from './pinned-source.ts'
+import { selfTestVerdict, type SelfTestReport, type SelfTestRun } from './self-test/engine-self-test.ts'
 
 export type GpuToolkit = 'cuda' | 'vulkan' | 'metal' | 'none'
 
@@ -28,6 +29,13 @@ export interface NativeBuild {
   compiler: string
   cmakeFlags: string[]
   builtAt: string
+  /**
+   * What the build leaves out because its self-test crashed with it (`AMX`, `AVX512`, `native`, or a
+   * portable build's CPU variant): empty for a build that runs with all this CPU has.
+   */
+  withheld?: string[]
+  /** The self-test this build passed; absent on builds made before there was one. */
+  selfTest?: SelfTestReport
 }
 
 export interface BuildRecipe {
@@ -47,6 +55,36 @@ export interface BuildRecipe {
    * shared libraries, found beside them.
    */
   portable?: boolean
+  /**
+   * Runs the programs built into `dir` on every weight type (scratch files in `scratch`); a build
+   * whose self-test fails is made again without the CPU feature behind it.
+   */
+  selfTest?: (dir: string, scratch: string, onRun: (run: SelfTestRun) => void) => SelfTestReport
+}
+
+/** One way to build for this CPU: the features it leaves out, and the CMake options that do so. */
+export interface CpuLevel {
+  withheld: string[]
+  flags: string[]
+  /** Said by install when it falls back to this level. */
+  description: string
+}
+
+/**
+ * The builds to fall back on when a self-test crashes, best first: all this CPU has; without AMX's
+ * matrix units; without AVX-512 (and AMX, which ggml uses only beside it); then ggml's generic
+ * build for the architecture (AVX2 on x86-64). Explicit -mno-* options win over -march=native.
+ */
+export function cpuLevels(features: readonly string[], arch: string = process.arch): CpuLevel[] {
+  const levels: CpuLevel[] = [{ withheld: [], flags: [], description: 'with all this CPU has' }]
+  const amx = features.includes('AMX_INT8') ? ['-mno-amx-tile', '-mno-amx-int8', '-mno-amx-bf16'] : []
+  const compilerFlags = (options: string[]) => [`-DCMAKE_C_FLAGS=${options.join(' ')}`, `-DCMAKE_CXX_FLAGS=${options.join(' ')}`]
+  if (arch === 'x64' && amx.length > 0) levels.push({ withheld: ['AMX'], flags: compilerFlags(amx), description: 'without AMX' })
+  if (arch === 'x64' && features.includes('AVX512')) {
+    levels.push({ withheld: [...(amx.length > 0 ? ['AMX'] : []), 'AVX512'], flags: compilerFlags([...amx, '-mno-avx512f']), description: 'without AVX-512' })
+  }
+  levels.push({ withheld: ['native'], flags: ['-DGGML_NATIVE=OFF'], description: `for any ${arch === 'x64' ? 'x86-64 CPU with AVX2' : `${arch} CPU`} (not this one's own features)` })
+  return levels
 }
 
 /** Where engine builds and the sources they come from are kept: outside any clone, per user. */
@@ -174,19 +212,104 @@ export function findBuild(recipe: BuildRecipe, explicitDir?: string, env: NodeJS
   return undefined
 }
 
-/** Builds `recipe` (or finds it cached); progress goes to `log`, one line per stage. */
-export async function cmakeBuild(recipe: BuildRecipe, gpu: GpuToolkit, log: (line: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<NativeBuild> {
-  const existing = findBuild(recipe, undefined, env)
+/**
+ * Builds `recipe` (or finds it cached) and runs its self-test; progress goes to `log`, one line
+ * per stage. A build whose self-test crashes is made again at the next CPU level (cpuLevels), or,
+ * for a portable build, without the CPU variant ggml chose; the cache keeps the first that passes.
+ */
+export async function cmakeBuild(
+  recipe: BuildRecipe,
+  gpu: GpuToolkit,
+  log: (line: string) => void,
+  env: NodeJS.ProcessEnv = process.env,
+  /** A CPU feature to build without from the start (`amx`, `avx512`, `native`): the way out of a crash the self-test did not foresee. */
+  without?: string,
+): Promise<NativeBuild> {
+  const cache = engineCacheDir(env)
+  const key = buildKey(recipe)
+  const existing = without ? undefined : findBuild(recipe, undefined, env)
+  let firstLevel = 0
   if (existing) {
-    recordCacheDir(dirname(existing.dir), env)
-    return existing
+    if (existing.selfTest || !recipe.selfTest) {
+      recordCacheDir(dirname(existing.dir), env)
+      return existing
+    }
+    // Built before there was a self-test: it counts as ready once it has passed one.
+    const report = runSelfTest(recipe, existing.dir, join(cache, `self-test-${recipe.name}-${key}`), log)
+    const { dir, ...manifest } = existing
+    if (report.passed) {
+      writeFileSync(join(dir, 'build.json'), JSON.stringify({ ...manifest, selfTest: report }, null, 2))
+      recordCacheDir(dirname(dir), env)
+      return { ...existing, selfTest: report }
+    }
+    firstLevel = 1
   }
   requireTool('cmake', ['--version'], 'CMake')
   const compiler = compilerId()
   if (!compiler) throw new EngineBuildError(`no C++ compiler was found. ${installHint()}`)
+  const started = Date.now()
+  const levels = recipe.portable ? cpuLevels([]).slice(0, 1) : cpuLevels(nativeCpuFeatures())
+  if (without) {
+    const wanted = without.toUpperCase().replace('-', '')
+    firstLevel = levels.findIndex((l) => l.withheld.includes(wanted) || l.withheld.includes(wanted.toLowerCase()))
+    const choices = levels.flatMap((l) => l.withheld.at(-1) ?? []).map((w) => w.toLowerCase()).join(', ')
+    if (firstLevel < 0) throw new EngineBuildError(`${recipe.name} for this CPU has no ${without} to leave out; it can be built without: ${choices}`)
+  }
+  const failures: string[] = []
+  for (const [i, level] of levels.entries()) {
+    if (i < firstLevel) continue
+    if (i > 0) log(`${recipe.name}: building again ${level.description}`)
+    const staging = await compileIntoStaging(recipe, gpu, [...recipe.flags, ...level.flags], log, env)
+    const withheld = [...level.withheld]
+    let report = recipe.selfTest && runSelfTest(recipe, staging, `${staging}-self-test`, log)
+    // A portable build carries a backend per CPU level: the one ggml chose is left out and the next best tried.
+    while (report && !report.passed && recipe.portable && report.cpuVariant && removeCpuVariant(staging, report.cpuVariant)) {
+      withheld.push(report.cpuVariant)
+      log(`${recipe.name}: left out the ${report.cpuVariant} CPU backend`)
+      report = runSelfTest(recipe, staging, `${staging}-self-test`, log)
+    }
+    if (!report || report.passed) {
+      const features = recipe.portable ? ['every CPU level, chosen at run time'] : nativeCpuFeatures(level)
+      const manifest: Omit<NativeBuild, 'dir'> = {
+        commit: recipe.commit,
+        sourceVersion: recipe.sourceVersion,
+        gpu,
+        cpuFeatures: features,
+        compiler,
+        cmakeFlags: [...recipe.flags, ...level.flags],
+        builtAt: new Date().toISOString(),
+        withheld,
+        ...(report ? { selfTest: report } : {}),
+      }
+      writeFileSync(join(staging, 'build.json'), JSON.stringify(manifest, null, 2))
+      const final = join(cache, `${recipe.name}-${key}`)
+      rmSync(final, { recursive: true, force: true })
+      renameSync(staging, final)
+      recordCacheDir(cache, env)
+      const fellBack = withheld.length > 0 ? ` (${withheld.join(', ')} left out: the self-test crashed with ${withheld.length > 1 ? 'them' : 'it'})` : ''
+      log(`${recipe.name}: ready in ${elapsed(started)}${fellBack}: ${final}`)
+      return { ...manifest, dir: final }
+    }
+    failures.push(`${level.description}: ${selfTestVerdict(report)}`)
+    rmSync(staging, { recursive: true, force: true })
+  }
+  throw new EngineBuildError(`${recipe.name} does not run on this CPU however it is built (${failures.join('; ')}). Please report it with the output of: grep -m1 flags /proc/cpuinfo`)
+}
+
+/** Runs the recipe's self-test on the programs in `dir`, saying what it does and what it found. */
+function runSelfTest(recipe: BuildRecipe, dir: string, scratch: string, log: (line: string) => void): SelfTestReport {
+  log(`${recipe.name}: self-test: every weight type at 1 and 2 threads`)
+  const report = recipe.selfTest!(dir, scratch, (run) => {
+    if (run.outcome !== 'ran') log(`${recipe.name}:   ${run.weightType} at ${run.threads} thread${run.threads > 1 ? 's' : ''}: ${run.outcome === 'crashed' ? `killed by ${run.signal}` : run.detail}`)
+  })
+  log(`${recipe.name}: ${selfTestVerdict(report)}`)
+  return report
+}
+
+/** Configures and compiles `recipe` with `flags`, and copies its programs (and a portable build's libraries) into a staging folder. */
+async function compileIntoStaging(recipe: BuildRecipe, gpu: GpuToolkit, flags: string[], log: (line: string) => void, env: NodeJS.ProcessEnv): Promise<string> {
   const cache = engineCacheDir(env)
   const key = buildKey(recipe)
-  const started = Date.now()
   const source = recipe.source(cache, log)
   const buildDir = join(cache, `build-${recipe.name}-${key}`)
   const ninja = answers('ninja', ['--version'])
@@ -196,7 +319,7 @@ export async function cmakeBuild(recipe: BuildRecipe, gpu: GpuToolkit, log: (lin
   log(`${recipe.name}: building ${recipe.sourceVersion} for this machine (GPU: ${gpu}), once; full output in ${logFile}`)
   try {
     let stage = Date.now()
-    await run('cmake', ['-S', source, '-B', buildDir, ...(ninja ? ['-G', 'Ninja'] : []), ...recipe.flags], output, logFile)
+    await run('cmake', ['-S', source, '-B', buildDir, ...(ninja ? ['-G', 'Ninja'] : []), ...flags], output, logFile)
     log(`${recipe.name}: configured (${elapsed(stage)})`)
     stage = Date.now()
     const jobs = String(Math.max(1, availableParallelism()))
@@ -228,24 +351,17 @@ export async function cmakeBuild(recipe: BuildRecipe, gpu: GpuToolkit, log: (lin
       else copyFileSync(from, join(staging, file))
     }
   }
-  const manifest: Omit<NativeBuild, 'dir'> = {
-    commit: recipe.commit,
-    sourceVersion: recipe.sourceVersion,
-    gpu,
-    cpuFeatures: recipe.portable ? ['every CPU level, chosen at run time'] : nativeCpuFeatures(),
-    compiler,
-    cmakeFlags: recipe.flags,
-    builtAt: new Date().toISOString(),
-  }
-  writeFileSync(join(staging, 'build.json'), JSON.stringify(manifest, null, 2))
-  const final = join(cache, `${recipe.name}-${key}`)
-  rmSync(final, { recursive: true, force: true })
-  renameSync(staging, final)
   rmSync(buildDir, { recursive: true, force: true })
   rmSync(logFile, { force: true })
-  recordCacheDir(cache, env)
-  log(`${recipe.name}: ready in ${elapsed(started)}: ${final}`)
-  return { ...manifest, dir: final }
+  return staging
+}
+
+/** Removes a portable build's CPU backend for one variant (`libggml-cpu-<variant>.so`); false if there is none. */
+function removeCpuVariant(dir: string, variant: string): boolean {
+  const library = readdirSync(dir).find((f) => new RegExp(`^(lib)?ggml-cpu-${variant}\\.(so|dylib|dll)$`).test(f))
+  if (!library) return false
+  rmSync(join(dir, library))
+  return true
 }
 
 /**
@@ -281,10 +397,10 @@ function elapsed(since: number): string {
 }
 
 /**
- * The vector extensions GGML_NATIVE compiles for: those the compiler turns on for -march=native,
- * named as llama.cpp's own `system_info` names them.
+ * The vector extensions a build compiles for: those the compiler turns on for -march=native (less
+ * what `level` leaves out), named as llama.cpp's own `system_info` names them.
  */
-function nativeCpuFeatures(): string[] {
+export function nativeCpuFeatures(level?: CpuLevel): string[] {
   const features: Array<[string, string]> = [
     ['__SSE3__', 'SSE3'],
     ['__SSSE3__', 'SSSE3'],
@@ -302,9 +418,17 @@ function nativeCpuFeatures(): string[] {
     ['__ARM_FEATURE_MATMUL_INT8', 'MATMUL_INT8'],
     ['__ARM_FEATURE_SVE', 'SVE'],
   ]
-  const result = spawnSync('c++', ['-march=native', '-dM', '-E', '-x', 'c++', '/dev/null'], { encoding: 'utf8' })
+  const generic = level?.withheld.includes('native')
+  const options = generic ? (process.arch === 'x64' ? ['-march=x86-64-v3'] : []) : ['-march=native', ...compilerOptionsOf(level)]
+  const result = spawnSync('c++', [...options, '-dM', '-E', '-x', 'c++', '/dev/null'], { encoding: 'utf8' })
   const defined = new Set((result.stdout ?? '').split('\n').map((l) => l.split(' ')[1]))
   return features.filter(([macro]) => defined.has(macro)).map(([, name]) => name)
+}
+
+/** The -m options a level passes to the compiler through CMAKE_CXX_FLAGS. */
+function compilerOptionsOf(level: CpuLevel | undefined): string[] {
+  const flags = level?.flags.find((f) => f.startsWith('-DCMAKE_CXX_FLAGS='))
+  return flags ? flags.slice('-DCMAKE_CXX_FLAGS='.length).split(' ') : []
 }
 
 function compilerId(): string {

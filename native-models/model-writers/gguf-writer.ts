@@ -1,5 +1,5 @@
 /**
- * A small GGUF v3 writer, used by tests to build tiny random models at test time.
+ * A small GGUF v3 writer: the engines' self-test models at install, and the tests' tiny random models.
  *
  * Format (little endian), see ggml/docs/gguf.md:
  *   magic "GGUF" | version u32 = 3 | tensor_count u64 | kv_count u64
