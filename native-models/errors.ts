@@ -42,6 +42,22 @@ export class ModelError extends Error {
   }
 }
 
+/**
+ * An engine process that died: the signal that killed it (null where it exited), and whether it
+ * died before it finished any job (while loading, or on its first batch).
+ */
+export class EngineDiedError extends ModelError {
+  override name = 'EngineDiedError'
+  constructor(
+    code: 'engine_crashed' | 'engine_load_failed',
+    message: string,
+    readonly signal: string | null,
+    readonly beforeFirstJob: boolean,
+  ) {
+    super(code, message)
+  }
+}
+
 export interface SerializedModelError {
   code: ModelErrorCode
   message: string

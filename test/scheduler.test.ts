@@ -177,6 +177,50 @@ describe('ModelScheduler', () => {
   })
 })
 
+describe('ModelScheduler after a failure', () => {
+  /** Engines whose first job dies (as llama.cpp on a broken CPU kernel) until `healthyFrom`. */
+  function dyingEngines(healthyFrom: number, decide: (error: unknown) => Promise<'retry' | Error | undefined>, tokensFirst = false) {
+    let started = 0
+    const scheduler = new ModelScheduler({
+      maxQueuePerModel: 4,
+      afterFailure: async (_model, error) => decide(error),
+      startEngine: async () => {
+        const n = ++started
+        const engine = new FakeEngine()
+        engine.run = async (j, options = {}) => {
+          if (n >= healthyFrom) return result(j.messages[0]!.content as string)
+          if (tokensFirst) options.onProgress?.({ type: 'text', text: 'partial' })
+          engine.crash()
+          throw new ModelError('engine_crashed', `engine ${n} died`)
+        }
+        return engine
+      },
+    })
+    return { scheduler, starts: () => started }
+  }
+
+  it('loads the model again and runs the job once more where afterFailure says retry', async () => {
+    const { scheduler, starts } = dyingEngines(2, async () => 'retry')
+    expect(textOf(await scheduler.run(model, job('a')))).toBe('a')
+    expect(starts()).toBe(2)
+  })
+
+  it('retries once only, and throws what afterFailure gives in place of the failure', async () => {
+    const decisions: Array<'retry' | Error> = ['retry', new ModelError('engine_crashed', 'explained')]
+    const { scheduler, starts } = dyingEngines(99, async () => decisions.shift()!)
+    await expect(scheduler.run(model, job('a'))).rejects.toThrow('explained')
+    expect(starts()).toBe(2)
+  })
+
+  it('never runs a job again once part of its answer went out', async () => {
+    const { scheduler, starts } = dyingEngines(2, async () => 'retry', true)
+    const seen: string[] = []
+    await expect(scheduler.run(model, job('a'), { onProgress: (p) => seen.push(p.type) })).rejects.toThrow('engine 1 died')
+    expect(seen).toEqual(['text'])
+    expect(starts()).toBe(1)
+  })
+})
+
 describe('ModelScheduler lifecycle', () => {
   const named = (id: string) => ({ id }) as ModelRecord
 

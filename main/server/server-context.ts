@@ -1,6 +1,7 @@
 import type { DownloadManager } from '../../native-models/downloads/download-manager.ts'
 import type { ModelFolder } from '../../native-models/catalog/model-folder.ts'
 import type { EngineBuildInfo } from '../../native-models/engine/engine-jobs.ts'
+import type { CpuFallback } from '../../native-models/llama-server/cpu-faults.ts'
 import type { BackendDevice } from '../../native-models/llama-server/llama-devices.ts'
 import type { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
 import type { RemotePool } from '../../native-models/remote/remote-pool.ts'
@@ -24,6 +25,8 @@ export interface ServerContext {
   remotes?: RemotePool
   /** The MCP servers of `<dataDir>/mcp.json`; /api/mcp answers 503 without it. */
   mcp?: McpHub
+  /** Models that crashed llama.cpp on this CPU and now run without the kernels that did (cpu-faults.ts). */
+  cpuFallbacks?: () => CpuFallback[]
 }
 
 /** The GPU toolkit the llama.cpp build in use drives, where it sees a GPU; `default` is the CPU (or Metal on macOS). */
@@ -34,6 +37,8 @@ export interface Hardware {
   devices: BackendDevice[]
   /** llama.cpp's own build for this machine; undefined when it has not been built here. */
   llamaBuild: EngineBuildInfo | undefined
+  /** whisper.cpp's, likewise (tests may leave it out). */
+  whisperBuild?: EngineBuildInfo | undefined
   /** One sentence per engine that is not built here: what cannot run, and the command that builds it. */
   notBuilt: string[]
 }

@@ -25,6 +25,9 @@ import { estimateModelMemory, promptCacheBytes } from '../../native-models/sched
 import { findLlamaBuild, type LlamaBuild } from '../../native-models/native-build/llama-build.ts'
 import { cpuDevice, listLlamaDevices } from '../../native-models/llama-server/llama-devices.ts'
 import { LlamaServerEngine } from '../../native-models/llama-server/llama-server-engine.ts'
+import { CpuFallbacks } from '../../native-models/llama-server/cpu-faults.ts'
+import { selfTestVerdict } from '../../native-models/native-build/self-test/engine-self-test.ts'
+import type { EngineBuildInfo } from '../../native-models/engine/engine-jobs.ts'
 import { findWhisperBuild } from '../../native-models/native-build/whisper-build.ts'
 import { WhisperServerEngine } from '../../native-models/speech/whisper-server-engine.ts'
 import type { NativeBuild } from '../../native-models/native-build/cmake-build.ts'
@@ -100,10 +103,13 @@ export async function startServer(
     return {
       backend,
       devices,
-      llamaBuild: llamaBuild ? buildInfo(llamaBuild) : undefined,
+      llamaBuild: llamaBuild ? buildInfo(llamaBuild, 'llama-server') : undefined,
+      whisperBuild: whisperBuild ? buildInfo(whisperBuild, 'whisper-server') : undefined,
       notBuilt: [notBuilt.llama, notBuilt.whisper].filter((m): m is string => m !== undefined),
     }
   })
+  // A model that crashes llama.cpp on this CPU is loaded again without the kernels that did.
+  const cpuFallbacks = llamaBuild && new CpuFallbacks(llamaBuild, log)
   const slotCacheDir = join(settings.dataDir, 'slot-cache')
   await mkdir(slotCacheDir, { recursive: true })
   // A remote model uses the other machine's memory, none of ours.
@@ -119,6 +125,7 @@ export async function startServer(
     estimateBytes,
     idleTtlMs: (model) => (model.catalogEntry?.ttl !== undefined ? model.catalogEntry.ttl * 1000 : settings.idleTtlMs),
     memoryBudget: () => memoryBudget(settings, scheduler),
+    afterFailure: async (model, error) => (model.remote || model.kind === 'speech' ? undefined : cpuFallbacks?.after(model, error)),
     cannotStart: (model) => {
       if (model.remote) return undefined
       const missing = model.kind === 'speech' ? notBuilt.whisper : notBuilt.llama
@@ -134,7 +141,7 @@ export async function startServer(
         return WhisperServerEngine.start(spec, whisperBuild, { forwardLog })
       }
       if (!llamaBuild) throw new ModelError('engine_not_built', notBuilt.llama!)
-      const engine = await LlamaServerEngine.start(spec, llamaBuild, { forwardLog, slotCacheDir })
+      const engine = await LlamaServerEngine.start(spec, llamaBuild, { forwardLog, slotCacheDir, extraArgs: cpuFallbacks?.argsFor(model) })
       const given = engine.info.contextLength
       if (given !== undefined && folder.reportEngineContext(model, given)) {
         log(`warning: model "${model.id}" gets ${given} tokens of context per request from llama-server, not the ${model.contextLength} its record says; it is served with ${given}`)
@@ -146,7 +153,7 @@ export async function startServer(
   const downloads = new DownloadManager({ folder })
   // Reads mcp.json only: each MCP server starts on first need and stops with the server.
   const mcp = await McpHub.open(settings.dataDir, log)
-  const context: ServerContext = { settings, folder, scheduler, downloads, keys, log, hardware, remotes, mcp }
+  const context: ServerContext = { settings, folder, scheduler, downloads, keys, log, hardware, remotes, mcp, cpuFallbacks: () => cpuFallbacks?.list() ?? [] }
   const app = createApp(context)
   const http: Server = createServer(
     {
@@ -194,8 +201,15 @@ function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || host === '::1' || host.startsWith('127.')
 }
 
-function buildInfo(build: LlamaBuild): Hardware['llamaBuild'] {
-  return { name: 'llama-server', commit: build.commit, cpuFeatures: build.cpuFeatures, gpu: build.gpu }
+function buildInfo(build: LlamaBuild, name: EngineBuildInfo['name']): EngineBuildInfo {
+  return {
+    name,
+    commit: build.commit,
+    cpuFeatures: build.cpuFeatures,
+    gpu: build.gpu,
+    ...(build.selfTest ? { selfTest: { passed: build.selfTest.passed, verdict: selfTestVerdict(build.selfTest), at: build.selfTest.at } } : {}),
+    withheld: build.withheld ?? [],
+  }
 }
 
 /**

@@ -5,7 +5,24 @@ import type { ServerContext } from './server-context.ts'
 import type { SystemInfo } from './wire-types.ts'
 
 export async function systemInfo(ctx: ServerContext): Promise<SystemInfo> {
-  const { backend, devices, llamaBuild, notBuilt } = await ctx.hardware
+  const { backend, devices, llamaBuild, whisperBuild, notBuilt } = await ctx.hardware
+  const selfTests = [
+    { engine: 'llama.cpp' as const, build: llamaBuild },
+    { engine: 'whisper.cpp' as const, build: whisperBuild },
+  ].flatMap(({ engine, build }) =>
+    build
+      ? [{ engine, passed: build.selfTest?.passed ?? null, verdict: build.selfTest?.verdict ?? 'not self-tested (built before install ran a self-test: npm run build:engines runs it)', withheld: build.withheld ?? [] }]
+      : [],
+  )
+  const cpuFallbacks = (ctx.cpuFallbacks?.() ?? []).map((f) => ({
+    model: f.model,
+    weight_type: f.weightType,
+    signal: f.signal,
+    phase: f.phase,
+    without: f.without,
+    recovered: f.recovered,
+    at: f.at,
+  }))
   const loaded = await Promise.all(
     ctx.scheduler.loaded().map(async (m) => ({
       id: m.id,
@@ -24,8 +41,8 @@ export async function systemInfo(ctx: ServerContext): Promise<SystemInfo> {
     // What serves chat and embeddings: llama.cpp built here (commit, CPU features, GPU toolkit), or
     // nothing until `npm run build:engines` has run; and what cannot run for want of a build.
     engine: llamaBuild
-      ? { name: 'llama-server', commit: llamaBuild.commit, cpu_features: llamaBuild.cpuFeatures, gpu_backend: llamaBuild.gpu, not_built: notBuilt }
-      : { name: 'not-built', commit: null, cpu_features: [], gpu_backend: 'none', not_built: notBuilt },
+      ? { name: 'llama-server', commit: llamaBuild.commit, cpu_features: llamaBuild.cpuFeatures, gpu_backend: llamaBuild.gpu, not_built: notBuilt, self_tests: selfTests, cpu_fallbacks: cpuFallbacks }
+      : { name: 'not-built', commit: null, cpu_features: [], gpu_backend: 'none', not_built: notBuilt, self_tests: selfTests, cpu_fallbacks: cpuFallbacks },
     devices: devices.map((d) => ({ name: d.name, type: d.type, backend: d.backend, memory_bytes: d.memoryBytes })),
     memory: {
       total_bytes: totalmem(),

@@ -111,6 +111,13 @@ export interface ServerInfo {
  */
 export type EngineInfo = {
   not_built: string[]
+  /**
+   * Install's self-test of each engine built here (every weight type run at 1 and 2 threads), in
+   * one line, and what a build was made without because the test crashed with it (AMX, AVX512, …).
+   */
+  self_tests: Array<{ engine: 'llama.cpp' | 'whisper.cpp'; passed: boolean | null; verdict: string; withheld: string[] }>
+  /** Models that crashed llama.cpp on this CPU while loading or on their first batch, and what Hearth did about it. */
+  cpu_fallbacks: Array<{ model: string; weight_type: string; signal: string; phase: 'loading' | 'first batch'; without: string; recovered: boolean; at: string }>
 } & (
   | { name: 'llama-server'; commit: string; cpu_features: string[]; gpu_backend: string }
   | { name: 'not-built'; commit: null; cpu_features: string[]; gpu_backend: 'none' }

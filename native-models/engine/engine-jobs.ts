@@ -48,6 +48,10 @@ export interface EngineBuildInfo {
   cpuFeatures: string[]
   /** The GPU toolkit it was built with: cuda, vulkan, metal or none. */
   gpu: string
+  /** What install's self-test said of it, in one line; undefined for a build made before there was one. */
+  selfTest?: { passed: boolean; verdict: string; at: string }
+  /** What it was built without because the self-test crashed with it (AMX, AVX512, …). */
+  withheld?: string[]
 }
 
 /**

@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto'
 // Streams go over plain node:http: per token it costs a fraction of fetch's web streams.
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { createServer } from 'node:net'
-import { ModelError } from '../errors.ts'
+import { EngineDiedError, ModelError } from '../errors.ts'
 
 const LOG_TAIL_BYTES = 8192
 const HEALTH_POLL_MS = 15
@@ -40,6 +40,7 @@ export class EngineServerProcess {
   private loggedBytes = 0
   private exited = false
   private exitReason = 'stopped'
+  private killedBy: string | null = null
   private readonly exitListeners: Array<() => void> = []
 
   private constructor(
@@ -60,6 +61,7 @@ export class EngineServerProcess {
     child.on('exit', (code, signal) => {
       this.exited = true
       this.exitReason = signal ? `was killed by ${signal}` : `exited with code ${code}`
+      this.killedBy = signal
       for (const listener of this.exitListeners.splice(0)) listener()
     })
   }
@@ -175,8 +177,8 @@ export class EngineServerProcess {
     return new ModelError('internal_error', `the engine for model "${this.modelId}" failed: ${(e as Error).message}${detail}`)
   }
 
-  crashError(): ModelError {
-    return new ModelError('engine_crashed', `the engine for model "${this.modelId}" ${this.exitReason}; the next request reloads it${this.tellingLine()}`)
+  crashError(): EngineDiedError {
+    return new EngineDiedError('engine_crashed', `the engine for model "${this.modelId}" ${this.exitReason}; the next request reloads it${this.tellingLine()}`, this.killedBy, false)
   }
 
   async stop(): Promise<void> {
@@ -218,7 +220,7 @@ export class EngineServerProcess {
     let seen = { memory: 0, logged: 0 }
     while (performance.now() - lastProgress < stallMs) {
       if (this.exited) {
-        throw new ModelError('engine_load_failed', `model "${this.modelId}" failed to load: the engine ${this.exitReason}${this.tellingLine()}`)
+        throw new EngineDiedError('engine_load_failed', `model "${this.modelId}" failed to load: the engine ${this.exitReason}${this.tellingLine()}`, this.killedBy, true)
       }
       try {
         const res = await fetch(`${this.baseUrl}/health`, { signal: AbortSignal.timeout(1_000) })

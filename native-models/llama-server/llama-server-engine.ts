@@ -8,7 +8,7 @@
  * - sampling is stated in full (min_p 0 and the like), so llama-server's own defaults never change
  *   what the contract promises.
  */
-import { ModelError } from '../errors.ts'
+import { EngineDiedError, ModelError } from '../errors.ts'
 import type { RunOptions } from '../engine/engine.ts'
 import { ServerEngine } from '../engine/server-engine.ts'
 import type {
@@ -54,6 +54,8 @@ export interface LlamaServerEngineOptions {
   forwardLog?: boolean
   /** Where chat models' slot caches are kept between loads (in the data folder); none keeps them in memory only. */
   slotCacheDir?: string
+  /** More llama-server options (cpu-faults.ts: without the kernels that crashed on this CPU). */
+  extraArgs?: readonly string[]
 }
 
 /** Inputs per llama-server embedding request: about a tenth of a second of work for short texts on one core. */
@@ -68,6 +70,7 @@ interface ModelMeta {
 export class LlamaServerEngine extends ServerEngine {
   /** The context each request really gets: the catalog's, or less where llama-server gives less. */
   private readonly contextLength: number
+  private finishedJobs = 0
 
   private constructor(
     server: EngineServerProcess,
@@ -86,7 +89,7 @@ export class LlamaServerEngine extends ServerEngine {
     const started = performance.now()
     const server = await EngineServerProcess.start({
       program: programPath(build.dir, 'llama-server'),
-      args: llamaServerArgs(spec, { slotCacheDir: options.slotCacheDir, verbose: options.forwardLog }),
+      args: [...llamaServerArgs(spec, { slotCacheDir: options.slotCacheDir, verbose: options.forwardLog }), ...(options.extraArgs ?? [])],
       apiKeyVariable: 'LLAMA_API_KEY',
       modelId: spec.modelId,
       loadTimeoutMs: options.loadTimeoutMs ?? 120_000,
@@ -144,7 +147,19 @@ export class LlamaServerEngine extends ServerEngine {
     await this.server.stop()
   }
 
-  run(job: EngineJob, options: RunOptions = {}): Promise<EngineResult> {
+  async run(job: EngineJob, options: RunOptions = {}): Promise<EngineResult> {
+    try {
+      const result = await this.dispatch(job, options)
+      this.finishedJobs++
+      return result
+    } catch (e) {
+      // A death on the first batch ever is the build's or the CPU's, not this request's (cpu-faults.ts).
+      if (e instanceof EngineDiedError && this.finishedJobs === 0) throw new EngineDiedError(e.code as 'engine_crashed', e.message, e.signal, true)
+      throw e
+    }
+  }
+
+  private dispatch(job: EngineJob, options: RunOptions): Promise<EngineResult> {
     if (job.type === 'chat' && this.spec.kind === 'chat') return this.chat(job, options)
     if (job.type === 'complete' && this.spec.kind === 'chat') return this.complete(job, options)
     if (job.type === 'embed' && this.spec.kind === 'embedding') return this.embed(job, options)

@@ -10,7 +10,7 @@
  */
 import type { ModelRecord } from '../catalog/model-record.ts'
 import type { Engine, RunOptions } from '../engine/engine.ts'
-import type { EngineJob, EngineResult, ResultOf } from '../engine/engine-jobs.ts'
+import type { EngineJob, EngineResult, JobProgress, ResultOf } from '../engine/engine-jobs.ts'
 import { ModelError } from '../errors.ts'
 import { estimateModelMemory, planEvictions } from './memory-plan.ts'
 
@@ -27,6 +27,12 @@ export interface SchedulerOptions {
   estimateBytes?: (model: ModelRecord) => number
   /** Requests a model serves at once; 1 when not given. */
   slotsFor?: (model: ModelRecord) => number
+  /**
+   * Asked when a load or a job fails before any of its answer was given: 'retry' loads the model
+   * again and runs the job once more (an engine that crashed on this CPU, say); an Error is thrown
+   * in place of the failure; undefined lets it through as it is.
+   */
+  afterFailure?: (model: ModelRecord, error: unknown) => Promise<'retry' | Error | undefined>
 }
 
 export interface LoadedModel {
@@ -74,15 +80,34 @@ export class ModelScheduler {
 
   /** Runs `job` on the model's engine (loading it first if need be): the result of the job's kind. */
   async run<J extends EngineJob>(model: ModelRecord, job: J, options: RunOptions = {}): Promise<ResultOf<J>> {
-    return this.withModel(model, options.signal, async (engine) => {
-      if (options.signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-      return resultFor(job, await engine.run(job, options))
-    })
+    // Once part of an answer has gone to the client, the job cannot start over.
+    let answered = false
+    const onProgress = options.onProgress && ((p: JobProgress) => ((answered ||= p.type !== 'prompt'), options.onProgress!(p)))
+    return this.withRetry(model, () => answered, () =>
+      this.withModel(model, options.signal, async (engine) => {
+        if (options.signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
+        return resultFor(job, await engine.run(job, { ...options, onProgress }))
+      }),
+    )
   }
 
   /** Loads a model now (waiting its turn), so the first request does not pay for it. */
   async load(model: ModelRecord, signal?: AbortSignal): Promise<Engine> {
-    return this.withModel(model, signal, async (engine) => engine)
+    return this.withRetry(model, () => false, () => this.withModel(model, signal, async (engine) => engine))
+  }
+
+  /** Runs `attempt`, and once more where `afterFailure` says so (never after part of an answer went out). */
+  private async withRetry<T>(model: ModelRecord, answered: () => boolean, attempt: () => Promise<T>): Promise<T> {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await attempt()
+      } catch (e) {
+        if (answered() || !this.options.afterFailure) throw e
+        const next = await this.options.afterFailure(model, e)
+        if (next instanceof Error) throw next
+        if (next !== 'retry' || tries >= 2) throw e
+      }
+    }
   }
 
   /** Unloads a model once the request it is serving (if any) is done. */
