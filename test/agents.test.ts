@@ -18,14 +18,15 @@ import { familyModel } from './support/family-models.ts'
 import { PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
+import { cannotRun } from './support/skips.ts'
 
 const MODEL = 'qwen25-ok'
 const CONTEXT = AGENT_MODEL.contextLength!
 const template = sharedFixture('chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja')
 const agents: AgentProgram[] = ['claude', 'codex', 'opencode', 'qwen']
 const missing = agents.filter((a) => !agentProgram(a))
-if (!llamaBuild) console.warn('*** SKIPPED: llama.cpp is not built on this machine (npm run build:engines); the agents suite cannot run')
-if (missing.length) console.warn(`*** SKIPPED: the coding agents ${missing.join(', ')} are not installed (the engines project's setup installs them from test/agents)`)
+if (!llamaBuild) cannotRun('llama.cpp is not built on this machine (npm run build:engines); the agents suite cannot run')
+if (missing.length) cannotRun(`the coding agents ${missing.join(', ')} are not installed (the engines project's setup installs them from test/agents)`)
 
 /** How each agent runs a prompt headless, and continues its last session with another. */
 const HEADLESS: Record<AgentProgram, { start: (prompt: string) => string[]; resume: (prompt: string) => string[] }> = {

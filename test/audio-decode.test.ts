@@ -26,6 +26,7 @@ import { SincResampler } from '../native-models/audio/sinc-resampler.ts'
 import { sniffAudioFormat, type SniffedAudioFormat } from '../native-models/audio/sniff-audio-format.ts'
 import { bestCorrelation, energyEnvelope, peak, rms } from './audio/signal-measures.ts'
 import { aiffFile, concat, mpeg2ProgramStream, oggOpusSilence, pngFile, wavFile } from './audio/synthesize-audio-files.ts'
+import { cannotRun } from './support/skips.ts'
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/audio/', import.meta.url))
 const fixture = (name: string): string => join(FIXTURES, name)
@@ -66,6 +67,7 @@ const LOSSLESS_WIDEBAND = ['speech.flac', 'speech-u8.wav', 'speech-s24.wav', 'sp
 
 const originalPath = process.env.PATH
 const realFfmpeg = findFfmpegOnPath(originalPath)
+if (!realFfmpeg) cannotRun('decoding with the system ffmpeg: no ffmpeg on PATH (Debian: apt-get install -y ffmpeg; .ci/run installs it)')
 let scratch = ''
 const decodes = new Map<string, DecodedAudio>()
 

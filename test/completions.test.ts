@@ -13,9 +13,10 @@ import { PROJECT_ROOT, postJson, startTestServer, type TestServer } from './supp
 import { sharedFixture } from './support/shared-fixtures.ts'
 import { writeTinyBert, writeTinyLlama } from './support/tiny-models.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
+import { cannotRun } from './support/skips.ts'
 
 const coderTemplate = sharedFixture('chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja')
-if (!llamaBuild) console.warn('*** SKIPPED: llama.cpp is not built on this machine (npm run build:engines); the completions suite cannot run')
+if (!llamaBuild) cannotRun('llama.cpp is not built on this machine (npm run build:engines); the completions suite cannot run')
 
 describe.skipIf(!llamaBuild)('/v1/completions', () => {
   let server: TestServer

@@ -14,6 +14,7 @@ import { FakeHub } from './support/fake-hub.ts'
 import { engineProcessIds } from './support/process-stats.ts'
 import { postJson, startTestServer, type TestServer } from './support/server-process.ts'
 import { writeTinyBert, writeTinyLlama } from './support/tiny-models.ts'
+import { cannotRun } from './support/skips.ts'
 
 const hello = [{ role: 'user', content: 'Once upon a time' }]
 
@@ -181,7 +182,7 @@ describe('the disk filling up during a pull', () => {
       execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=6m', 'tmpfs', mountPoint], { stdio: 'pipe' })
       mounted = true
     } catch (e) {
-      console.warn(`*** SKIPPED disk-full tests: cannot mount a small tmpfs (${(e as Error).message.split('\n')[0]}); they need root ***`)
+      cannotRun(`disk-full tests: cannot mount a small tmpfs (${(e as Error).message.split('\n')[0]}); they need root`)
       return
     }
     writeTinyBert(join(mountPoint, 'bystander.gguf'))

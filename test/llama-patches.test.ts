@@ -13,10 +13,11 @@ import { readUpstreamError } from '../native-models/llama-server/upstream-errors
 import { sharedFixture } from './support/shared-fixtures.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
 import { llamaBuild, startUpstreamLlamaServer, type UpstreamServer } from './support/upstream-servers.ts'
+import { cannotRun } from './support/skips.ts'
 
 const template = sharedFixture('chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja')
 
-if (!llamaBuild) console.warn('*** SKIPPED: llama.cpp is not built on this machine (npm run build:engines); the llama.cpp patch suite cannot run')
+if (!llamaBuild) cannotRun('llama.cpp is not built on this machine (npm run build:engines); the llama.cpp patch suite cannot run')
 
 describe.skipIf(!llamaBuild || !template)('llama.cpp as Hearth patches it', () => {
   let upstream: UpstreamServer

@@ -15,10 +15,11 @@ import { PROJECT_ROOT, postJson, startTestServer, type TestServer } from './supp
 import { writeTinyLlama, writeTinyWhisper } from './support/tiny-models.ts'
 import { wavFile } from './audio/synthesize-audio-files.ts'
 import { llamaBuild, startUpstreamLlamaServer, whisperBuild, type UpstreamServer } from './support/upstream-servers.ts'
+import { cannotRun } from './support/skips.ts'
 
 const WORDS = 'the quick brown fox jumps over the lazy dog and runs into the green wood '.repeat(12)
 
-if (!llamaBuild) console.warn('*** SKIPPED: llama.cpp is not built on this machine (npm run build:engines); the llama-server engine suite cannot run')
+if (!llamaBuild) cannotRun('llama.cpp is not built on this machine (npm run build:engines); the llama-server engine suite cannot run')
 
 describe.skipIf(!llamaBuild)('the llama-server engine', () => {
   let modelsDir: string

@@ -19,13 +19,14 @@ import { findWhisperBuild } from '../native-models/native-build/whisper-build.ts
 import { wavFile } from './audio/synthesize-audio-files.ts'
 import { startTestServer, type TestServer } from './support/server-process.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
+import { cannotRun } from './support/skips.ts'
 
 const whisperModel = sharedFixture('models/ggml-tiny-random-multilingual.bin')
 const silero = sharedFixture('models/for-tests-silero-v6.2.0-ggml.bin')
 const jfk = sharedFixture('audio/jfk.wav')
 // Without whisper-server there is no speech at all (503, engine_not_built).
 const whisperBuilt = findWhisperBuild() !== undefined
-if (!whisperBuilt) console.warn('\n*** SKIPPED: real-vad needs whisper.cpp built here (npm run build:engines) ***\n')
+if (!whisperBuilt) cannotRun('real-vad needs whisper.cpp built here (npm run build:engines)')
 
 const MODEL = 'whisper-random'
 const RATE = 16_000

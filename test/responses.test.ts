@@ -20,9 +20,10 @@ import { sharedFixture } from './support/shared-fixtures.ts'
 import { makePng } from './support/test-images.ts'
 import { writeTinyLlama, writeTinyMmproj } from './support/tiny-models.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
+import { cannotRun } from './support/skips.ts'
 
 const qwen3 = sharedFixture('chat-templates/Qwen-Qwen3-0.6B.jinja')
-if (!llamaBuild) console.warn('*** SKIPPED: llama.cpp is not built on this machine (npm run build:engines); the Responses suite cannot run')
+if (!llamaBuild) cannotRun('llama.cpp is not built on this machine (npm run build:engines); the Responses suite cannot run')
 
 const MODEL = 'qwen3-tiny'
 const weather = {

@@ -10,9 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { wavFile } from './audio/synthesize-audio-files.ts'
 import { generateTestModels, writeTestPng, type TestModels } from './support/tiny-models.ts'
 import { llamaBuild, startUpstreamLlamaServer, startUpstreamWhisperServer, whisperBuild, type UpstreamServer } from './support/upstream-servers.ts'
+import { cannotRun } from './support/skips.ts'
 
-if (!llamaBuild) console.warn('*** SKIPPED: the tiny llama and bert checks need llama.cpp built here (npm run build:engines)')
-if (!whisperBuild) console.warn('*** SKIPPED: the tiny whisper check needs whisper.cpp built here (npm run build:engines)')
+if (!llamaBuild) cannotRun('the tiny llama and bert checks need llama.cpp built here (npm run build:engines)')
+if (!whisperBuild) cannotRun('the tiny whisper check needs whisper.cpp built here (npm run build:engines)')
 
 let dir: string
 let models: TestModels

@@ -21,10 +21,11 @@ import { familyModel } from './support/family-models.ts'
 import { PROJECT_ROOT, postJson, startTestServer, type TestServer } from './support/server-process.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
+import { cannotRun } from './support/skips.ts'
 
 const template = sharedFixture('chat-templates/Qwen-Qwen3-0.6B.jinja')
 const thinkingTemplate = sharedFixture('chat-templates/Qwen-QwQ-32B.jinja')
-if (!llamaBuild) console.warn('*** SKIPPED: llama.cpp is not built on this machine (npm run build:engines); the tools suite cannot run')
+if (!llamaBuild) cannotRun('llama.cpp is not built on this machine (npm run build:engines); the tools suite cannot run')
 
 const MODEL = 'qwen3-tiny'
 /** QwQ opens every answer with its thinking. */

@@ -19,6 +19,7 @@ import { sharedFixture } from './support/shared-fixtures.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
 import { realModel } from './support/real-models.ts'
+import { cannotRun } from './support/skips.ts'
 
 const CHROMIUM = process.env.HEARTH_CHROMIUM ?? '/usr/bin/chromium'
 const haveChromium = existsSync(CHROMIUM)
@@ -30,7 +31,7 @@ const runnable = haveChromium && Boolean(qwen3Template)
 const answers = Boolean(llamaBuild)
 
 if (!runnable) {
-  console.warn(`\n*** SKIPPED test/ui-tools.test.ts: needs Chromium at ${CHROMIUM} and ../shared/fixtures/chat-templates.\n`)
+  cannotRun(`test/ui-tools.test.ts: needs Chromium at ${CHROMIUM} and ../shared/fixtures/chat-templates.\n`)
 } else if (!answers) {
   console.warn('\n*** test/ui-tools.test.ts: llama.cpp is not built here, so the tests that need answers are skipped (npm run build:engines).\n')
 }
@@ -381,16 +382,46 @@ describe.skipIf(!runnable)('tools and documents in the web UI', () => {
     await context.close()
   })
 
-  it.skipIf(!answers)('reads well in the dark theme', async () => {
+  it.skipIf(!answers)('reads well in the dark theme: a dark page, and the tool result in readable contrast', async () => {
     await page.goto(`${server.url}/#/chat`)
     await page.getByRole('button', { name: 'What is the secret word?', exact: true }).click()
     await page.getByLabel('Theme').selectOption('dark')
-    await page.locator('article.assistant').first().getByTestId('tool-result').first().locator('summary').click()
+    const result = page.locator('article.assistant').first().getByTestId('tool-result').first()
+    await result.locator('summary').click()
     await shot('tools-result-dark')
+    // WCAG's contrast of the result's text against what it is drawn on, and the page's own darkness.
+    const colors = await result.evaluate((element) => {
+      const backgroundOf = (e: Element | null): string => {
+        for (; e; e = e.parentElement) {
+          const color = getComputedStyle(e).backgroundColor
+          if (color !== 'rgba(0, 0, 0, 0)' && color !== 'transparent') return color
+        }
+        return 'rgb(255, 255, 255)'
+      }
+      const text = element.querySelector('pre, code, summary') ?? element
+      return { text: getComputedStyle(text).color, background: backgroundOf(text), page: backgroundOf(document.body) }
+    })
     await page.getByLabel('Theme').selectOption('system')
+    expect(luminance(colors.page), colors.page).toBeLessThan(0.1)
+    expect(contrast(colors.text, colors.background), JSON.stringify(colors)).toBeGreaterThanOrEqual(4.5)
   })
 
   it('has no errors in the page', () => {
     expect(pageErrors).toEqual([])
   })
 })
+
+/** WCAG 2's relative luminance of a CSS rgb()/rgba() color. */
+function luminance(css: string): number {
+  const [r, g, b] = (css.match(/[\d.]+/g) ?? []).slice(0, 3).map((v) => {
+    const c = Number(v) / 255
+    return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4
+  })
+  return 0.2126 * r! + 0.7152 * g! + 0.0722 * b!
+}
+
+/** WCAG 2's contrast ratio (1 to 21; 4.5 is the floor for body text). */
+function contrast(a: string, b: string): number {
+  const [light, dark] = [luminance(a), luminance(b)].sort((x, y) => y - x)
+  return (light! + 0.05) / (dark! + 0.05)
+}

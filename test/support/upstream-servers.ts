@@ -12,6 +12,8 @@ export interface UpstreamServer {
   pid: number
   /** SIGTERM by default; SIGKILL for a crash. */
   stop(signal?: NodeJS.Signals): Promise<void>
+  /** The signal that killed it, once it is dead of one. */
+  killedBy(): string | null
 }
 
 /** Undefined when llama.cpp has not been built on this machine (the server then answers its models 503). */
@@ -44,7 +46,7 @@ export async function startUpstreamProgram(build: LlamaBuild, program: string, a
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   const url = `http://127.0.0.1:${port}`
   for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error(`${program} exited: ${log}`)
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${program} ${child.signalCode ? `was killed by ${child.signalCode}` : `exited with ${child.exitCode}`}: ${log}`)
     const ok = await fetch(`${url}/health`).then((r) => r.status === 200, () => false)
     if (ok) break
     if (i > 2000) throw new Error(`${program} did not start: ${log}`)
@@ -53,6 +55,7 @@ export async function startUpstreamProgram(build: LlamaBuild, program: string, a
   return {
     url,
     pid: child.pid!,
+    killedBy: () => child.signalCode,
     async stop(signal: NodeJS.Signals = 'SIGTERM') {
       child.kill(signal)
       await exited
