@@ -21,6 +21,10 @@ async function main(): Promise<void> {
     return
   }
   const { settings } = resolved
+  const [major, minor] = process.versions.node.split('.').map(Number) as [number, number]
+  if (major < 22 || (major === 22 && minor < 12)) {
+    console.warn(`warning: Node.js ${process.versions.node} is older than the 22.12 Hearth is tested on (Node 20 ended in April 2026); install Node 22 (nodejs.org, or nvm install 22)`)
+  }
   const server = await startServer(settings)
   const { models, broken, catalogProblem } = await server.context.folder.scan()
   console.log(`models folder: ${settings.modelsDir} (${models.length} model${models.length === 1 ? '' : 's'})`)
