@@ -39,6 +39,14 @@ while [ "$1" != "--target" ]; do shift; done; shift
 mkdir -p "$dir/bin"
 crash=""
 if [ -n "$CRASH_UNLESS" ] && ! grep -q -- "$CRASH_UNLESS" "$dir/configured-with"; then crash='kill -ILL $$'; fi
+# A portable build: a CPU backend per level, the runners load the best one left (and die on CRASH_VARIANT's).
+if grep -q -- "-DGGML_CPU_ALL_VARIANTS=ON" "$dir/configured-with"; then
+  for variant in haswell icelake sapphirerapids; do : > "$dir/bin/libggml-cpu-$variant.so"; done
+  crash='here=$(dirname "$0"); for v in sapphirerapids icelake haswell; do [ -e "$here/libggml-cpu-$v.so" ] && break; done
+echo "load_backend: loaded CPU backend from $here/libggml-cpu-$v.so" >&2
+[ "$v" = "$CRASH_VARIANT" ] && kill -ILL $$
+exit 0'
+fi
 i=1
 while [ $i -le 40 ]; do echo "[$i/40] Building CXX object src/file$i.cpp.o"; i=$((i+1)); done
 for program in "$@"; do
@@ -48,13 +56,13 @@ for program in "$@"; do
 done
 `
 
-function buildWith(env: Record<string, string>): { status: number | null; stdout: string; stderr: string; cache: string } {
+function buildWith(env: Record<string, string>, args: string[] = []): { status: number | null; stdout: string; stderr: string; cache: string } {
   const bin = mkdtempSync(join(tmpdir(), 'hearth-fake-cmake-'))
   writeFileSync(join(bin, 'cmake'), FAKE_CMAKE)
   chmodSync(join(bin, 'cmake'), 0o755)
   const cache = mkdtempSync(join(tmpdir(), 'hearth-build-output-cache-'))
   for (const name of sources) symlinkSync(join(realCache, name), join(cache, name))
-  const result = spawnSync(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'main/cli/build-engines.ts')], {
+  const result = spawnSync(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'main/cli/build-engines.ts'), ...args], {
     cwd: PROJECT_ROOT,
     // The fake builds are recorded in a file of their own, not in the project's record.
     env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, HEARTH_ENGINE_CACHE: cache, HEARTH_ENGINE_RECORD: join(cache, 'record.json'), HEARTH_ENGINE_GPU: 'none', ...env },
@@ -100,6 +108,17 @@ describe.skipIf(!haveSources)('the engine build as a person sees it', () => {
     expect(manifest.cmakeFlags).toEqual(expect.arrayContaining(fallback.flags))
     expect(manifest.selfTest).toMatchObject({ engine: 'llama', passed: true })
     expect(manifest.selfTest.runs).toHaveLength(30)
+  })
+
+  it('leaves out a portable build\'s CPU backend that crashes, and ggml takes the next best', () => {
+    const { status, stdout, stderr, cache } = buildWith({ CRASH_VARIANT: 'sapphirerapids' }, ['--portable'])
+    expect(status, stderr).toBe(0)
+    expect(stdout).toMatch(/llama-portable: self-test failed: .* \(killed by SIGILL\)/)
+    expect(stdout).toContain('llama-portable: left out the sapphirerapids CPU backend')
+    expect(stdout).toMatch(/llama-portable: self-test passed: 15 weight types ran at 1 and 2 threads on its icelake CPU backend/)
+    const built = readdirSync(cache).find((f) => /^llama-portable-\w+$/.test(f))!
+    expect(readdirSync(join(cache, built)).filter((f) => f.startsWith('libggml-cpu-')).sort()).toEqual(['libggml-cpu-haswell.so', 'libggml-cpu-icelake.so'])
+    expect(JSON.parse(readFileSync(join(cache, built, 'build.json'), 'utf8')).withheld).toEqual(['sapphirerapids'])
   })
 
   it('names the log when a step fails, and the log holds what the tool said', () => {

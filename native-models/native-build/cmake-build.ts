@@ -57,7 +57,7 @@ export interface BuildRecipe {
   portable?: boolean
   /**
    * Runs the programs built into `dir` on every weight type (scratch files in `scratch`); a build
-   * whose self-test fails is made again without the CPU feature behind it.
+   * whose self-test crashes is made again without the CPU feature behind it.
    */
   selfTest?: (dir: string, scratch: string, onRun: (run: SelfTestRun) => void) => SelfTestReport
 }
@@ -237,7 +237,7 @@ export async function cmakeBuild(
     // Built before there was a self-test: it counts as ready once it has passed one.
     const report = runSelfTest(recipe, existing.dir, join(cache, `self-test-${recipe.name}-${key}`), log)
     const { dir, ...manifest } = existing
-    if (report.passed) {
+    if (!crashed(report)) {
       writeFileSync(join(dir, 'build.json'), JSON.stringify({ ...manifest, selfTest: report }, null, 2))
       recordCacheDir(dirname(dir), env)
       return { ...existing, selfTest: report }
@@ -263,12 +263,13 @@ export async function cmakeBuild(
     const withheld = [...level.withheld]
     let report = recipe.selfTest && runSelfTest(recipe, staging, `${staging}-self-test`, log)
     // A portable build carries a backend per CPU level: the one ggml chose is left out and the next best tried.
-    while (report && !report.passed && recipe.portable && report.cpuVariant && removeCpuVariant(staging, report.cpuVariant)) {
+    while (report && crashed(report) && recipe.portable && report.cpuVariant && removeCpuVariant(staging, report.cpuVariant)) {
       withheld.push(report.cpuVariant)
       log(`${recipe.name}: left out the ${report.cpuVariant} CPU backend`)
       report = runSelfTest(recipe, staging, `${staging}-self-test`, log)
     }
-    if (!report || report.passed) {
+    // Only a crash says the CPU is to blame; a run that fails otherwise is said, and the build kept.
+    if (!report || !crashed(report)) {
       const features = recipe.portable ? ['every CPU level, chosen at run time'] : nativeCpuFeatures(level)
       const manifest: Omit<NativeBuild, 'dir'> = {
         commit: recipe.commit,
@@ -294,6 +295,10 @@ export async function cmakeBuild(
     rmSync(staging, { recursive: true, force: true })
   }
   throw new EngineBuildError(`${recipe.name} does not run on this CPU however it is built (${failures.join('; ')}). Please report it with the output of: grep -m1 flags /proc/cpuinfo`)
+}
+
+function crashed(report: SelfTestReport): boolean {
+  return report.runs.some((r) => r.outcome === 'crashed')
 }
 
 /** Runs the recipe's self-test on the programs in `dir`, saying what it does and what it found. */
