@@ -270,14 +270,15 @@ export async function cmakeBuild(
     }
     // Only a crash says the CPU is to blame; a run that fails otherwise is said, and the build kept.
     if (!report || !crashed(report)) {
-      const features = recipe.portable ? ['every CPU level, chosen at run time'] : nativeCpuFeatures(level)
+      const flags = [...recipe.flags, ...level.flags]
+      const features = recipe.portable ? ['every CPU level, chosen at run time'] : nativeCpuFeatures(flags)
       const manifest: Omit<NativeBuild, 'dir'> = {
         commit: recipe.commit,
         sourceVersion: recipe.sourceVersion,
         gpu,
         cpuFeatures: features,
         compiler,
-        cmakeFlags: [...recipe.flags, ...level.flags],
+        cmakeFlags: flags,
         builtAt: new Date().toISOString(),
         withheld,
         ...(report ? { selfTest: report } : {}),
@@ -402,10 +403,11 @@ function elapsed(since: number): string {
 }
 
 /**
- * The vector extensions a build compiles for: those the compiler turns on for -march=native (less
- * what `level` leaves out), named as llama.cpp's own `system_info` names them.
+ * The vector extensions a build with these CMake options compiles for: those the compiler turns on
+ * for -march=native (less what CMAKE_CXX_FLAGS leaves out; ggml's generic build where the options
+ * turn GGML_NATIVE off), named as llama.cpp's own `system_info` names them.
  */
-export function nativeCpuFeatures(level?: CpuLevel): string[] {
+export function nativeCpuFeatures(cmakeFlags: readonly string[] = []): string[] {
   const features: Array<[string, string]> = [
     ['__SSE3__', 'SSE3'],
     ['__SSSE3__', 'SSSE3'],
@@ -423,17 +425,12 @@ export function nativeCpuFeatures(level?: CpuLevel): string[] {
     ['__ARM_FEATURE_MATMUL_INT8', 'MATMUL_INT8'],
     ['__ARM_FEATURE_SVE', 'SVE'],
   ]
-  const generic = level?.withheld.includes('native')
-  const options = generic ? (process.arch === 'x64' ? ['-march=x86-64-v3'] : []) : ['-march=native', ...compilerOptionsOf(level)]
+  const generic = cmakeFlags.findLast((f) => f.startsWith('-DGGML_NATIVE=')) === '-DGGML_NATIVE=OFF'
+  const leftOut = cmakeFlags.findLast((f) => f.startsWith('-DCMAKE_CXX_FLAGS='))?.slice('-DCMAKE_CXX_FLAGS='.length).split(' ') ?? []
+  const options = generic ? (process.arch === 'x64' ? ['-march=x86-64-v3'] : []) : ['-march=native', ...leftOut]
   const result = spawnSync('c++', [...options, '-dM', '-E', '-x', 'c++', '/dev/null'], { encoding: 'utf8' })
   const defined = new Set((result.stdout ?? '').split('\n').map((l) => l.split(' ')[1]))
   return features.filter(([macro]) => defined.has(macro)).map(([, name]) => name)
-}
-
-/** The -m options a level passes to the compiler through CMAKE_CXX_FLAGS. */
-function compilerOptionsOf(level: CpuLevel | undefined): string[] {
-  const flags = level?.flags.find((f) => f.startsWith('-DCMAKE_CXX_FLAGS='))
-  return flags ? flags.slice('-DCMAKE_CXX_FLAGS='.length).split(' ') : []
 }
 
 function compilerId(): string {
