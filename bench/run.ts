@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- [--runs N] [--only real-size,grammar,overhead,embeddings,remote,speech,real-weights,agents,agents-session,agents-together]`
+ * `npm run bench -- [--runs N] [--only real-size,grammar,overhead,embeddings,remote,speech,real-weights,amx,agents,agents-session,agents-together]`
  * Measures Hearth against the upstream programs it runs, built from the same source (see
  * bench/upstream-bench.ts and bench/speech-bench.ts), and prints each figure with its target. Not
  * a test: numbers vary with the machine.
@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { runAgentBench } from './agents-bench.ts'
+import { runAmxBench } from './amx-bench.ts'
 import { COMPARE_FLAGS, compareFromFlags } from './compare.ts'
 import { runRemoteBench } from './remote-bench.ts'
 import { runSpeechBench, speechBenchInputs } from './speech-bench.ts'
@@ -51,12 +52,13 @@ async function embeddingModelPath(): Promise<string> {
   return path
 }
 
-const results: Record<string, Record<string, number | Record<string, number>>> = await runUpstreamBench({
+const results: Record<string, Record<string, number | string | Record<string, number | string>>> = await runUpstreamBench({
   smallChatModel: await chatModelPath(),
   embeddingModel: await embeddingModelPath(),
   runs,
   only: wanted,
 })
+if (wanted('amx')) results.amx = await runAmxBench(Math.max(3, Math.ceil(runs / 2)))
 if (wanted('remote')) results.remote = await runRemoteBench({ smallChatModel: await chatModelPath(), runs })
 if (wanted('agents') || wanted('agents-session') || wanted('agents-together')) {
   results.agents = await runAgentBench({ session: wanted('agents') || wanted('agents-session'), together: wanted('agents') || wanted('agents-together') })

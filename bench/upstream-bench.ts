@@ -43,25 +43,29 @@ interface Stream {
 }
 
 /** The model file the real-size figures use, made once and kept in the engine cache. */
-export function realSizeModel(build: LlamaBuild): string {
-  return cachedBenchModel(build, 'random-tinyllama-1.1b', 'Q4_K_M', 'a random-weight TinyLlama-1.1B-shaped model (F16, 2.2 GB)', writeRealSizeLlama)
+export function realSizeModel(build: LlamaBuild, quantization = 'Q4_K_M'): string {
+  return cachedBenchModel(build, 'random-tinyllama-1.1b', quantization, 'a random-weight TinyLlama-1.1B-shaped model (F16, 2.2 GB)', writeRealSizeLlama)
 }
 
 /**
  * A benchmark model in the engine cache (`bench-models/<name>-<quantization>.gguf`), made once:
- * `write` writes it as F16, and the built llama-quantize quantizes it.
+ * `write` writes it as F16 (kept, so each further quantization starts from it), and the built
+ * llama-quantize quantizes it.
  */
 export function cachedBenchModel(build: LlamaBuild, name: string, quantization: string, what: string, write: (f16Path: string) => void): string {
   const dir = join(engineCacheDir(), 'bench-models')
   const path = join(dir, `${name}-${quantization}.gguf`)
   if (existsSync(path)) return path
   mkdirSync(dir, { recursive: true })
-  const f16 = join(dir, `${name}-F16.gguf.partial`)
-  console.log(`writing ${what}, then quantizing it to ${quantization}…`)
-  write(f16)
+  const f16 = join(dir, `${name}-F16.gguf`)
+  if (!existsSync(f16)) {
+    console.log(`writing ${what}…`)
+    write(`${f16}.partial`)
+    renameSync(`${f16}.partial`, f16)
+  }
+  console.log(`quantizing ${name} to ${quantization}…`)
   execFileSync(programPath(build.dir, 'llama-quantize'), [f16, `${path}.partial`, quantization, String(availableParallelism())], { stdio: 'ignore' })
   renameSync(`${path}.partial`, path)
-  rmSync(f16)
   return path
 }
 

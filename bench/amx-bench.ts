@@ -1,0 +1,122 @@
+/**
+ * What AMX's matrix units give on a Xeon that has them (issue 34): prompt processing and decode of
+ * the real-size model (TinyLlama-1.1B's shape, random weights) in Q8_0, Q4_0 and Q4_K_M, through
+ * - Hearth on its own build (AMX on, with the ggml-01 patch);
+ * - Hearth on its build without AMX (comparison-builds.ts: AVX-512 and its repacked weights, what
+ *   install builds where AMX crashes);
+ * - upstream llama-server built from the same source without Hearth's patches, which crashes on
+ *   these files here: the crash is recorded as its figure.
+ * One thread, every engine pinned to the engine core, runs interleaved, medians. Target: AMX gives at
+ * least 2× the prompt throughput of the path without it, and decode is no slower.
+ */
+import { readFileSync } from 'node:fs'
+import { basename } from 'node:path'
+import { findLlamaBuild, type LlamaBuild } from '../native-models/native-build/llama-build.ts'
+import { llamaServerArgs } from '../native-models/llama-server/llama-server-args.ts'
+import { startTestServer, type TestServer } from '../test/support/server-process.ts'
+import { startUpstreamProgram } from '../test/support/upstream-servers.ts'
+import { fmt, median } from './bench-server.ts'
+import { llamaBuildWithoutAmx, upstreamLlamaBuild } from './comparison-builds.ts'
+import { CLIENT_CORES, ENGINE_CORE, pinEngines, pinProcess } from './cores.ts'
+import { realSizeModel, say, spec, stream, trainedContext, words, type Endpoint } from './upstream-bench.ts'
+import { copyFileSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+const WEIGHT_TYPES = ['Q8_0', 'Q4_0', 'Q4_K_M'] as const
+const PROMPT_WORDS = 660
+
+interface Side {
+  name: string
+  endpoint: Endpoint
+  stop: () => Promise<void>
+}
+
+export async function runAmxBench(runs: number): Promise<Record<string, Record<string, number | string>>> {
+  const build = findLlamaBuild()
+  if (!build) throw new Error('llama.cpp is not built on this machine: npm run build:engines')
+  if (!/\bamx_int8\b/.test(readFileSync('/proc/cpuinfo', 'utf8')) || !build.cpuFeatures.includes('AMX_INT8')) {
+    console.log('\n# AMX: this CPU has no AMX (or the build left it out); nothing to measure')
+    return {}
+  }
+  const withoutAmx = await llamaBuildWithoutAmx()
+  const upstream = await upstreamLlamaBuild()
+  console.log(`\n# AMX on the real-size model, 1 thread, engines on core ${ENGINE_CORE}: Hearth (AMX) | Hearth without AMX | llama-server upstream (unpatched)`)
+  const results: Record<string, Record<string, number | string>> = {}
+  for (const type of WEIGHT_TYPES) {
+    const file = realSizeModel(build, type)
+    results[type] = await measureType(file, runs, withoutAmx!, upstream)
+  }
+  return results
+}
+
+async function measureType(file: string, runs: number, withoutAmx: LlamaBuild, upstream: LlamaBuild): Promise<Record<string, number | string>> {
+  const id = basename(file, '.gguf')
+  const context = await trainedContext(file)
+  const figures: Record<string, number | string> = {}
+  // Upstream first, alone: where it crashes there is nothing more to ask of it.
+  figures.upstream = await upstreamOutcome(upstream, file, id, context)
+  const sides = [await hearthSide('hearth', file, id), await hearthSide('hearth-without-amx', file, id, withoutAmx)]
+  try {
+    const samples = new Map(sides.map((s) => [s.name, { prompt: [] as number[], decode: [] as number[] }]))
+    for (let run = 0; run < runs; run++) {
+      for (const side of sides) {
+        // A prompt no cache holds (its first words are this run's own).
+        const first = await stream(side.endpoint, say(words(PROMPT_WORDS, `${side.name}-${run}-${Math.random()}`)), 1)
+        samples.get(side.name)!.prompt.push(((first.promptTokens - first.cachedTokens) * 1000) / first.ttftMs)
+        samples.get(side.name)!.decode.push((await stream(side.endpoint, say(`run ${run}: tell a story`), 32)).decodePerSecond)
+      }
+    }
+    for (const [name, s] of samples) {
+      figures[`${name}_prompt_tps`] = median(s.prompt)
+      figures[`${name}_decode_tps`] = median(s.decode)
+    }
+    const promptGain = (figures.hearth_prompt_tps as number) / (figures['hearth-without-amx_prompt_tps'] as number)
+    const decodeRatio = (figures.hearth_decode_tps as number) / (figures['hearth-without-amx_decode_tps'] as number)
+    figures.amx_prompt_gain = promptGain
+    figures.amx_decode_ratio = decodeRatio
+    const row = (what: string, unit: string, key: 'prompt' | 'decode', ratio: number, target: string) =>
+      console.log(
+        `${id.padEnd(28)} ${what.padEnd(7)} hearth ${fmt(figures[`hearth_${key}_tps`] as number, 1).padStart(7)}  without AMX ${fmt(figures[`hearth-without-amx_${key}_tps`] as number, 1).padStart(7)} ${unit}  ratio ${fmt(ratio, 2)} (target ${target})  llama-server: ${figures.upstream}`,
+      )
+    row('prompt', 'tok/s', 'prompt', promptGain, '≥ 2')
+    row('decode', 'tok/s', 'decode', decodeRatio, '≥ 1.0')
+  } finally {
+    for (const side of sides) await side.stop()
+  }
+  return figures
+}
+
+/** Hearth serving `file` on `build` (its own by default), its engine pinned to the engine core once loaded. */
+async function hearthSide(name: string, file: string, id: string, build?: LlamaBuild): Promise<Side> {
+  const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-amx-bench-'))
+  copyFileSync(file, join(modelsDir, `${id}.gguf`))
+  const server: TestServer = await startTestServer({ modelsDir, threads: 1, args: ['--parallel', '1'], env: build ? { HEARTH_LLAMA_BUILD_DIR: build.dir } : {} })
+  pinProcess(server.process.pid!, CLIENT_CORES)
+  const endpoint = { url: server.url, headers: { authorization: `Bearer ${server.apiKey}` }, model: id }
+  await stream(endpoint, say('warm up'), 2)
+  pinEngines(server.process.pid!)
+  return { name, endpoint, stop: async () => void (await server.stop()) }
+}
+
+/** What upstream llama-server does with `file`: its prompt throughput, or how it died. */
+async function upstreamOutcome(build: LlamaBuild, file: string, id: string, context: number): Promise<string> {
+  let server
+  try {
+    server = await startUpstreamProgram(build, 'llama-server', llamaServerArgs(spec(id, file, 1, context)), { cpus: ENGINE_CORE })
+  } catch (e) {
+    const signal = /was killed by (\w+)/.exec((e as Error).message)?.[1]
+    return signal ? `killed by ${signal} while loading` : `did not load (${(e as Error).message.split('\n')[0]!.slice(0, 80)})`
+  }
+  try {
+    const endpoint = { url: server.url, headers: {}, model: id }
+    const first = await stream(endpoint, say(words(PROMPT_WORDS, `upstream-${Math.random()}`)), 1)
+    return `${fmt(((first.promptTokens - first.cachedTokens) * 1000) / first.ttftMs, 1)} tok/s prompt`
+  } catch (e) {
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const signal = server.killedBy()
+    return signal ? `killed by ${signal} on its first batch` : `failed the request (${(e as Error).message.slice(0, 80)})`
+  } finally {
+    await server.stop().catch(() => undefined)
+  }
+}
