@@ -15,6 +15,7 @@ import { basename, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { closeAudioDecodeWorkers, decodeAudio, decodeAudioInWorker } from '../native-models/audio/decode-audio.ts'
+import { realModelPath } from '../main/cli/real-models/catalog.ts'
 import { engineCacheDir } from '../native-models/native-build/cmake-build.ts'
 import { findWhisperBuild } from '../native-models/native-build/whisper-build.ts'
 import { startTestServer } from '../test/support/server-process.ts'
@@ -147,9 +148,10 @@ async function decodeTimes(runs: number): Promise<Record<string, number>> {
 }
 
 /**
- * The audio (jfk.wav from the shared fixtures when present), and two models: the shared tiny random
- * whisper, whose figures are Hearth's overhead, and a random whisper shaped like whisper-base (74 M
- * parameters, F16), whose figures are the speed a user sees. Our writer steers any whisper's
+ * The audio (jfk.wav from the shared fixtures when present), and three models: the shared tiny random
+ * whisper, whose figures are Hearth's overhead, a random whisper shaped like whisper-base (74 M
+ * parameters, F16), and the trained whisper base itself (npm run models:fetch), whose figures are
+ * the speed a user sees. Our writer steers any whisper's
  * decoder to " hello world." ending at 2 s, so both sides do the same work on every run; whisper
  * then moves its window on 2 s at a time, so an 11 s clip costs about five encoder passes where
  * real speech would cost one: the ratio is what counts, the real-time factor understates.
@@ -174,9 +176,12 @@ export async function speechBenchInputs(): Promise<Array<{ label: string; modelP
     overheadModel = join(mkdtempSync(join(tmpdir(), 'hearth-bench-whisper-')), 'ggml-tiny-whisper.bin')
     writeTinyWhisper(overheadModel)
   }
+  const trained = realModelPath('whisper-base')
+  if (!trained) console.warn('*** whisper base (real weights) is not fetched: npm run models:fetch -- whisper-base ***')
   return [
     { label: 'overhead (tiny random whisper)', modelPath: overheadModel, audioPath },
     { label: 'real size (whisper-base shape)', modelPath: base, audioPath },
+    ...(trained ? [{ label: 'real weights (whisper base, F16)', modelPath: trained, audioPath }] : []),
   ]
 }
 

@@ -41,7 +41,7 @@ describe.skipIf(!llamaBuild)('the llama-server engine', () => {
 
   const turn = (content: string) => client.chat.completions.create({ model: 'chat', messages: [{ role: 'user', content }], max_tokens: 4 })
 
-  it('says what it runs: the pinned commit, the CPU features it was built for, its GPU backend', async () => {
+  it('says what it runs: the pinned commit, the CPU features it was built for, its GPU backend, its self-test', async () => {
     await postJson(server, '/api/models/chat/load', {})
     const system = await (await fetch(`${server.url}/api/system`, { headers: { authorization: `Bearer ${server.apiKey}` } })).json()
     expect(system.engine).toEqual({
@@ -50,6 +50,11 @@ describe.skipIf(!llamaBuild)('the llama-server engine', () => {
       cpu_features: llamaBuild!.cpuFeatures,
       gpu_backend: llamaBuild!.gpu,
       not_built: whisperBuild ? [] : [expect.stringMatching(/^whisper\.cpp is not built for this machine.*npm run build:engines/)],
+      self_tests: [
+        { engine: 'llama.cpp', passed: true, verdict: expect.stringMatching(/^self-test passed: 15 weight types ran at 1 and 2 threads/), withheld: llamaBuild!.withheld ?? [] },
+        ...(whisperBuild ? [{ engine: 'whisper.cpp', passed: true, verdict: expect.stringMatching(/^self-test passed: 11 weight types/), withheld: whisperBuild.withheld ?? [] }] : []),
+      ],
+      cpu_fallbacks: [],
     })
     expect(system.loaded).toEqual([expect.objectContaining({ id: 'chat', engine: 'llama-server', rss_bytes: expect.any(Number) })])
     expect(system.loaded[0].rss_bytes).toBeGreaterThan(1_000_000)
@@ -204,7 +209,15 @@ describe('without engine builds', () => {
       const models = await (await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${server.apiKey}` } })).json()
       expect(models.data.map((m: { id: string }) => m.id).sort()).toEqual(['chat', 'whisper'])
       const system = await (await fetch(`${server.url}/api/system`, { headers: { authorization: `Bearer ${server.apiKey}` } })).json()
-      expect(system.engine).toEqual({ name: 'not-built', commit: null, cpu_features: [], gpu_backend: 'none', not_built: [chat.json.error.message, speechError.message] })
+      expect(system.engine).toEqual({
+        name: 'not-built',
+        commit: null,
+        cpu_features: [],
+        gpu_backend: 'none',
+        not_built: [chat.json.error.message, speechError.message],
+        self_tests: [],
+        cpu_fallbacks: [],
+      })
       expect(system.devices).toEqual([expect.objectContaining({ type: 'cpu' })])
       expect(system.loaded).toEqual([])
     } finally {

@@ -124,14 +124,18 @@ describe('response formats', () => {
     const words = verboseJson(output, { segmentTimestamps: false, wordTimestamps: true })
     expect(words).not.toHaveProperty('segments')
     expect(words.words!.map((w) => w.word)).toEqual(['Hello', 'world', 'How', 'are', 'you', 'An', 'hour', '<later>', 'more'])
-    expect(words.words![1]).toEqual({ word: 'world', start: 0.1, end: 0.3 })
+    // "world" is followed by a token of punctuation alone, which gives the word no time.
+    expect(words.words![1]).toEqual({ word: 'world', start: 0.1, end: 0.2 })
   })
 
-  it('words join tokens that continue a word, and leave punctuation out', () => {
+  it('words join tokens that continue a word, and leave punctuation out, of their text and of their times', () => {
     const tokens = detail([' Ich', ' bin', ' ein', ' Ber', 'liner', '!', ' "', 'Ja', '",', ' don', "'t", ' —'], 0)!.tokens
     expect(wordsOf(tokens).map((w) => w.word)).toEqual(['Ich', 'bin', 'ein', 'Berliner', 'Ja', "don't"])
+    // "!" (0.5 to 0.6) is whisper's token of punctuation alone: Berliner ends where "liner" does.
     const berliner = wordsOf(tokens)[3]!
-    expect([berliner.start, berliner.end]).toEqual([0.3, 0.6])
+    expect([berliner.start, berliner.end]).toEqual([0.3, 0.5])
+    // '"' opens "Ja": the word starts with its first token of letters.
+    expect(wordsOf(tokens)[4]).toMatchObject({ word: 'Ja', start: 0.7 })
     expect(wordsOf([])).toEqual([])
   })
 

@@ -24,8 +24,8 @@ export function convertBert(modelDir: string, out: string, log: (line: string) =
   execFileSync(python, [SCRIPT, modelDir, out, source], { stdio: ['ignore', 'ignore', 'inherit'] })
 }
 
-/** The virtualenv's interpreter, made (again) when the pinned package list changed. */
-function converterPython(log: (line: string) => void, env: NodeJS.ProcessEnv): string {
+/** The virtualenv's interpreter (the converters share it), made (again) when the pinned package list changed. */
+export function converterPython(log: (line: string) => void, env: NodeJS.ProcessEnv): string {
   const venv = join(realModelsDir(env), 'venv')
   const python = process.platform === 'win32' ? join(venv, 'Scripts/python.exe') : join(venv, 'bin/python')
   const stamp = join(venv, '.hearth-packages')

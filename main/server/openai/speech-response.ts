@@ -140,22 +140,25 @@ export interface TimedWord {
 /**
  * Whisper's tokens joined into words, as OpenAI lists them: a token starting with a space starts a
  * word, punctuation on either side is left out, and a word spans its first token's start to its
- * last token's end.
+ * last token's end. A token of punctuation alone gives no time: whisper times a comma where the
+ * next word begins, which would stretch the word before it over the pause.
  */
 export function wordsOf(tokens: readonly SpeechToken[]): TimedWord[] {
   const words: TimedWord[] = []
   let text = ''
-  let startMs = 0
+  let startMs: number | undefined
   let endMs = 0
   const flush = () => {
     const word = text.trim().replace(/^\p{P}+|\p{P}+$/gu, '')
-    if (word) words.push({ word, start: seconds(startMs), end: seconds(endMs) })
+    if (word && startMs !== undefined) words.push({ word, start: seconds(startMs), end: seconds(endMs) })
     text = ''
+    startMs = undefined
   }
   for (const token of tokens) {
     if (/^\s/.test(token.text)) flush()
-    if (!text.trim()) startMs = token.startMs
     text += token.text
+    if (/^\s*\p{P}+\s*$/u.test(token.text)) continue
+    startMs ??= token.startMs
     endMs = token.endMs
   }
   flush()
