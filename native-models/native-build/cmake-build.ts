@@ -259,7 +259,8 @@ export async function cmakeBuild(
   for (const [i, level] of levels.entries()) {
     if (i < firstLevel) continue
     if (i > 0) log(`${recipe.name}: building again ${level.description}`)
-    const staging = await compileIntoStaging(recipe, gpu, [...recipe.flags, ...level.flags], log, env)
+    const flags = [...recipe.flags, ...level.flags]
+    const staging = await compileIntoStaging(recipe, gpu, flags, log, env)
     const withheld = [...level.withheld]
     let report = recipe.selfTest && runSelfTest(recipe, staging, `${staging}-self-test`, log)
     // A portable build carries a backend per CPU level: the one ggml chose is left out and the next best tried.
@@ -270,7 +271,6 @@ export async function cmakeBuild(
     }
     // Only a crash says the CPU is to blame; a run that fails otherwise is said, and the build kept.
     if (!report || !crashed(report)) {
-      const flags = [...recipe.flags, ...level.flags]
       const features = recipe.portable ? ['every CPU level, chosen at run time'] : nativeCpuFeatures(flags)
       const manifest: Omit<NativeBuild, 'dir'> = {
         commit: recipe.commit,
