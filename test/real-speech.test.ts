@@ -8,7 +8,7 @@
  *   to the same effect;
  * - word timings in order, inside the audio and inside the speech the trained Silero VAD finds
  *   (give or take 0.3 s); srt, vtt and verbose_json telling the same times; streamed deltas adding
- *   up to the whole text;
+ *   up to the whole text; the prompt's style followed;
  * - silence and noise answered with no text (whisper's [BLANK_AUDIO] is not speech);
  * - the Speech page in Chromium showing the English of the German file.
  */
@@ -142,6 +142,17 @@ describe.skipIf(!whisper || !whisperBuild || !jfk)('whisper base on real speech'
     const expected = segments.map((s) => ({ start: round(s.start), end: round(s.end), text: normaliseSpeech(s.text) }))
     expect(cues(srt, ',')).toEqual(expected)
     expect(cues(vtt, '.')).toEqual(expected)
+  })
+
+  it('follows the style of the prompt', async () => {
+    const styled = await client.audio.transcriptions.create({
+      model: MODEL,
+      file: await file(jfk!),
+      prompt: 'hello. this transcript has no capital letters and no punctuation at all',
+    })
+    expect(styled.text.trim()).toMatch(/^and so my fellow/)
+    expect(styled.text).not.toContain(',')
+    expect(wordErrorRate(JFK_TEXT, styled.text)).toBeLessThanOrEqual(0.1)
   })
 
   it('streams deltas that add up to the whole text', async () => {
