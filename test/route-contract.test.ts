@@ -181,6 +181,26 @@ describe('busy, stalled and abandoned requests', () => {
     expect(gate.aborted).toEqual(['chat'])
   })
 
+  it('a stream cut by --request-timeout is logged, listed and counted as cut, with the limit named, not as a 200', async () => {
+    // Words, then nothing until the limit: the 200 and part of the answer are out when the time runs out.
+    const stalls: Script = async (job, context) => {
+      context.emit({ type: 'text', text: 'Once' })
+      await new Promise<void>((_, reject) => context.signal?.addEventListener('abort', () => reject(new ModelError('cancelled', 'cancelled'))))
+      return plainScript(job, context)
+    }
+    const { server } = await serve(stalls, ['--request-timeout', '0.3'])
+    const res = await postJson(server, '/v1/chat/completions', { model: 'tiny', messages: hi, stream: true })
+    expect(res.status).toBe(200)
+    expect(res.text).toMatch(/data: \{"error":\{.*"code":"request_timeout"/)
+    await until(() => /POST \/v1\/chat\/completions 408/.test(server.output()))
+    expect(server.output()).toMatch(/POST \/v1\/chat\/completions 408 \(cut mid-stream after 200: The request took longer than the limit of 0 s/)
+    const history = (await (await fetch(`${server.url}/api/requests`, { headers: { authorization: `Bearer ${server.apiKey}` } })).json()) as { requests: Array<Record<string, unknown>> }
+    expect(history.requests.find((r) => r.path === '/v1/chat/completions')).toMatchObject({ status: 408, cut: true, code: 'request_timeout' })
+    const metrics = await (await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${server.apiKey}` } })).text()
+    expect(metrics).toMatch(/hearth_http_requests_total\{[^}]*status="408"[^}]*\} 1/)
+    expect(metrics).not.toMatch(/hearth_http_requests_total\{[^}]*route="\/v1\/chat\/completions"[^}]*status="200"/)
+  })
+
   it('a client that leaves mid-answer cancels the engine work, and the model serves the next one', async () => {
     gate = gatedScript()
     const { server, client } = await serve(gate.script)

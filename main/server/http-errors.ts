@@ -10,6 +10,7 @@ import { DownloadError, type DownloadErrorCode } from '../../native-models/downl
 import { isModelError, type ModelErrorCode } from '../../native-models/errors.ts'
 import { InvalidImageError } from '../../native-models/images/invalid-image-error.ts'
 import { RemoteModelError } from '../../native-models/remote/remote-error.ts'
+import { markCut } from './response-outcome.ts'
 
 export type ErrorType = 'invalid_request_error' | 'invalid_authentication' | 'permission_error' | 'request_timeout' | 'insufficient_quota' | 'server_error'
 
@@ -174,8 +175,9 @@ export function sendError(res: Response, e: unknown): void {
   res.locals.errorCode = error.code
   const anthropic = res.locals.errorShape === 'anthropic'
   if (res.headersSent) {
-    // A stream is under way: the error becomes its last event.
+    // A stream is under way: the error becomes its last event, and the request counts as cut.
     if (res.writableEnded) return
+    markCut(res, error.status, error.code ?? 'error', error.message)
     res.end(anthropic ? `event: error\ndata: ${JSON.stringify(anthropicErrorBody(error))}\n\n` : `data: ${JSON.stringify(error.body())}\n\n`)
     return
   }

@@ -8,6 +8,7 @@ import type { Request, RequestHandler, Response } from 'express'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
 import { usageOf } from './keys/key-quotas.ts'
+import { responseOutcome } from './response-outcome.ts'
 
 const API_PREFIXES = ['/v1', '/api']
 /** How long a busy engine may take to report its memory before the scrape goes on without it. */
@@ -106,7 +107,7 @@ export class ServerMetrics {
       res.once('close', () => {
         this.inFlight.dec()
         const route = routeLabel(req, res)
-        const status = res.writableFinished ? String(res.statusCode) : '499'
+        const status = String(responseOutcome(res).status)
         this.requests.inc({ method: req.method, route, status })
         this.duration.observe({ method: req.method, route }, (performance.now() - started) / 1000)
         const model = typeof res.locals.model === 'string' ? res.locals.model : undefined

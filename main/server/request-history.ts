@@ -11,8 +11,12 @@ export interface RequestRecord {
   method: string
   path: string
   model: string | null
-  /** HTTP status sent; 499 when the client went away before the answer finished. */
+  /**
+   * HTTP status sent; 499 when the client went away before the answer finished; a stream that began
+   * as a 200 and was cut by an error (the time limit) has that error's status, and `cut`.
+   */
   status: number
+  cut?: true
   duration_ms: number
   code: string | null
   /** Chat requests: the prompt's tokens, and how many of them came from the engine's cache. */

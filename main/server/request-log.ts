@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { RequestHandler } from 'express'
 import { usageOf } from './keys/key-quotas.ts'
 import { RequestHistory } from './request-history.ts'
+import { outcomeText, responseOutcome } from './response-outcome.ts'
 
 /** Gives every response an `x-request-id` and logs one line per request when it ends. */
 export function requestLog(log: (line: string) => void, history?: RequestHistory): RequestHandler {
@@ -12,7 +13,8 @@ export function requestLog(log: (line: string) => void, history?: RequestHistory
     res.on('close', () => {
       const ms = Math.round(performance.now() - started)
       const model = res.locals.model ? ` model=${res.locals.model}` : ''
-      const status = res.writableFinished ? res.statusCode : `${res.statusCode} (client closed)`
+      const outcome = responseOutcome(res)
+      const status = outcomeText(res, outcome)
       const code = res.locals.errorCode ? ` code=${res.locals.errorCode}` : ''
       const path = req.originalUrl.split('?')[0] ?? ''
       const usage = res.locals.usage ? usageOf(res) : undefined
@@ -29,7 +31,8 @@ export function requestLog(log: (line: string) => void, history?: RequestHistory
           method: req.method,
           path,
           model: typeof res.locals.model === 'string' ? res.locals.model : null,
-          status: res.writableFinished ? res.statusCode : 499,
+          status: outcome.status,
+          ...(outcome.cut ? { cut: true } : {}),
           duration_ms: ms,
           code: typeof res.locals.errorCode === 'string' ? res.locals.errorCode : null,
           ...(usage?.promptTokens ? { prompt_tokens: usage.promptTokens, cached_tokens: usage.cachedTokens } : {}),
