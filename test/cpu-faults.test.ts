@@ -7,15 +7,22 @@
  * is the real llama-server behind test/support/faulting-llama-server.mjs, which dies on cue.
  */
 import { execFileSync } from 'node:child_process'
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import OpenAI from 'openai'
+import { chromium } from 'playwright-core'
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { ensureUiBuilt } from '../main/cli/build-ui.ts'
 import { programPath } from '../native-models/native-build/llama-build.ts'
 import { PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
+import { cannotRun } from './support/skips.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
+
+const CHROMIUM = process.env.HEARTH_CHROMIUM ?? '/usr/bin/chromium'
+const haveChromium = existsSync(CHROMIUM)
+if (!haveChromium) cannotRun(`the Server page in test/cpu-faults.test.ts: no Chromium at ${CHROMIUM}`)
 
 let modelsDir: string
 let faultingBuild: string
@@ -71,6 +78,7 @@ describe.skipIf(!llamaBuild)('a model that crashes llama.cpp on this CPU', () =>
     // Later requests go to the engine that runs, with no second crash.
     await ask(client)
     expect(server!.output().match(/crashed llama\.cpp/g)).toHaveLength(1)
+    if (haveChromium) await expectServerPageSays(/Model tiny \(Q4_0 weights\) crashed llama\.cpp with SIGILL on its first batch: it now runs without .*, with slower prompts\./)
   })
 
   it('while loading: loaded again without them', async () => {
@@ -95,3 +103,22 @@ describe.skipIf(!llamaBuild)('a model that crashes llama.cpp on this CPU', () =>
     expect((await fetch(`${server!.url}/health`)).status).toBe(200)
   })
 })
+
+/** The Server page's engine card, in Chromium, says `text` (screenshot in test/artifacts/ui/). */
+async function expectServerPageSays(text: RegExp): Promise<void> {
+  ensureUiBuilt()
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] })
+  try {
+    const page = await browser.newPage({ viewport: { width: 900, height: 700 } })
+    await page.addInitScript((k) => localStorage.setItem('hearth.apiKey', k), server!.apiKey)
+    await page.goto(`${server!.url}/#/server`)
+    const note = page.getByTestId('engine-cpu-fallback')
+    await expect.poll(async () => (await note.textContent())?.replace(/\s+/g, ' '), { timeout: 15_000 }).toMatch(text)
+    expect(await page.getByTestId('engine-self-test').first().textContent()).toMatch(/llama\.cpp: self-test passed/)
+    const shot = join(PROJECT_ROOT, 'test/artifacts/ui/server-cpu-fallback.png')
+    mkdirSync(join(shot, '..'), { recursive: true })
+    await page.getByTestId('engine-card').screenshot({ path: shot })
+  } finally {
+    await browser.close()
+  }
+}

@@ -49,10 +49,7 @@ export class SseStream {
     if (!this.corked) {
       this.corked = true
       this.res.cork()
-      process.nextTick(() => {
-        this.corked = false
-        this.res.uncork()
-      })
+      process.nextTick(() => this.uncork())
     }
     this.res.write(`${name ? `event: ${name}\n` : ''}data: ${JSON.stringify(event)}\n\n`)
   }
@@ -66,6 +63,7 @@ export class SseStream {
   done(): void {
     clearInterval(this.keepAliveTimer)
     this.open()
+    this.uncork()
     if (!this.res.writableEnded) this.res.end('data: [DONE]\n\n')
   }
 
@@ -73,7 +71,18 @@ export class SseStream {
   end(): void {
     clearInterval(this.keepAliveTimer)
     this.open()
+    this.uncork()
     if (!this.res.writableEnded) this.res.end()
+  }
+
+  /**
+   * Lets the events corked this turn go. Before the stream ends too: since Node 22 a response
+   * ended while corked drops what was written under the cork (all but the first event).
+   */
+  private uncork(): void {
+    if (!this.corked) return
+    this.corked = false
+    this.res.uncork()
   }
 
   private open(): void {
