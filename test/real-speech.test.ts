@@ -190,7 +190,7 @@ describe.skipIf(!whisper || !whisperBuild || !jfk)('whisper base on real speech'
       await browser?.close()
     })
 
-    it('shows the English of a German recording', async () => {
+    it('shows the English of a German recording', { timeout: 180_000 }, async () => {
       const page = await browser.newPage({ viewport: { width: 900, height: 650 } })
       await page.addInitScript((k) => localStorage.setItem('hearth.apiKey', k), server.apiKey)
       await page.goto(`${server.url}/#/speech`)
