@@ -14,6 +14,7 @@ import { defineConfig } from 'vitest/config'
 const FAST = [
   'test/renderer/**/*.test.ts',
   'test/agent-replay.test.ts',
+  'test/agents-docs.test.ts',
   'test/audio-decode.test.ts',
   'test/cors.test.ts',
   'test/docs-links.test.ts',

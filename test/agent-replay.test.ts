@@ -88,7 +88,7 @@ function result(overrides: Partial<ChatResult>): ChatResult {
   }
 }
 
-describe.each(['claude', 'codex', 'opencode', 'qwen'])('%s, as recorded', (agent) => {
+describe.each(['claude', 'codex', 'opencode', 'qwen', 'continue', 'kilo', 'cline', 'aider'])('%s, as recorded', (agent) => {
   it('gets a 2xx answer to every request it sent', async () => {
     answer = plainScript
     const { requests } = recording(agent)
@@ -314,7 +314,7 @@ describe('docs/agents.md', () => {
   const doc = readFileSync(join(import.meta.dirname, '..', 'docs', 'agents.md'), 'utf8')
   const named = (field: string) => ['`', ':', ' ', '.'].some((after) => doc.includes(`\`${field}${after}`))
 
-  it.each(['claude', 'codex', 'opencode', 'qwen'])('decides every field and header %s sends', (agent) => {
+  it.each(['claude', 'codex', 'opencode', 'qwen', 'continue', 'kilo', 'cline', 'aider'])('decides every field and header %s sends', (agent) => {
     const { requests } = recording(agent)
     const fields = new Set(requests.flatMap((r) => [...Object.keys(r.body ?? {}), ...Object.keys(r.headers)]))
     const undecided = [...fields].filter((f) => !['accept', 'content-type'].includes(f) && !named(f))

@@ -23,7 +23,7 @@ beforeAll(async () => {
   writeTinyLlama(join(modelsDir, 'tiny.gguf'), { contextLength: 2048 })
   server = await startInProcessServer({ modelsDir })
   agentsBin = mkdtempSync(join(tmpdir(), 'hearth-launch-bin-'))
-  for (const name of ['claude', 'codex', 'opencode']) {
+  for (const name of ['claude', 'codex', 'opencode', 'cn', 'kilo', 'cline', 'aider']) {
     const script = join(agentsBin, name)
     writeFileSync(script, `#!/bin/sh\nexec "${process.execPath}" -e 'console.log(JSON.stringify({ argv: process.argv.slice(1), env: process.env }))' -- "$@"\n`)
     chmodSync(script, 0o755)
@@ -80,6 +80,8 @@ describe('npm run launch', () => {
       ANTHROPIC_DEFAULT_HAIKU_MODEL: 'tiny',
       CLAUDE_CODE_MAX_OUTPUT_TOKENS: '2048',
     })
+    // The true window: for a model it does not know Claude Code assumes a million tokens.
+    expect(got.env.CLAUDE_CODE_MAX_CONTEXT_TOKENS).toBe('2048')
     expect(got.env).not.toHaveProperty('CLAUDE_CODE_AUTO_COMPACT_WINDOW') // 2048 is under Claude Code's 100k minimum
     expect(got.argv).toEqual(['--model', 'tiny', '-p', 'hello'])
   })
@@ -95,6 +97,30 @@ describe('npm run launch', () => {
     const config = JSON.parse(readFileSync(opencode.env.OPENCODE_CONFIG!, 'utf8'))
     expect(config).toMatchObject({ model: 'hearth/tiny', provider: { hearth: { options: { baseURL: `${server.url}/v1` }, models: { tiny: { limit: { context: 2048 } } } } } })
     expect(JSON.stringify(config)).not.toContain(server.apiKey) // the key stays in the environment
+  })
+
+  it('gives Continue, Kilo, Cline and Aider their setup in the data folder or their environment, with the model\'s limits', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'hearth-launch-data-'))
+    const agentsDir = join(dataDir, 'agents')
+    const run = async (agent: string) => printed((await launch([agent, '--port', port(), '--api-key', server.apiKey, '--data-dir', dataDir], `${agentsBin}:${systemPath}`)).stdout)
+    const continueRun = await run('continue')
+    expect(continueRun.argv).toEqual(['--config', join(agentsDir, 'continue.yaml')])
+    expect(JSON.parse(readFileSync(join(agentsDir, 'continue.yaml'), 'utf8'))).toMatchObject({
+      name: 'Hearth',
+      version: '1.0.0',
+      models: [{ provider: 'openai', model: 'tiny', apiBase: `${server.url}/v1`, defaultCompletionOptions: { contextLength: 2048, maxTokens: 2048 } }],
+    })
+    const kilo = await run('kilo')
+    expect(JSON.parse(kilo.env.KILO_CONFIG_CONTENT!)).toMatchObject({ model: 'hearth/tiny', provider: { hearth: { options: { baseURL: `${server.url}/v1` }, models: { tiny: { limit: { context: 2048, output: 2048 } } } } } })
+    expect(kilo.env.HEARTH_AGENT_KEY).toBe(server.apiKey)
+    const cline = await run('cline')
+    expect(cline.argv).toEqual(['--data-dir', join(agentsDir, 'cline'), '-P', 'openai-compatible', '-m', 'tiny'])
+    expect(JSON.parse(readFileSync(join(agentsDir, 'cline/settings/providers.json'), 'utf8')).providers['openai-compatible'].settings).toMatchObject({ baseUrl: `${server.url}/v1`, model: 'tiny', contextWindow: 2048 })
+    const aider = await run('aider')
+    expect(aider.argv.slice(0, 2)).toEqual(['--model', 'openai/tiny'])
+    expect(aider.env).toMatchObject({ AIDER_OPENAI_API_BASE: `${server.url}/v1`, AIDER_OPENAI_API_KEY: server.apiKey })
+    expect(JSON.parse(readFileSync(join(agentsDir, 'aider.model.metadata.json'), 'utf8'))['openai/tiny']).toMatchObject({ max_input_tokens: 2048, max_output_tokens: 2048 })
+    expect(aider.argv.join(' ')).not.toContain(server.apiKey) // the key stays out of the process list
   })
 
   it('starts a server for the agent when none runs, and stops it when the agent exits', async () => {

@@ -20,6 +20,15 @@ interface FolderScan {
 const MODEL_EXTENSIONS = new Set(['.gguf', '.bin'])
 const MAX_DISCOVERY_DEPTH = 3
 const DEFAULT_CONTEXT = 4096
+/**
+ * What one answer may run to where the catalog says nothing (or less where the context is smaller).
+ * Agents ask for 32,000 whatever the model (Claude Code, OpenCode, Qwen Code, Kilo) or nothing at
+ * all (Codex, Aider); a CPU writing 14 tokens a second (the real-size 1.1B model in the bench)
+ * writes 8,192 in under the 600 s request limit, enough for a file of several hundred lines in one
+ * tool call. A turn that runs away (small models loop) then ends with `length` and an answer
+ * instead of a cut stream. `max_completion_tokens` in models.json raises it per model.
+ */
+export const DEFAULT_MAX_COMPLETION_TOKENS = 8192
 const ZERO_PRICE = '0.00000000'
 const fileStamp = (path: string, size: number, createdSeconds: number) => `${path}|${size}|${createdSeconds}`
 /** Parts after the first of a split GGUF (`name-00002-of-00003.gguf`) are loaded through the first. */
@@ -324,7 +333,7 @@ export class ModelFolder {
     const trained = header.format === 'gguf' ? header.trainedContext : header.textContext
     const asked = entry?.context_length ?? trained ?? DEFAULT_CONTEXT
     const { contextLength, contextNote } = this.contextOf(path, info, asked, header.format === 'gguf' ? trained : undefined)
-    const maxCompletionTokens = Math.min(entry?.max_completion_tokens ?? contextLength, contextLength)
+    const maxCompletionTokens = Math.min(entry?.max_completion_tokens ?? DEFAULT_MAX_COMPLETION_TOKENS, contextLength)
     return {
       id,
       kind,

@@ -1,8 +1,9 @@
 /**
- * The coding agents the agent suites run (Claude Code, Codex, OpenCode, Qwen Code), pinned in
- * test/agents/package.json and its lockfile, apart from the app's dependencies: together they weigh
- * about a gigabyte. They are installed once per lockfile into a cache outside the clone (beside the
- * engines), by the engines project's setup, and found there by the suites.
+ * The coding agents the agent suites run (Claude Code, Codex, OpenCode, Qwen Code, Continue, Kilo,
+ * Cline from npm; Aider from PyPI), pinned in test/agents/package.json and its lockfile (and
+ * AIDER_VERSION here), apart from the app's dependencies: together they weigh over a gigabyte. They
+ * are installed once per pin into a cache outside the clone (beside the engines), by the engines
+ * project's setup, and found there by the suites.
  */
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -14,19 +15,22 @@ import { PROJECT_ROOT } from './server-process.ts'
 const AGENTS_DIR = join(PROJECT_ROOT, 'test/agents')
 
 /** The agents' programs by the name their packages install. */
-export type AgentProgram = 'claude' | 'codex' | 'opencode' | 'qwen'
+export type AgentProgram = 'claude' | 'codex' | 'opencode' | 'qwen' | 'cn' | 'kilo' | 'cline' | 'aider'
+
+/** Aider comes from PyPI, into a virtualenv of its own beside the npm agents. */
+export const AIDER_VERSION = '0.86.2'
 
 /** Where this lockfile's agents are (or will be) installed. */
 export function agentsInstallDir(env: NodeJS.ProcessEnv = process.env): string {
   const lock = readFileSync(join(AGENTS_DIR, 'package-lock.json'))
-  const key = createHash('sha256').update(lock).digest('hex').slice(0, 16)
+  const key = createHash('sha256').update(lock).update(`aider-chat==${AIDER_VERSION}`).digest('hex').slice(0, 16)
   const cache = env.HEARTH_AGENTS_CACHE ?? join(env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'hearth/agents')
   return join(cache, key)
 }
 
 /** The path of an installed agent's program, or undefined (the suites then skip, loudly). */
 export function agentProgram(name: AgentProgram): string | undefined {
-  const path = join(agentsInstallDir(), 'node_modules/.bin', name)
+  const path = name === 'aider' ? join(agentsInstallDir(), 'aider-venv/bin/aider') : join(agentsInstallDir(), 'node_modules/.bin', name)
   return existsSync(path) ? path : undefined
 }
 
@@ -53,6 +57,15 @@ export function installAgents(log: (line: string) => void = console.log): string
   }
   rmSync(dir, { recursive: true, force: true })
   renameSync(partial, dir)
+  // In its final place: a virtualenv's scripts name its interpreter by absolute path.
+  try {
+    const venv = join(dir, 'aider-venv')
+    execFileSync('python3', ['-m', 'venv', venv], { stdio: ['ignore', 'ignore', 'pipe'] })
+    execFileSync(join(venv, 'bin/pip'), ['install', '--quiet', '--disable-pip-version-check', '--only-binary=:all:', `aider-chat==${AIDER_VERSION}`], { stdio: ['ignore', 'ignore', 'pipe'] })
+  } catch (e) {
+    rmSync(dir, { recursive: true, force: true })
+    return `pip install of aider-chat ${AIDER_VERSION} failed: ${(e as { stderr?: Buffer }).stderr?.toString().trim().slice(-400) || (e as Error).message}`
+  }
   execFileSync('touch', [join(dir, '.complete')])
   log(`coding agents installed in ${Math.round((performance.now() - started) / 1000)} s`)
   return undefined

@@ -4,7 +4,7 @@
  * the next ones say "OK"), and writes every request to test/fixtures/agents/<agent>.json. The
  * fast suite replays these bodies (agent-replay.test.ts). Run it again when an agent is updated:
  *
- *   npx tsx test/support/record-agent-requests.ts [claude|codex|opencode|qwen ...]
+ *   npx tsx test/support/record-agent-requests.ts [claude|codex|opencode|qwen|continue|kilo|cline|aider ...]
  *
  * Keys are left out, and the run's temporary paths and ids are replaced by stable ones.
  */
@@ -49,21 +49,30 @@ async function main(): Promise<void> {
     mkdirSync(join(work, 'home'))
     const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: join(work, 'home'), ...launch.env }
     const args = [...launch.args, ...headlessArgs(agent.id)]
-    const { stdout } = await runHeadless(program, args, { cwd: project, env }).catch((e: Error) => {
+    const { stdout } = await runHeadless(program, args, { cwd: project, env }, agent.id === 'cline' ? CLINE_STOP_MS : undefined).catch((e: Error) => {
       throw new Error(`${agent.name} failed: ${e.message}`)
     })
     await recorder.close()
     const version = (await promisify(execFile)(program, ['--version'])).stdout.trim()
-    const requests = recorder.requests.map((r) => JSON.parse(JSON.stringify(r).replaceAll(work, '/home/user/work')) as Recorded)
+    // Cline's turns after the first ask the same again: its first few are kept.
+    const kept = agent.id === 'cline' ? recorder.requests.slice(0, 4) : recorder.requests
+    const requests = kept.map((r) => JSON.parse(JSON.stringify(r).replaceAll(work, '/home/user/work')) as Recorded)
     writeFileSync(join(outDir, `${agent.id}.json`), `${JSON.stringify({ agent: agent.name, version, recorded: new Date().toISOString().slice(0, 10), requests }, null, 1)}\n`)
     console.log(`${agent.name} ${version}: ${requests.length} requests; it said: ${stdout.trim().split('\n').at(-1)}`)
   }
 }
 
-/** Runs a program with nothing on its stdin (Codex reads a prompt from an open stdin). */
-function runHeadless(program: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): Promise<{ stdout: string }> {
+/**
+ * Cline ends a task only by a tool of its own, and asks again after an answer without one: its run
+ * is ended with Ctrl-C once it has answered (agents.test.ts says more).
+ */
+const CLINE_STOP_MS = 15_000
+
+/** Runs a program with nothing on its stdin (Codex reads a prompt from an open stdin), or until Ctrl-C after `stopAfterMs`. */
+function runHeadless(program: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }, stopAfterMs?: number): Promise<{ stdout: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(program, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(program, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    if (stopAfterMs !== undefined) setTimeout(() => process.kill(-child.pid!, 'SIGINT'), stopAfterMs).unref()
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d: Buffer) => (stdout += d))
@@ -83,7 +92,8 @@ function runHeadless(program: string, args: string[], options: { cwd: string; en
  * launch`'s tuning for the model.
  */
 function manualSetup(agent: string, url: string, configDir: string): { env: Record<string, string>; args: string[] } {
-  const launch = AGENTS.find((a) => a.id === agent)!.launch({ url, key: KEY, model: MODEL, contextLength: 0, maxCompletionTokens: 0, configDir })
+  // The agents set up from files only (Continue, Kilo, Cline, Aider) are set up as the launch does, for a 32k model.
+  const launch = AGENTS.find((a) => a.id === agent)!.launch({ url, key: KEY, model: MODEL, contextLength: 32768, maxCompletionTokens: 8192, configDir })
   switch (agent) {
     case 'claude':
       return { env: { ANTHROPIC_BASE_URL: url, ANTHROPIC_AUTH_TOKEN: KEY }, args: ['--model', MODEL] }
@@ -109,6 +119,14 @@ function headlessArgs(agent: string): string[] {
       return ['exec', '--skip-git-repo-check', PROMPT]
     case 'opencode':
       return ['run', PROMPT]
+    case 'continue':
+      return ['-p', '--auto', PROMPT]
+    case 'kilo':
+      return ['run', '--auto', PROMPT]
+    case 'cline':
+      return ['-y', '--json', PROMPT]
+    case 'aider':
+      return ['--yes-always', '--no-git', '--no-analytics', '--no-pretty', '--no-fancy-input', '--no-show-release-notes', '--message', PROMPT, 'notes.txt']
     default:
       return ['--yolo', PROMPT]
   }
@@ -140,7 +158,8 @@ function readCall(tools: Array<Record<string, unknown>>, path: string): { name: 
   const names = new Set(tools.map((t) => String(t.name ?? (t.function as { name?: string } | undefined)?.name)))
   if (names.has('Read')) return { name: 'Read', args: { file_path: path } }
   if (names.has('read')) return { name: 'read', args: { filePath: path } }
-  if (names.has('read_file')) return { name: 'read_file', args: { absolute_path: path } }
+  if (names.has('read_file')) return { name: 'read_file', args: { absolute_path: path, filepath: path, path } }
+  if (names.has('read_files')) return { name: 'read_files', args: { paths: [path] } }
   if (names.has('exec_command')) return { name: 'exec_command', args: { cmd: `cat ${path}` } }
   return undefined
 }
