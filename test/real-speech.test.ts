@@ -9,6 +9,8 @@
  * - word timings in order, inside the audio and inside the speech the trained Silero VAD finds
  *   (give or take 0.3 s); srt, vtt and verbose_json telling the same times; streamed deltas adding
  *   up to the whole text; the prompt's style followed;
+ * - a recording longer than the first piece whisper is given, cut in a pause: every word once, in
+ *   order, its times running on across the cut;
  * - silence and noise answered with no text (whisper's [BLANK_AUDIO] is not speech);
  * - the Speech page in Chromium showing the English of the German file.
  */
@@ -168,6 +170,47 @@ describe.skipIf(!whisper || !whisperBuild || !jfk)('whisper base on real speech'
     expect(joined.trim()).toBe(whole.text.trim())
   })
 
+  it("keeps every word of a recording longer than whisper's window once, in order, with times that run on across pieces", { timeout: 180_000 }, async () => {
+    // jfk.wav four times with pauses between (50 s): longer than the first piece (30 s), so it is cut
+    // in a pause and the next piece is given the text before it as its prompt.
+    const speech = pcm16Samples(readFileSync(jfk!))
+    const pause = new Float32Array(1.5 * 16_000)
+    const repeats = 4
+    const parts: Float32Array[] = []
+    for (let i = 0; i < repeats; i++) parts.push(speech, pause)
+    const samples = new Float32Array(parts.reduce((n, p) => n + p.length, 0))
+    parts.reduce((at, p) => (samples.set(p, at), at + p.length), 0)
+    const seconds = samples.length / 16_000
+    const stretch = (speech.length + pause.length) / 16_000
+
+    const timed = await client.audio.transcriptions.create({
+      model: MODEL,
+      file: await toFile(wavFile(samples, { sampleRate: 16_000, encoding: 'int', bitsPerSample: 16 }), 'jfk-four-times.wav'),
+      response_format: 'verbose_json',
+      timestamp_granularities: ['word', 'segment'],
+    })
+    console.log(`jfk.wav four times (${seconds.toFixed(1)} s): ${JSON.stringify(timed.text)}`)
+    expect(wordErrorRate(Array(repeats).fill(JFK_TEXT).join(' '), timed.text)).toBeLessThanOrEqual(0.1)
+    expect(timed.duration).toBeCloseTo(seconds, 1)
+    const words = timed.words!
+    for (const [i, w] of words.entries()) {
+      expect(w.end).toBeLessThanOrEqual(seconds)
+      if (i > 0) expect(w.start, `${words[i - 1]!.word} then ${w.word}`).toBeGreaterThanOrEqual(words[i - 1]!.end - 0.01)
+    }
+    // Each telling's words fall in its own stretch of the recording, the piece after the cut
+    // included (whisper's token times drift by up to 2 s here: what is checked is that the pieces'
+    // times run on, not where whisper puts a word).
+    const named = (word: string) => words.filter((w) => w.word.replace(/\W/g, '').toLowerCase() === word)
+    for (const word of ['and', 'americans']) {
+      const found = named(word)
+      expect(found.length, word).toBe(repeats)
+      for (const [i, w] of found.entries()) {
+        expect(w.start, `${word} #${i + 1}`).toBeGreaterThanOrEqual(i * stretch)
+        expect(w.end, `${word} #${i + 1}`).toBeLessThanOrEqual(i * stretch + JFK_SECONDS)
+      }
+    }
+  })
+
   it.each([
     ['eight seconds of silence', () => quiet(8, 0)],
     ['eight seconds of quiet white noise', () => quiet(8, 0.02)],
@@ -218,6 +261,14 @@ function quiet(seconds: number, amplitude: number): Uint8Array {
     return amplitude * ((state / 2 ** 31) * 2 - 1)
   })
   return wavFile(samples, { sampleRate: 16_000, encoding: 'int', bitsPerSample: 16 })
+}
+
+/** The samples of a 16-bit PCM WAV file (its "data" chunk), as floats in [-1, 1]. */
+function pcm16Samples(wav: Buffer): Float32Array {
+  let at = 12
+  while (wav.toString('ascii', at, at + 4) !== 'data') at += 8 + wav.readUInt32LE(at + 4)
+  const pcm = new Int16Array(wav.buffer.slice(wav.byteOffset + at + 8, wav.byteOffset + at + 8 + wav.readUInt32LE(at + 4)))
+  return Float32Array.from(pcm, (v) => v / 32_768)
 }
 
 /** The cues of an SRT or WebVTT file: times to the hundredth, and their text normalised. */

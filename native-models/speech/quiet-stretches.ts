@@ -45,12 +45,15 @@ export function quietStretches(samples: Float32Array, sampleRate: number): Quiet
 /** The tokens with no start or end inside a quiet stretch, still in order (a token wholly inside one starts and ends where it ends). */
 export function outOfQuiet(tokens: readonly SpeechToken[], stretches: readonly QuietStretch[]): SpeechToken[] {
   if (stretches.length === 0) return [...tokens]
-  const inside = (ms: number) => stretches.find((s) => ms > s.startMs && ms < s.endMs)
+  // A start on a stretch's first moment is in it (a piece cut in a pause begins with one), as is an
+  // end on its last.
+  const startsIn = (ms: number) => stretches.find((s) => ms >= s.startMs && ms < s.endMs)
+  const endsIn = (ms: number) => stretches.find((s) => ms > s.startMs && ms <= s.endMs)
   let previousEnd = 0
   return tokens.map((token) => {
     if (token.startMs < 0) return token // whisper gave it no time
-    let startMs = inside(token.startMs)?.endMs ?? token.startMs
-    let endMs = inside(token.endMs)?.startMs ?? token.endMs
+    let startMs = startsIn(token.startMs)?.endMs ?? token.startMs
+    let endMs = endsIn(token.endMs)?.startMs ?? token.endMs
     startMs = Math.max(startMs, previousEnd)
     endMs = Math.max(endMs, startMs)
     previousEnd = endMs
