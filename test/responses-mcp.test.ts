@@ -277,6 +277,32 @@ describe('the mcp tool', () => {
     expect(rounds.output.filter((i) => i.type === 'mcp_call' && i.status === 'completed')).toHaveLength(8)
   })
 
+  it('bounds the whole response by max_output_tokens, across its tool rounds, as OpenAI does', async () => {
+    // Each turn writes 40 tokens, or what it is allowed if less.
+    const allowed: Array<number | undefined> = []
+    script = (job, context) => {
+      const chat = job as ChatJob
+      allowed.push(chat.maxTokens)
+      const answer = callsTool('add', { a: 1, b: 2 }, true)(job, context) as ChatResult
+      const written = Math.min(40, chat.maxTokens ?? 40)
+      return { ...answer, completionTokens: written, ...(written < 40 ? { finishReason: 'length' as const, toolCalls: [] } : {}) }
+    }
+    const tools = [calc({ require_approval: 'never' })]
+    const response = await client.responses.create({ model: MODEL, input: 'Add forever', tools, max_output_tokens: 96, store: false })
+    expect(allowed).toEqual([96, 56, 16])
+    expect(response.usage!.output_tokens).toBe(96)
+    expect(response.status).toBe('incomplete')
+    expect(response.incomplete_details).toEqual({ reason: 'max_output_tokens' })
+
+    // A budget spent exactly by a turn that called a tool: no further turn, incomplete.
+    allowed.length = 0
+    const spent = await client.responses.create({ model: MODEL, input: 'Add forever', tools, max_output_tokens: 80, store: false })
+    expect(allowed).toEqual([80, 40])
+    expect(spent.usage!.output_tokens).toBe(80)
+    expect(spent.incomplete_details).toEqual({ reason: 'max_output_tokens' })
+    expect(spent.output.filter((i) => i.type === 'mcp_call')).toHaveLength(2)
+  })
+
   it('runs MCP calls and hands function calls back in the same turn, names clashing tools label__tool', async () => {
     script = (job, { emit }) => {
       const chat = job as ChatJob

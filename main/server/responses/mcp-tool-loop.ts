@@ -100,9 +100,12 @@ export class McpToolLoop {
       this.rounds++
     }
     const limit = request.max_tool_calls ?? undefined
+    // max_output_tokens bounds the whole response, as OpenAI's does: each turn gets what is left.
+    const budget = request.max_output_tokens ?? undefined
     let total: ChatResult | undefined
     for (let turn = 0; ; turn++) {
       const plan = turn === 0 && servers.length === 0 && sink.items().length === 0 ? this.o.firstPlan : await this.plan(sink.items())
+      if (budget !== undefined && total) plan.job.maxTokens = Math.min(plan.job.maxTokens ?? Infinity, budget - total.completionTokens)
       const result = await this.o.ctx.scheduler.run(this.o.model, plan.job, { signal: this.o.signal, ...(sink.onProgress ? { onProgress: sink.onProgress } : {}) })
       recordUsage(this.o.res, result)
       total = added(total, result)
@@ -129,6 +132,7 @@ export class McpToolLoop {
         }
       }
       if (ran) this.rounds++
+      if (!waits && !stoppedAt && budget !== undefined && total.completionTokens >= budget) stoppedAt = 'max_output_tokens'
       if (waits || stoppedAt) return { result: total, output: sink.items(), ...(stoppedAt ? { stoppedAt } : {}) }
     }
   }
