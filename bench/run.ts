@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- [--runs N] [--only real-size,grammar,overhead,embeddings,remote,speech,real-weights,amx,agents,agents-session,agents-together]`
+ * `npm run bench -- [--runs N] [--only real-size,grammar,overhead,embeddings,remote,speech,real-weights,amx,agents,agents-session,agents-together,agents-together-{3,5}-{shared,unshared}] [--agents-model tiny]`
  * Measures Hearth against the upstream programs it runs, built from the same source (see
  * bench/upstream-bench.ts and bench/speech-bench.ts), and prints each figure with its target. Not
  * a test: numbers vary with the machine.
@@ -12,7 +12,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
-import { runAgentBench } from './agents-bench.ts'
+import { runAgentBench, TOGETHER_SHAPES } from './agents-bench.ts'
 import { runAmxBench } from './amx-bench.ts'
 import { COMPARE_FLAGS, compareFromFlags } from './compare.ts'
 import { runRemoteBench } from './remote-bench.ts'
@@ -20,7 +20,7 @@ import { runSpeechBench, speechBenchInputs } from './speech-bench.ts'
 import { runUpstreamBench } from './upstream-bench.ts'
 
 // The same flags as the two-server comparison, which takes over when two --base-url are given.
-const { values: flags } = parseArgs({ options: { ...COMPARE_FLAGS, runs: { type: 'string', default: '5' } } })
+const { values: flags } = parseArgs({ options: { ...COMPARE_FLAGS, runs: { type: 'string', default: '5' }, 'agents-model': { type: 'string', default: 'real-size' } } })
 
 if ((flags['base-url']?.length ?? 0) >= 2) {
   await compareFromFlags(flags)
@@ -60,8 +60,10 @@ const results: Record<string, Record<string, number | string | Record<string, nu
 })
 if (wanted('amx')) results.amx = await runAmxBench(Math.max(3, Math.ceil(runs / 2)))
 if (wanted('remote')) results.remote = await runRemoteBench({ smallChatModel: await chatModelPath(), runs })
-if (wanted('agents') || wanted('agents-session') || wanted('agents-together')) {
-  results.agents = await runAgentBench({ session: wanted('agents') || wanted('agents-session'), together: wanted('agents') || wanted('agents-together') })
+const togetherShapes = TOGETHER_SHAPES.filter((t) => wanted('agents') || wanted('agents-together') || wanted(`agents-together-${t.count}-${t.shared ? 'shared' : 'unshared'}`))
+if (wanted('agents') || wanted('agents-session') || togetherShapes.length > 0) {
+  const model = flags['agents-model'] === 'tiny' ? 'tiny' : 'real-size'
+  results.agents = await runAgentBench({ session: wanted('agents') || wanted('agents-session'), together: togetherShapes, model })
 }
 if (wanted('speech') || wanted('translation')) {
   const inputs = await speechBenchInputs()

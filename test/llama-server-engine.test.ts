@@ -133,8 +133,35 @@ describe.skipIf(!llamaBuild)('three conversations on two slots', () => {
     const gammaBack = await session('gamma', 'ok', 'go on')
     expect(gammaBack.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThan(gamma.usage!.prompt_tokens - 10)
     // Loaded back, a parked file is gone: the folder holds only what is still parked.
-    expect(readdirSync(join(dataDir, 'slot-cache')).filter((f) => f.includes('-parked-')).length).toBeLessThanOrEqual(2)
+    expect(parkedFiles().length).toBeLessThanOrEqual(2)
   })
+
+  it('brings back conversations that share nothing from llama-server\'s RAM cache, parking nothing on disk', async () => {
+    // Three projects: each its own system prompt, so a slot's prompt is swapped in memory by llama-server.
+    const project = (name: string, ...more: string[]) =>
+      client.chat.completions.create({
+        model: 'chat',
+        max_tokens: 2,
+        messages: [
+          { role: 'system', content: `${name}: ${`the ${name} project keeps its own notes `.repeat(60)}` },
+          { role: 'user', content: `Work on ${name}.` },
+          ...more.map((content, i) => ({ role: i % 2 ? ('user' as const) : ('assistant' as const), content })),
+        ],
+      })
+    const before = parkedFiles()
+    const harbor = await project('harbor')
+    const quill = await project('quill')
+    const lumen = await project('lumen') // pushes one of the two out, into llama-server's RAM cache
+    const harborBack = await project('harbor', 'ok', 'go on')
+    expect(harborBack.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThan(harbor.usage!.prompt_tokens - 10)
+    const lumenBack = await project('lumen', 'ok', 'go on')
+    expect(lumenBack.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThan(lumen.usage!.prompt_tokens - 10)
+    const quillBack = await project('quill', 'ok', 'go on')
+    expect(quillBack.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThan(quill.usage!.prompt_tokens - 10)
+    expect(parkedFiles().filter((f) => !before.includes(f))).toEqual([])
+  })
+
+  const parkedFiles = () => readdirSync(join(dataDir, 'slot-cache')).filter((f) => f.includes('-parked-'))
 })
 
 describe.skipIf(!llamaBuild)('llama-server as Hearth builds it', () => {

@@ -92,7 +92,7 @@ describe('slot affinity', () => {
       // A third conversation shares only the system prompt with either slot.
       const c = affinity.take(session('Task C'), 'c')!
       const pushedOut = c === a ? 'a' : 'b'
-      expect(affinity.swapFor(c, session('Task C'))).toEqual({ park: true, unpark: undefined })
+      expect(affinity.swapFor(c, session('Task C'))).toEqual({ park: true, unpark: undefined, byEngine: false })
       expect(affinity.parked(c, files[0]!)).toEqual([])
       affinity.release(c, session('Task C'), 'c')
       // The conversation pushed out comes back to whichever slot is free: its parked prompt is loaded there.
@@ -102,7 +102,7 @@ describe('slot affinity', () => {
       expect(swap.unpark?.file).toBe(files[0])
       expect(swap.park).toBe(true) // what that slot held is parked in its turn
       affinity.unparked(slot, swap.unpark!, true)
-      expect(affinity.swapFor(slot, back)).toEqual({ park: false, unpark: undefined })
+      expect(affinity.swapFor(slot, back)).toEqual({ park: false, unpark: undefined, byEngine: false })
       expect([a, b]).toContain(slot)
     })
 
@@ -117,11 +117,11 @@ describe('slot affinity', () => {
     })
 
     it('parks nothing for a request that continues the slot, or for a slot holding little', () => {
-      const affinity = new SlotAffinity(1)
+      const affinity = new SlotAffinity(1, Date.now, SWAP_SHARE.gpu, false)
       serve(affinity, session('Task A'), 'a')
-      expect(affinity.swapFor(0, session('Task A', 'ok', 'go on'))).toEqual({ park: false, unpark: undefined })
+      expect(affinity.swapFor(0, session('Task A', 'ok', 'go on'))).toEqual({ park: false, unpark: undefined, byEngine: false })
       serve(affinity, title)
-      expect(affinity.swapFor(0, session('Task B'))).toEqual({ park: false, unpark: undefined })
+      expect(affinity.swapFor(0, session('Task B'))).toEqual({ park: false, unpark: undefined, byEngine: false })
     })
 
     it('does not load a parked prompt that shares little more than the slot already does', () => {
@@ -143,6 +143,53 @@ describe('slot affinity', () => {
       expect(swap.unpark?.file).toBe(files[1])
       affinity.unparked(0, swap.unpark!, false)
       expect(affinity.swapFor(0, session('Task A', 'ok', 'more '.repeat(300), 'next')).unpark).toBeUndefined()
+    })
+
+    describe('where llama-server keeps prompts in its RAM cache', () => {
+      // Two projects: their prompts share nothing, so llama-server swaps them in memory by itself.
+      const project = (name: string, ...turns: string[]) =>
+        promptPieces({ tools, messages: [{ role: 'system', content: `You work on ${name}. `.repeat(300) }, ...turns.map((t, i) => ({ role: i % 2 ? 'assistant' : 'user', content: t }))] })
+
+      it('leaves the swap to llama-server and parks nothing on disk, then knows the conversation is back', () => {
+        const affinity = new SlotAffinity(1)
+        serve(affinity, project('harbor', 'Fix the bug'), 'a')
+        const other = project('quill', 'Write the docs')
+        expect(affinity.swapFor(0, other)).toEqual({ park: false, unpark: undefined, byEngine: true })
+        affinity.swappedByEngine(0, other)
+        affinity.release(0, other, 'b')
+        // The first project comes back: llama-server loads it from memory, swapping the second out.
+        const back = project('harbor', 'Fix the bug', 'done', 'and the test')
+        expect(affinity.swapFor(0, back)).toEqual({ park: false, unpark: undefined, byEngine: true })
+        affinity.swappedByEngine(0, back)
+        affinity.release(0, back, 'a')
+        expect(affinity.snapshot().parked).toEqual([])
+      })
+
+      it('parks on disk what llama-server keeps in the slot: a conversation that shares its system prompt with the request', () => {
+        const affinity = new SlotAffinity(1)
+        serve(affinity, session('Task A'), 'a')
+        expect(affinity.swapFor(0, session('Task B'))).toEqual({ park: true, unpark: undefined, byEngine: false })
+      })
+
+      it('loads a parked file rather than wait on a RAM cache that does not hold the conversation', () => {
+        const affinity = new SlotAffinity(1)
+        serve(affinity, session('Task A'), 'a')
+        affinity.parked(0, files[0]!) // pushed out by a sibling, parked on disk
+        serve(affinity, session('Task B'), 'b')
+        const unrelated = project('quill', 'Write the docs')
+        affinity.swappedByEngine(0, unrelated)
+        affinity.release(0, unrelated, 'c')
+        // Task A returns to a slot it shares nothing with: its file holds it, llama-server's cache does not.
+        const swap = affinity.swapFor(0, session('Task A', 'ok'))
+        expect(swap.unpark?.file).toBe(files[0])
+        expect(swap.byEngine).toBe(false)
+      })
+
+      it('parks on disk what a request shares nothing with when llama-server has no RAM cache', () => {
+        const affinity = new SlotAffinity(1, Date.now, SWAP_SHARE.cpu, false)
+        serve(affinity, project('harbor', 'Fix the bug', 'long answer '.repeat(200)), 'a')
+        expect(affinity.swapFor(0, project('quill', 'Write the docs'))).toEqual({ park: true, unpark: undefined, byEngine: false })
+      })
     })
 
     it('keeps its parked prompts across a restart where their files are still there', () => {

@@ -27,7 +27,10 @@ export interface EngineLoadSpec {
 export interface EngineModelInfo {
   /** Devices the engine placed the model on, as it names them (CPU, Metal, CUDA0, …), or where a remote one runs. */
   devices: string[]
+  /** From the process's start to a model ready to answer (loaded and warmed up). */
   loadMs: number
+  /** Chat models with a slot cache: the time taken to load the saved conversations back into the slots. */
+  restoreMs?: number
   vision: boolean
   /** The program serving the model, where it is one built here (absent for remote models). */
   engine?: EngineBuildInfo

@@ -45,7 +45,7 @@ import { readEventBatches } from '../engine/upstream-stream/event-stream.ts'
 import { decodeBase64Floats, normaliseInto } from '../engine/embedding-vectors.ts'
 import { schemaProblemOf } from './schema-problem.ts'
 import { readUpstreamError } from './upstream-errors.ts'
-import { llamaServerArgs } from './llama-server-args.ts'
+import { DEFAULT_PROMPT_CACHE_MIB, llamaServerArgs } from './llama-server-args.ts'
 import { SlotAffinity, SWAP_SHARE, promptPieces, type PromptPiece } from './slot-affinity.ts'
 import { SlotCache } from './slot-cache.ts'
 
@@ -121,8 +121,13 @@ export class LlamaServerEngine extends ServerEngine {
       const slotCache = chat && options.slotCacheDir ? new SlotCache(options.slotCacheDir, spec) : undefined
       // One slot needs no choosing, only parking, which needs the slot cache's folder.
       const onCpu = devicesOf(build, spec).every((d) => d === 'CPU')
-      const affinity = chat && (spec.parallel > 1 || slotCache) ? new SlotAffinity(spec.parallel, Date.now, onCpu ? SWAP_SHARE.cpu : SWAP_SHARE.gpu) : undefined
-      await slotCache?.restore(server, affinity)
+      const ramCache = (spec.promptCacheMiB ?? DEFAULT_PROMPT_CACHE_MIB) > 0
+      const affinity = chat && (spec.parallel > 1 || slotCache) ? new SlotAffinity(spec.parallel, Date.now, onCpu ? SWAP_SHARE.cpu : SWAP_SHARE.gpu, ramCache) : undefined
+      if (slotCache) {
+        const restoring = performance.now()
+        await slotCache.restore(server, affinity)
+        info.restoreMs = Math.round(performance.now() - restoring)
+      }
       const inPlace = chat ? keepsSystemMessagesInPlace(await templatePrompt(server, MID_SYSTEM_PROBE)) : true
       const traits = templateTraits(props.chat_template, props.chat_template_caps, inPlace)
       if (chat) info.callsTools = traits.hasTools
@@ -235,10 +240,14 @@ export class LlamaServerEngine extends ServerEngine {
     }
   }
 
-  /** Parks what the slot holds and loads a parked conversation into it, where slot-affinity.ts says it pays. */
+  /**
+   * Parks what the slot holds and loads a parked conversation into it, where slot-affinity.ts says
+   * it pays; where llama-server swaps in memory by itself, notes what it will do.
+   */
   private async swapSlot(slot: number, pieces: PromptPiece[]): Promise<void> {
-    if (!this.slotCache) return
     const swap = this.affinity!.swapFor(slot, pieces)
+    if (swap.byEngine) return this.affinity!.swappedByEngine(slot, pieces)
+    if (!this.slotCache) return
     if (swap.park) {
       const file = await this.slotCache.park(this.server, slot)
       if (file) for (const pushedOut of this.affinity!.parked(slot, file)) this.slotCache.drop(pushedOut)

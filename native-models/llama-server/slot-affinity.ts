@@ -17,13 +17,15 @@
  * not known (its request failed) counts as empty: llama-server keeps what it pushes out in its RAM
  * cache anyway.
  *
- * Where slots can be saved (a slot cache folder), a conversation pushed out of its slot is parked
- * first: the slot is saved to a file, and when the conversation comes back to a slot that shares
- * less of it, the file is loaded into that slot before its request. llama-server's RAM cache would
- * bring it back only when the slot shares less than half the prompt, which agents sharing a long
- * system prompt never do, so without parking every conversation pushed out computes its tail again.
- * Saving and loading cost time in proportion to the whole prompt, computing in proportion to its
- * tail: a slot is parked, or a parked prompt loaded, only when the tail is worth it.
+ * A conversation pushed out of its slot is kept in memory where llama-server keeps it by itself:
+ * when a request keeps less than half of what its slot holds, llama-server moves the slot's prompt
+ * to its RAM prompt cache and loads the cached prompt that shares the most with the request. Hearth
+ * leaves those swaps to it and only remembers what went where. llama-server does nothing of the
+ * sort when the request keeps half or more, which agents sharing a long system prompt always do:
+ * there, where slots can be saved (a slot cache folder), the conversation is parked on disk (the
+ * slot saved to a file), and loaded back into whichever slot it returns to. Never both for one
+ * conversation. Saving and loading cost time in proportion to the whole prompt, computing in
+ * proportion to its tail: a slot is parked, or a parked prompt loaded, only when the tail is worth it.
  */
 import { createHash } from 'node:crypto'
 
@@ -49,10 +51,20 @@ export interface ParkedPrompt {
   lastUsed: number
 }
 
-/** What to do to a slot before a request runs on it: save what it holds, load a parked prompt. */
+/** A prompt llama-server moved from a slot to its RAM prompt cache (as far as Hearth can tell). */
+interface KeptPrompt {
+  pieces: PromptPiece[]
+  key: string | undefined
+}
+
+/**
+ * What to do to a slot before a request runs on it: save what it holds, load a parked prompt; or
+ * nothing, as llama-server swaps the slot's prompt with one from its RAM cache by itself (`byEngine`).
+ */
 export interface SlotSwap {
   park: boolean
   unpark: ParkedPrompt | undefined
+  byEngine: boolean
 }
 
 /** What the slots hold, kept with the slots' saved caches so a restarted engine knows them again. */
@@ -76,16 +88,29 @@ export const SWAP_SHARE = { cpu: 1 / 64, gpu: 1 / 8 } as const
 
 /** Parked prompts kept per model; the least recently used goes first. */
 const PARKED_LIMIT = 8
+/**
+ * llama-server moves a slot's prompt to its RAM cache when the request keeps less than half of it
+ * (in tokens). Hearth measures in characters, so it leaves the swap to llama-server only below
+ * this share, clear of the edge; between the two both may keep the prompt, which costs only memory.
+ */
+const ENGINE_SWAPS_BELOW = 0.4
+/** The least share of a cached prompt llama-server loads back for a request ("don't trash large prompts"). */
+const ENGINE_LOADS_FROM = 0.25
+/** Prompts remembered as in llama-server's RAM cache; it drops the oldest by its own size limit. */
+const KEPT_LIMIT = 32
 
 export class SlotAffinity {
   private readonly slots: SlotState[]
   private parkedPrompts: ParkedPrompt[] = []
+  private keptPrompts: KeptPrompt[] = []
 
   constructor(
     slots: number,
     private readonly now: () => number = Date.now,
     /** The share of a prompt its tail must reach to be parked or loaded (SWAP_SHARE). */
     private readonly swapShare: number = SWAP_SHARE.gpu,
+    /** Whether llama-server has a RAM prompt cache (`--cache-ram` above 0). */
+    private readonly engineKeepsPrompts = true,
   ) {
     this.slots = Array.from({ length: slots }, () => ({ busy: false, pieces: [], key: undefined, lastUsed: 0 }))
   }
@@ -132,11 +157,28 @@ export class SlotAffinity {
       if (size > unparkShared) [unpark, unparkShared] = [parked, size]
     }
     if (unpark && !this.worthSwapping(unparkShared - shared, totalSize(unpark.pieces))) unpark = undefined
+    // llama-server swaps by itself, in memory, unless a file holds more of the request than its cache.
+    if (this.engineSwaps(held, shared) && (!unpark || this.engineLoad(pieces, shared).size >= unparkShared)) return { park: false, unpark: undefined, byEngine: true }
     // What the slot will hold next: the parked prompt, or the request from the shared start on.
     const kept = unpark ? sharedSize(held, unpark.pieces) : shared
     const tail = totalSize(held) - kept
     const alreadyParked = this.parkedPrompts.some((p) => contains(p.pieces, held))
-    return { park: !alreadyParked && this.worthSwapping(tail, totalSize(held)), unpark }
+    return { park: !alreadyParked && this.worthSwapping(tail, totalSize(held)), unpark, byEngine: false }
+  }
+
+  /**
+   * llama-server swapped the slot's prompt for a request (swapFor said `byEngine`): what the slot
+   * held is in its RAM cache now, and the cached prompt it loaded for the request is not.
+   */
+  swappedByEngine(slot: number, pieces: readonly PromptPiece[]): void {
+    const state = this.slots[slot]
+    if (!state) return
+    const loaded = this.engineLoad(pieces, sharedSize(state.pieces, pieces)).prompt
+    this.keptPrompts = this.keptPrompts.filter((k) => k !== loaded && !contains(state.pieces, k.pieces))
+    if (state.pieces.length > 0) this.keptPrompts.unshift({ pieces: state.pieces, key: state.key })
+    this.keptPrompts.splice(KEPT_LIMIT)
+    state.pieces = loaded?.pieces ?? []
+    state.key = loaded?.key
   }
 
   /** The slot's prompt was saved to `file`; returns the files of parked prompts it replaces or pushes out. */
@@ -162,6 +204,7 @@ export class SlotAffinity {
     state.key = prompt.key
   }
 
+  /** What the slots hold, for the slot cache to save; what llama-server keeps in RAM is gone with it. */
   snapshot(): SlotAffinityState {
     return {
       slots: this.slots.map((s) => ({ pieces: s.pieces, key: s.key })),
@@ -179,6 +222,21 @@ export class SlotAffinity {
       slot.lastUsed = this.now()
     })
     this.parkedPrompts = (state.parked ?? []).filter((p) => fileKept(p.file)).map((p) => ({ ...p, lastUsed: this.now() }))
+  }
+
+  /** Whether llama-server moves the slot's prompt to its RAM cache before this request by itself. */
+  private engineSwaps(held: readonly PromptPiece[], shared: number): boolean {
+    return this.engineKeepsPrompts && held.length > 0 && shared < totalSize(held) * ENGINE_SWAPS_BELOW
+  }
+
+  /** The prompt llama-server would load from its RAM cache for the request, as its own rule picks it, and how much of the request it holds. */
+  private engineLoad(pieces: readonly PromptPiece[], sharedWithSlot: number): { prompt: KeptPrompt | undefined; size: number } {
+    let best: { prompt: KeptPrompt | undefined; size: number } = { prompt: undefined, size: sharedWithSlot }
+    for (const prompt of this.keptPrompts) {
+      const size = sharedSize(prompt.pieces, pieces)
+      if (size > best.size && size >= totalSize(prompt.pieces) * ENGINE_LOADS_FROM) best = { prompt, size }
+    }
+    return best
   }
 
   private worthSwapping(gain: number, whole: number): boolean {
