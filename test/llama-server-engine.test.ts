@@ -159,6 +159,12 @@ describe.skipIf(!llamaBuild)('three conversations on two slots', () => {
     const quillBack = await project('quill', 'ok', 'go on')
     expect(quillBack.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThan(quill.usage!.prompt_tokens - 10)
     expect(parkedFiles().filter((f) => !before.includes(f))).toEqual([])
+
+    // Two at once: a new project takes the slot of one that comes back at the same moment, which
+    // then finds itself in llama-server's cache.
+    const [orchard, quillAgain] = await Promise.all([project('orchard'), project('quill', 'ok', 'go on', 'and more')])
+    expect(orchard.usage!.prompt_tokens_details!.cached_tokens).toBeLessThan(20)
+    expect(quillAgain.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThan(quillBack.usage!.prompt_tokens - 10)
   })
 
   const parkedFiles = () => readdirSync(join(dataDir, 'slot-cache')).filter((f) => f.includes('-parked-'))

@@ -165,6 +165,27 @@ describe('slot affinity', () => {
         expect(affinity.snapshot().parked).toEqual([])
       })
 
+      it('has a returning conversation wait until llama-server has started the request that moved it to its cache', () => {
+        let now = 0
+        const affinity = new SlotAffinity(2, () => now++)
+        const harbor = project('harbor', 'Fix the bug')
+        expect(affinity.take(harbor, 'a')).toBe(0)
+        affinity.release(0, harbor, 'a')
+        expect(affinity.take(project('quills', 'Write the docs'), 'b')).toBe(1)
+        affinity.release(1, project('quills', 'Write the docs'), 'b')
+        // A third project takes harbor's slot (the least recently used); llama-server moves harbor
+        // to its cache when it starts that request.
+        const lumen = project('lumens', 'Draw the chart')
+        expect(affinity.take(lumen, 'c')).toBe(0)
+        const lumenStarted = Promise.resolve()
+        expect(affinity.swappedByEngine(0, lumen, lumenStarted)).toBeUndefined()
+        // Harbor comes back while lumen runs: the other slot, and the wait for lumen's start.
+        const back = project('harbor', 'Fix the bug', 'done', 'and the test')
+        expect(affinity.take(back, 'a')).toBe(1)
+        expect(affinity.swapFor(1, back).byEngine).toBe(true)
+        expect(affinity.swappedByEngine(1, back, Promise.resolve())).toBe(lumenStarted)
+      })
+
       it('parks on disk what llama-server keeps in the slot: a conversation that shares its system prompt with the request', () => {
         const affinity = new SlotAffinity(1)
         serve(affinity, session('Task A'), 'a')
@@ -183,6 +204,17 @@ describe('slot affinity', () => {
         const swap = affinity.swapFor(0, session('Task A', 'ok'))
         expect(swap.unpark?.file).toBe(files[0])
         expect(swap.byEngine).toBe(false)
+      })
+
+      it('reads the prompt in the order templates write it: the system prompt before the tools', () => {
+        // One agent's large tools in two projects: the engine sees the system prompts differ first.
+        const agentTools = [{ type: 'function', function: { name: 'read', description: 'Reads a file. '.repeat(3000), parameters: { type: 'object' } } }]
+        const inProject = (name: string, ...turns: string[]) =>
+          promptPieces({ tools: agentTools, messages: [{ role: 'system', content: `You work on ${name}.` }, ...turns.map((t) => ({ role: 'user', content: t }))] })
+        expect(inProject('harbor', 'Fix it')[0]!.hash).not.toBe(inProject('quills', 'Fix it')[0]!.hash)
+        const affinity = new SlotAffinity(1)
+        serve(affinity, inProject('harbor', 'Fix the bug'), 'a')
+        expect(affinity.swapFor(0, inProject('quills', 'Write the docs')).byEngine).toBe(true)
       })
 
       it('parks on disk what a request shares nothing with when llama-server has no RAM cache', () => {

@@ -67,6 +67,9 @@ interface ModelMeta {
   embeddingLength: number
 }
 
+/** The longest a request waits for llama-server to start the one whose pushed-out prompt it needs back. */
+const SAVED_WAIT_MS = 30_000
+
 export class LlamaServerEngine extends ServerEngine {
   /** The context each request really gets: the catalog's, or less where llama-server gives less. */
   private readonly contextLength: number
@@ -189,14 +192,18 @@ export class LlamaServerEngine extends ServerEngine {
     const progress = onProgress && new ProgressBatch(onProgress)
     const answer = new ChatStreamReader(progress && ((p) => progress.emit(p)), job.topLogprobs)
     let finished = false
+    // Settles once llama-server has started the request (its first event), or the request is over.
+    let markStarted = () => {}
+    const started = new Promise<void>((resolve) => (markStarted = resolve))
     signal?.addEventListener('abort', cancel, { once: true })
     try {
       if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-      if (slot !== undefined) await this.swapSlot(slot, pieces!)
+      if (slot !== undefined) await this.swapSlot(slot, pieces!, started)
       const res = await this.server.streamRequest('/v1/chat/completions', body, upstream.signal)
       if (res.statusCode !== 200) throw chatError(res.statusCode ?? 500, await textOf(res), limit, job)
       let checked = false
       for await (const batch of readEventBatches(res)) {
+        markStarted()
         for (const data of batch) {
           // The stream is read to its end, not left at [DONE]: a reader left early is destroyed
           // with an error built for the occasion, a cost each request would pay for nothing.
@@ -233,6 +240,7 @@ export class LlamaServerEngine extends ServerEngine {
       throw await this.server.failureOf(e)
     } finally {
       progress?.flush() // nothing generated is left behind a timer
+      markStarted()
       signal?.removeEventListener('abort', cancel)
       // A request that ends early (context check, error) stops its work upstream.
       if (!finished) upstream.abort()
@@ -244,9 +252,14 @@ export class LlamaServerEngine extends ServerEngine {
    * Parks what the slot holds and loads a parked conversation into it, where slot-affinity.ts says
    * it pays; where llama-server swaps in memory by itself, notes what it will do.
    */
-  private async swapSlot(slot: number, pieces: PromptPiece[]): Promise<void> {
+  private async swapSlot(slot: number, pieces: PromptPiece[], started: Promise<void>): Promise<void> {
     const swap = this.affinity!.swapFor(slot, pieces)
-    if (swap.byEngine) return this.affinity!.swappedByEngine(slot, pieces)
+    if (swap.byEngine) {
+      const saved = this.affinity!.swappedByEngine(slot, pieces, started)
+      // Bounded: a request that never starts must not hold this one forever.
+      if (saved) await Promise.race([saved, new Promise((r) => setTimeout(r, SAVED_WAIT_MS).unref())])
+      return
+    }
     if (!this.slotCache) return
     if (swap.park) {
       const file = await this.slotCache.park(this.server, slot)

@@ -55,6 +55,13 @@ export interface ParkedPrompt {
 interface KeptPrompt {
   pieces: PromptPiece[]
   key: string | undefined
+  /**
+   * Settles once llama-server has started the request that pushed the prompt out, which is when it
+   * moves the prompt to its cache: a request that needs the prompt back waits for it, or llama-server
+   * (taking concurrent requests in the order they reach it) may look for the prompt in its cache
+   * before it is there, and compute it all again.
+   */
+  saved: Promise<void> | undefined
 }
 
 /**
@@ -167,18 +174,21 @@ export class SlotAffinity {
   }
 
   /**
-   * llama-server swapped the slot's prompt for a request (swapFor said `byEngine`): what the slot
-   * held is in its RAM cache now, and the cached prompt it loaded for the request is not.
+   * llama-server swaps the slot's prompt for a request (swapFor said `byEngine`) when it starts the
+   * request (`started`): what the slot held goes to its RAM cache, and the cached prompt it loads
+   * for the request leaves it. Returns what to wait for before sending the request: the start of
+   * the request that put that prompt in the cache, where it may not have started yet.
    */
-  swappedByEngine(slot: number, pieces: readonly PromptPiece[]): void {
+  swappedByEngine(slot: number, pieces: readonly PromptPiece[], started?: Promise<void>): Promise<void> | undefined {
     const state = this.slots[slot]
-    if (!state) return
+    if (!state) return undefined
     const loaded = this.engineLoad(pieces, sharedSize(state.pieces, pieces)).prompt
     this.keptPrompts = this.keptPrompts.filter((k) => k !== loaded && !contains(state.pieces, k.pieces))
-    if (state.pieces.length > 0) this.keptPrompts.unshift({ pieces: state.pieces, key: state.key })
+    if (state.pieces.length > 0) this.keptPrompts.unshift({ pieces: state.pieces, key: state.key, saved: started })
     this.keptPrompts.splice(KEPT_LIMIT)
     state.pieces = loaded?.pieces ?? []
     state.key = loaded?.key
+    return loaded?.saved
   }
 
   /** The slot's prompt was saved to `file`; returns the files of parked prompts it replaces or pushes out. */
@@ -272,13 +282,26 @@ function sharedSize(held: readonly PromptPiece[], wanted: readonly PromptPiece[]
 /** Characters per piece: a change costs the rest of its piece, about 60 tokens. */
 const PIECE_CHARACTERS = 256
 
-/** A chat request body's prompt (its tools, then its messages) as pieces of its text. */
+/**
+ * A chat request body's prompt as pieces of its text, in the order chat templates put it: the
+ * system prompt first, then the tools (inside or after it), then the conversation. With the tools
+ * first, sessions of different projects with the same agent's tools looked alike for as long as
+ * the tools run (35k characters for Claude Code's), while the engine, reading the system prompt
+ * first, saw nothing in common.
+ */
 export function promptPieces(body: { messages: readonly unknown[]; tools?: unknown }): PromptPiece[] {
-  const text = JSON.stringify([body.tools ?? null, ...body.messages])
+  const leading = body.messages.findIndex((m) => !isSystem(m))
+  const system = leading < 0 ? body.messages : body.messages.slice(0, leading)
+  const text = JSON.stringify([...system, body.tools ?? null, ...body.messages.slice(system.length)])
   const pieces: PromptPiece[] = []
   for (let at = 0; at < text.length; at += PIECE_CHARACTERS) {
     const piece = text.slice(at, at + PIECE_CHARACTERS)
     pieces.push({ hash: createHash('sha1').update(piece).digest('base64url').slice(0, 16), size: piece.length })
   }
   return pieces
+}
+
+function isSystem(message: unknown): boolean {
+  const role = (message as { role?: unknown } | null)?.role
+  return role === 'system' || role === 'developer'
 }
