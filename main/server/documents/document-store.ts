@@ -63,7 +63,9 @@ export class DocumentStore {
 
   /** Keeps the text of a document just read; the oldest documents make room when the store is full. */
   async add(document: Omit<StoredDocument, 'id' | 'createdMs'>, text: string): Promise<StoredDocument> {
-    const stored: StoredDocument = { ...document, id: `doc_${randomBytes(12).toString('hex')}`, createdMs: Date.now() }
+    // Strictly after the newest, even within one millisecond: the order survives a restart.
+    const newest = [...this.entries.values()].at(-1)?.document.createdMs ?? 0
+    const stored: StoredDocument = { ...document, id: `doc_${randomBytes(12).toString('hex')}`, createdMs: Math.max(Date.now(), newest + 1) }
     const folder = join(this.dir, stored.id)
     await mkdir(folder, { recursive: true })
     await writeFile(join(folder, TEXT), text)
