@@ -48,6 +48,22 @@ function writeConfig(dir: string, name: string, content: unknown): string {
 }
 
 /** Kilo sends at most 32,000 tokens of output unless told more (its OUTPUT_TOKEN_MAX). */
+/** Hearth as an OpenCode-style provider and default model (OpenCode's config, and Kilo's, its fork). */
+function openCodeProvider(t: LaunchTarget) {
+  return {
+    provider: {
+      hearth: {
+        npm: '@ai-sdk/openai-compatible',
+        name: 'Hearth',
+        options: { baseURL: `${t.url}/v1`, apiKey: '{env:HEARTH_AGENT_KEY}' },
+        models: { [t.model]: { name: t.model, tool_call: true, limit: { context: t.contextLength, output: t.maxCompletionTokens } } },
+      },
+    },
+    model: `hearth/${t.model}`,
+    small_model: `hearth/${t.model}`,
+  }
+}
+
 const KILO_OUTPUT_MAX = 32_000
 
 /** Claude Code compacts at 100k tokens at the earliest; a smaller window setting is raised to that. */
@@ -116,16 +132,7 @@ export const AGENTS: readonly AgentSetup[] = [
       mkdirSync(t.configDir, { recursive: true })
       const config = {
         $schema: 'https://opencode.ai/config.json',
-        provider: {
-          hearth: {
-            npm: '@ai-sdk/openai-compatible',
-            name: 'Hearth',
-            options: { baseURL: `${t.url}/v1`, apiKey: '{env:HEARTH_AGENT_KEY}' },
-            models: { [t.model]: { name: t.model, tool_call: true, limit: { context: t.contextLength, output: t.maxCompletionTokens } } },
-          },
-        },
-        model: `hearth/${t.model}`,
-        small_model: `hearth/${t.model}`,
+        ...openCodeProvider(t),
       }
       writeFileSync(file, JSON.stringify(config, null, 2), { mode: 0o600 })
       return { env: { OPENCODE_CONFIG: file, HEARTH_AGENT_KEY: t.key }, unset: [], args: [] }
@@ -184,16 +191,7 @@ export const AGENTS: readonly AgentSetup[] = [
       // either Kilo writes ~/.config/kilo/kilo.json.
       const config = {
         $schema: 'https://app.kilo.ai/config.json',
-        provider: {
-          hearth: {
-            npm: '@ai-sdk/openai-compatible',
-            name: 'Hearth',
-            options: { baseURL: `${t.url}/v1`, apiKey: '{env:HEARTH_AGENT_KEY}' },
-            models: { [t.model]: { name: t.model, tool_call: true, limit: { context: t.contextLength, output: t.maxCompletionTokens } } },
-          },
-        },
-        model: `hearth/${t.model}`,
-        small_model: `hearth/${t.model}`,
+        ...openCodeProvider(t),
         enabled_providers: ['hearth'],
         share: 'disabled',
         autoupdate: false,
