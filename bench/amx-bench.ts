@@ -11,8 +11,8 @@
  */
 import { readFileSync } from 'node:fs'
 import { basename } from 'node:path'
-import { findLlamaBuild, type LlamaBuild } from '../native-models/native-build/llama-build.ts'
-import { llamaServerArgs } from '../native-models/llama-server/llama-server-args.ts'
+import { findLlamaBuild, type LlamaBuild } from '../engines/build/llama-build.ts'
+import { llamaServerArgs } from '../engines/llama-server/llama-server-args.ts'
 import { startTestServer, type TestServer } from '../test/support/server-process.ts'
 import { startUpstreamProgram } from '../test/support/upstream-servers.ts'
 import { fmt, median } from './bench-server.ts'

@@ -6,9 +6,9 @@
  * - `llama-without-amx`: Hearth's build with AMX left out, ggml's best path on this CPU without
  *   the matrix units (AVX-512 and its repacked weights), as install builds it where AMX crashes.
  */
-import { cmakeBuild, cpuLevels, nativeCpuFeatures, type NativeBuild } from '../native-models/native-build/cmake-build.ts'
-import { llamaRecipe } from '../native-models/native-build/llama-build.ts'
-import { pinnedLlamaSource } from '../native-models/native-build/pinned-source.ts'
+import { cmakeBuild, cpuLevels, nativeCpuFeatures, type NativeBuild } from '../engines/build/cmake-build.ts'
+import { llamaRecipe } from '../engines/build/llama-build.ts'
+import { pinnedLlamaSource } from '../engines/build/pinned-source.ts'
 
 export function upstreamLlamaBuild(log: (line: string) => void = console.log): Promise<NativeBuild> {
   const hearth = llamaRecipe('none')

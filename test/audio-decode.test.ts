@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { closeAudioDecodeWorkers } from '../native-models/audio/decode-audio-in-worker.ts'
+import { closeAudioDecodeWorkers } from '../media/audio/decode-audio-in-worker.ts'
 import {
   AudioTooLongError,
   decodeAudio,
@@ -20,10 +20,10 @@ import {
   decodeAudioToFileInWorker,
   UnsupportedAudioError,
   type DecodedAudio,
-} from '../native-models/audio/decode-audio.ts'
-import { findFfmpegOnPath } from '../native-models/audio/ffmpeg-fallback.ts'
-import { SincResampler } from '../native-models/audio/sinc-resampler.ts'
-import { sniffAudioFormat, type SniffedAudioFormat } from '../native-models/audio/sniff-audio-format.ts'
+} from '../media/audio/decode-audio.ts'
+import { findFfmpegOnPath } from '../media/audio/ffmpeg-fallback.ts'
+import { SincResampler } from '../media/audio/sinc-resampler.ts'
+import { sniffAudioFormat, type SniffedAudioFormat } from '../media/audio/sniff-audio-format.ts'
 import { bestCorrelation, energyEnvelope, peak, rms } from './audio/signal-measures.ts'
 import { aiffFile, concat, mpeg2ProgramStream, oggOpusSilence, pngFile, wavFile } from './audio/synthesize-audio-files.ts'
 import { cannotRun } from './support/skips.ts'

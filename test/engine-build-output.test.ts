@@ -9,7 +9,7 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, symlinkS
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { cpuLevels, engineCacheDir, nativeCpuFeatures } from '../native-models/native-build/cmake-build.ts'
+import { cpuLevels, engineCacheDir, nativeCpuFeatures } from '../engines/build/cmake-build.ts'
 import { PROJECT_ROOT, postJson, startTestServer } from './support/server-process.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
 import { llamaBuild } from './support/upstream-servers.ts'

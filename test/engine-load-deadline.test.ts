@@ -1,13 +1,13 @@
 /**
  * An engine's load is given up when it stops making progress, not at a fixed time
- * (native-models/engine/engine-server-process.ts): a program that keeps writing its log while it
+ * (engines/engine-server-process.ts): a program that keeps writing its log while it
  * loads is waited for past the limit, one that hangs in silence fails at the limit, naming it.
  */
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { EngineServerProcess } from '../native-models/engine/engine-server-process.ts'
+import { EngineServerProcess } from '../engines/engine-server-process.ts'
 
 /** A "server" that never listens: it writes a log line every 200 ms for `talkSeconds`, then hangs. */
 function fakeEngine(talkSeconds: number): string {

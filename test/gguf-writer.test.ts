@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { gguf } from '@huggingface/gguf'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { float32ToFloat16Bits, kv, writeGguf } from '../native-models/model-writers/gguf-writer.ts'
+import { float32ToFloat16Bits, kv, writeGguf } from '../models/writers/gguf-writer.ts'
 import { generateTestModels, writeTinyLlama } from './support/tiny-models.ts'
 
 let dir: string

@@ -1,9 +1,9 @@
 /**
  * A GPU without its toolkit gets the CPU build, and install names the toolkit to install
- * (native-models/native-build/cmake-build.ts), as it would on a machine with that GPU.
+ * (engines/build/cmake-build.ts), as it would on a machine with that GPU.
  */
 import { describe, expect, it } from 'vitest'
-import { missingGpuToolkit } from '../native-models/native-build/cmake-build.ts'
+import { missingGpuToolkit } from '../engines/build/cmake-build.ts'
 
 const probes = (nvidia: boolean, render: boolean) => ({ nvidiaDriver: () => nvidia, renderNode: () => render })
 

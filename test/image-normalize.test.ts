@@ -1,12 +1,12 @@
 /** Image checking and normalisation, without a model: data URLs, formats, limits, broken files. */
 import sharp from 'sharp'
 import { describe, expect, it } from 'vitest'
-import { decodeBmp } from '../native-models/images/bmp-decoder.ts'
-import { MAX_IMAGE_BYTES, parseImageDataUrl } from '../native-models/images/image-data-url.ts'
-import { sniffImageFormat } from '../native-models/images/image-format.ts'
-import { InvalidImageError, type InvalidImageReason } from '../native-models/images/invalid-image-error.ts'
-import { normalizeImage, normalizeImageDataUrl } from '../native-models/images/normalize-image.ts'
-import { projectorInputOf } from '../native-models/images/projector-input.ts'
+import { decodeBmp } from '../media/images/bmp-decoder.ts'
+import { MAX_IMAGE_BYTES, parseImageDataUrl } from '../media/images/image-data-url.ts'
+import { sniffImageFormat } from '../media/images/image-format.ts'
+import { InvalidImageError, type InvalidImageReason } from '../media/images/invalid-image-error.ts'
+import { normalizeImage, normalizeImageDataUrl } from '../media/images/normalize-image.ts'
+import { projectorInputOf } from '../media/images/projector-input.ts'
 import {
   dataUrl,
   encodeBmp,

@@ -1,5 +1,5 @@
 /**
- * Imports point one way: renderer → (HTTP) → main/server → native-models. The renderer reaches
+ * Imports point one way: renderer → (HTTP) → main/server → engines, models, media. The renderer reaches
  * past HTTP only for types, from the two modules meant for it; the server never needs Electron.
  */
 import { readdirSync, readFileSync } from 'node:fs'
@@ -33,7 +33,7 @@ function importsOf(file: string): Import[] {
   return found
 }
 
-const all = ['main', 'preload', 'native-models', 'renderer/src'].flatMap(sourceFiles).flatMap(importsOf)
+const all = ['main', 'preload', 'engines', 'models', 'media', 'renderer/src'].flatMap(sourceFiles).flatMap(importsOf)
 const under = (prefix: string) => all.filter((i) => i.from.startsWith(prefix))
 const describeImport = (i: Import) => `${i.from} → ${i.target}${i.typeOnly ? ' (type)' : ''}`
 
@@ -43,8 +43,9 @@ describe('imports point one way', () => {
     expect(under('main/server').length).toBeGreaterThan(100)
   })
 
-  it('native-models imports nothing of main, preload or the renderer', () => {
-    const wrong = under('native-models').filter((i) => /^(main|preload|renderer)\//.test(i.target))
+  it('engines, models and media import nothing of main, preload or the renderer', () => {
+    const wrong = ['engines', 'models', 'media'].flatMap((room) => under(`${room}/`)).filter((i) => /^(main|preload|renderer)\//.test(i.target))
+    expect(['engines', 'models', 'media'].every((room) => under(`${room}/`).length > 0)).toBe(true)
     expect(wrong.map(describeImport)).toEqual([])
   })
 
@@ -56,14 +57,14 @@ describe('imports point one way', () => {
   })
 
   it('the renderer takes only types from beyond HTTP, from the modules made for it', () => {
-    const outside = under('renderer/src').filter((i) => /^(main|preload|native-models)\//.test(i.target))
+    const outside = under('renderer/src').filter((i) => /^(main|preload|engines|models|media)\//.test(i.target))
     expect(outside.length).toBeGreaterThan(0)
     const wrong = outside.filter((i) => !i.typeOnly || !['main/server/wire-types.ts', 'preload/hearth-bridge.ts'].includes(i.target))
     expect(wrong.map(describeImport)).toEqual([])
   })
 
   it('audio decoding stands alone: it imports nothing else of the project', () => {
-    const wrong = under('native-models/audio').filter((i) => /^(main|preload|renderer|native-models)\//.test(i.target) && !i.target.startsWith('native-models/audio/'))
+    const wrong = under('media/audio').filter((i) => /^(main|preload|renderer|engines|models|media)\//.test(i.target) && !i.target.startsWith('media/audio/'))
     expect(wrong.map(describeImport)).toEqual([])
   })
 

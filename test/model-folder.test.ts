@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { ModelFolder } from '../native-models/catalog/model-folder.ts'
+import { ModelFolder } from '../models/catalog/model-folder.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
 import { writeTinyBert, writeTinyLlama, writeTinyMmproj, writeTinyWhisper } from './support/tiny-models.ts'
 

@@ -3,7 +3,7 @@
  * them, and a piece cut in a pause begins with one.
  */
 import { describe, expect, it } from 'vitest'
-import { outOfQuiet, quietStretches } from '../native-models/speech/quiet-stretches.ts'
+import { outOfQuiet, quietStretches } from '../engines/speech/quiet-stretches.ts'
 
 const RATE = 16_000
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import type { ModelRecord } from '../native-models/catalog/model-record.ts'
-import type { Engine, RunOptions } from '../native-models/engine/engine.ts'
-import type { ChatJob, ChatResult, EngineResult } from '../native-models/engine/engine-jobs.ts'
-import { ModelError } from '../native-models/errors.ts'
-import { promptCacheBytes } from '../native-models/scheduler/memory-plan.ts'
-import { ModelScheduler } from '../native-models/scheduler/model-scheduler.ts'
+import type { ModelRecord } from '../models/catalog/model-record.ts'
+import type { Engine, RunOptions } from '../engines/engine.ts'
+import type { ChatJob, ChatResult, EngineResult } from '../engines/engine-jobs.ts'
+import { ModelError } from '../engines/errors.ts'
+import { promptCacheBytes } from '../engines/scheduler/memory-plan.ts'
+import { ModelScheduler } from '../engines/scheduler/model-scheduler.ts'
 
 /** An engine whose jobs finish when the test says so. */
 class FakeEngine implements Engine {

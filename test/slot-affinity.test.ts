@@ -1,10 +1,10 @@
 /**
- * How Hearth picks a llama-server slot for a chat request (native-models/llama-server/
+ * How Hearth picks a llama-server slot for a chat request (engines/llama-server/
  * slot-affinity.ts): a conversation comes back to the slot that holds it, and side requests and
  * other conversations take the slot that is cheapest to give up.
  */
 import { describe, expect, it } from 'vitest'
-import { promptPieces, SlotAffinity, SWAP_SHARE } from '../native-models/llama-server/slot-affinity.ts'
+import { promptPieces, SlotAffinity, SWAP_SHARE } from '../engines/llama-server/slot-affinity.ts'
 
 const SYSTEM = { role: 'system', content: 'You are a coding agent. '.repeat(200) }
 const tools = [{ type: 'function', function: { name: 'read', parameters: { type: 'object' } } }]

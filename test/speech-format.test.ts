@@ -3,9 +3,9 @@
  * fields of both routes, the language list and how long audio is cut into pieces for whisper.cpp.
  */
 import { describe, expect, it } from 'vitest'
-import { WHISPER_LANGUAGES, whisperLanguageCode, whisperLanguageName } from '../native-models/speech/whisper-languages.ts'
-import { carriedPrompt, chunkEnd, CUT_SEARCH_SECONDS, quietestFrameMiddle, toPcm16 } from '../native-models/speech/audio-chunks.ts'
-import type { SpeechSegment } from '../native-models/engine/engine-jobs.ts'
+import { WHISPER_LANGUAGES, whisperLanguageCode, whisperLanguageName } from '../engines/speech/whisper-languages.ts'
+import { carriedPrompt, chunkEnd, CUT_SEARCH_SECONDS, quietestFrameMiddle, toPcm16 } from '../engines/speech/audio-chunks.ts'
+import type { SpeechSegment } from '../engines/engine-jobs.ts'
 import { ApiError } from '../main/server/http-errors.ts'
 import { parseSpeechForm, planSpeech } from '../main/server/openai/speech-request.ts'
 import {
@@ -22,8 +22,8 @@ import {
   vtt,
   wordsOf,
 } from '../main/server/openai/speech-response.ts'
-import { inAudioTime } from '../native-models/speech/speech-in-pieces.ts'
-import type { ModelRecord } from '../native-models/catalog/model-record.ts'
+import { inAudioTime } from '../engines/speech/speech-in-pieces.ts'
+import type { ModelRecord } from '../models/catalog/model-record.ts'
 
 /** whisper's details for a segment whose tokens are `pieces`, timed one after another from `startMs`. */
 function detail(pieces: string[], startMs: number, stepMs = 100): SpeechSegment['detail'] {

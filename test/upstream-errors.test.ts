@@ -1,10 +1,10 @@
 /**
  * llama-server's error texts, as the pinned llama-server writes them, read by the one module that
- * reads them (native-models/llama-server/upstream-errors.ts). test/llama-patches.test.ts provokes
+ * reads them (engines/llama-server/upstream-errors.ts). test/llama-patches.test.ts provokes
  * the same answers from the real program, so an upgrade that rewords one fails there first.
  */
 import { describe, expect, it } from 'vitest'
-import { readUpstreamError } from '../native-models/llama-server/upstream-errors.ts'
+import { readUpstreamError } from '../engines/llama-server/upstream-errors.ts'
 
 const body = (message: string, type = 'invalid_request_error', extra: Record<string, unknown> = {}) => JSON.stringify({ error: { code: 400, message, type, ...extra } })
 

@@ -19,8 +19,8 @@ const NODE_TARGET = 'node22'
  * Files the server's modules find beside themselves through import.meta.url. In the bundle
  * "beside" is dist-electron/, so they are copied (or, for the audio worker, built) there.
  */
-const SIDECAR_FILES = ['native-models/catalog/recommended-models.json']
-const AUDIO_WORKER = 'native-models/audio/decode-audio.worker.ts'
+const SIDECAR_FILES = ['models/catalog/recommended-models.json']
+const AUDIO_WORKER = 'media/audio/decode-audio.worker.ts'
 
 export async function buildElectron(outDir = ELECTRON_OUT_DIR): Promise<number> {
   const started = performance.now()

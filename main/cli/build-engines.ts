@@ -15,10 +15,10 @@
 import { cpSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { gpuToolkit, missingGpuToolkit, type NativeBuild } from '../../native-models/native-build/cmake-build.ts'
-import { buildLlama, EngineBuildError } from '../../native-models/native-build/llama-build.ts'
-import { buildWhisper } from '../../native-models/native-build/whisper-build.ts'
-import { selfTestVerdict } from '../../native-models/native-build/self-test/engine-self-test.ts'
+import { gpuToolkit, missingGpuToolkit, type NativeBuild } from '../../engines/build/cmake-build.ts'
+import { buildLlama, EngineBuildError } from '../../engines/build/llama-build.ts'
+import { buildWhisper } from '../../engines/build/whisper-build.ts'
+import { selfTestVerdict } from '../../engines/build/self-test/engine-self-test.ts'
 
 const { values: flags } = parseArgs({ options: { soft: { type: 'boolean' }, portable: { type: 'boolean' }, into: { type: 'string' }, without: { type: 'string' } } })
 const log = (line: string) => console.log(`hearth engines: ${line}`)

@@ -3,13 +3,13 @@
  * `{"error": {message, type, param, code}}` with the status the API contract gives its code.
  */
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express'
-import { AudioTooLongError } from '../../native-models/audio/mono-16k-collector.ts'
-import { UnsupportedAudioError } from '../../native-models/audio/unsupported-audio-error.ts'
-import { CatalogWriteError } from '../../native-models/catalog/catalog-writer.ts'
-import { DownloadError, type DownloadErrorCode } from '../../native-models/downloads/download-error.ts'
-import { isModelError, type ModelErrorCode } from '../../native-models/errors.ts'
-import { InvalidImageError } from '../../native-models/images/invalid-image-error.ts'
-import { RemoteModelError } from '../../native-models/remote/remote-error.ts'
+import { AudioTooLongError } from '../../media/audio/mono-16k-collector.ts'
+import { UnsupportedAudioError } from '../../media/audio/unsupported-audio-error.ts'
+import { CatalogWriteError } from '../../models/catalog/catalog-writer.ts'
+import { DownloadError, type DownloadErrorCode } from '../../models/downloads/download-error.ts'
+import { isModelError, type ModelErrorCode } from '../../engines/errors.ts'
+import { InvalidImageError } from '../../media/images/invalid-image-error.ts'
+import { RemoteModelError } from '../../engines/remote/remote-error.ts'
 import { markCut } from './response-outcome.ts'
 
 export type ErrorType = 'invalid_request_error' | 'invalid_authentication' | 'permission_error' | 'request_timeout' | 'insufficient_quota' | 'server_error'

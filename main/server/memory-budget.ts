@@ -1,5 +1,5 @@
 import { freemem } from 'node:os'
-import type { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
+import type { ModelScheduler } from '../../engines/scheduler/model-scheduler.ts'
 import type { ServerSettings } from './settings.ts'
 
 /** The configured budget, or free RAM now plus what our loaded models hold (they could give it back), less a margin. */

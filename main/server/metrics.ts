@@ -6,7 +6,7 @@
  */
 import type { Request, RequestHandler, Response } from 'express'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
-import type { ModelScheduler } from '../../native-models/scheduler/model-scheduler.ts'
+import type { ModelScheduler } from '../../engines/scheduler/model-scheduler.ts'
 import { usageOf } from './keys/key-quotas.ts'
 import { responseOutcome } from './response-outcome.ts'
 

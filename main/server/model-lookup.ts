@@ -1,6 +1,6 @@
 /** Finds the model a request names, or the 404 that explains why it cannot be served. */
-import type { ModelFolder } from '../../native-models/catalog/model-folder.ts'
-import type { ModelRecord } from '../../native-models/catalog/model-record.ts'
+import type { ModelFolder } from '../../models/catalog/model-folder.ts'
+import type { ModelRecord } from '../../models/catalog/model-record.ts'
 import { modelNotFound } from './http-errors.ts'
 
 export async function requireModel(folder: ModelFolder, id: string): Promise<ModelRecord> {

@@ -3,7 +3,7 @@
  * running past its time limit. Engines and queues listen to it; the route asks it why it fired.
  */
 import type { Response } from 'express'
-import { ModelError } from '../../native-models/errors.ts'
+import { ModelError } from '../../engines/errors.ts'
 
 export interface RequestLifetime {
   signal: AbortSignal

@@ -2,12 +2,12 @@
  * The JSON the web UI reads, declared in one place. The server's builders are typed against these
  * declarations, and the renderer imports this module with `import type` only, so both sides are
  * checked against the same shapes and no server code reaches the browser bundle. Imports here are
- * types from below (native-models) or pure response modules, never routes, so nothing cycles.
+ * types from below (engines, models, media) or pure response modules, never routes, so nothing cycles.
  */
-import type { Capability, ModelKind } from '../../native-models/catalog/model-kinds.ts'
-import type { RecommendedModel } from '../../native-models/catalog/recommended-models.ts'
-import type { DownloadState } from '../../native-models/downloads/download-job.ts'
-import type { RemoteHealth } from '../../native-models/remote/remote-pool.ts'
+import type { Capability, ModelKind } from '../../models/catalog/model-kinds.ts'
+import type { RecommendedModel } from '../../models/catalog/recommended-models.ts'
+import type { DownloadState } from '../../models/downloads/download-job.ts'
+import type { RemoteHealth } from '../../engines/remote/remote-pool.ts'
 
 export type { Capability, DownloadState, ModelKind, RecommendedModel, RemoteHealth }
 export type { ChatChunk } from './openai/chat-response.ts'

@@ -2,7 +2,7 @@
  * Run by test/audio-decode.test.ts as `tsx decode-in-worker-under-tsx.ts <file>`: proves the decode
  * worker starts when the parent process is the tsx CLI (as `npm run serve` is), not just vitest.
  */
-import { decodeAudioInWorker } from '../../native-models/audio/decode-audio.ts'
+import { decodeAudioInWorker } from '../../media/audio/decode-audio.ts'
 
 const path = process.argv[2]
 if (!path) throw new Error('usage: decode-in-worker-under-tsx.ts <audio file>')

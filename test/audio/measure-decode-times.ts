@@ -6,8 +6,8 @@
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { closeAudioDecodeWorkers } from '../../native-models/audio/decode-audio-in-worker.ts'
-import { decodeAudio, decodeAudioInWorker } from '../../native-models/audio/decode-audio.ts'
+import { closeAudioDecodeWorkers } from '../../media/audio/decode-audio-in-worker.ts'
+import { decodeAudio, decodeAudioInWorker } from '../../media/audio/decode-audio.ts'
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/audio/', import.meta.url))
 const RUNS = 5

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs'
 import { join } from 'node:path'
-import { kv, writeGguf, type GgufEntry, type GgufTensor } from '../../native-models/model-writers/gguf-writer.ts'
+import { kv, writeGguf, type GgufEntry, type GgufTensor } from '../../models/writers/gguf-writer.ts'
 import { createRng, TOKEN_TYPE } from './tiny-models.ts'
 
 /** Bump when the writer's output changes, so cached files are rewritten. */

@@ -5,7 +5,7 @@
  * tensor (2.2 GB never sits in memory at once); llama-quantize makes the quantized file from it.
  */
 import { familyTokenizer, type FamilyModelSpec } from './family-models.ts'
-import { kv, writeGgufLazily, type GgufEntry, type LazyGgufTensor } from '../../native-models/model-writers/gguf-writer.ts'
+import { kv, writeGgufLazily, type GgufEntry, type LazyGgufTensor } from '../../models/writers/gguf-writer.ts'
 import { buildSpmVocab, CHATML_TEMPLATE, createRng, llamaMetadata, TOKEN_TYPE } from './tiny-models.ts'
 
 export interface LlamaShape {

@@ -8,7 +8,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { deflateSync } from 'node:zlib'
-import { kv, writeGguf, type GgmlTensorType, type GgufEntry, type GgufTensor } from '../../native-models/model-writers/gguf-writer.ts'
+import { kv, writeGguf, type GgmlTensorType, type GgufEntry, type GgufTensor } from '../../models/writers/gguf-writer.ts'
 import {
   WHISPER_AUDIO_CONTEXT,
   WHISPER_MELS,
@@ -16,7 +16,7 @@ import {
   WHISPER_TEXT_CONTEXT,
   WHISPER_TEXT_TOKENS,
   WhisperFileWriter,
-} from '../../native-models/model-writers/whisper-file.ts'
+} from '../../models/writers/whisper-file.ts'
 
 /** Bump when any generator's output changes; generateTestModels() regenerates on mismatch. */
 export const TINY_MODELS_VERSION = 1

@@ -5,7 +5,7 @@
  * Thinking blocks carry a signature that holds their text, sealed, so a client that sends them
  * back (with the text omitted, or not) gives the model its own thinking again.
  */
-import type { ChatResult, JobProgress } from '../../../native-models/engine/engine-jobs.ts'
+import type { ChatResult, JobProgress } from '../../../engines/engine-jobs.ts'
 import type { ReasoningSeal } from '../reasoning-seal.ts'
 import type { AppliedEdit } from './context-edits.ts'
 

@@ -3,9 +3,9 @@
  * half of what the chat model's context has left; otherwise the chunks most like the question,
  * found with an embedding model from the folder, as many as fit that half.
  */
-import type { ModelFolder } from '../../../native-models/catalog/model-folder.ts'
-import type { ModelRecord } from '../../../native-models/catalog/model-record.ts'
-import { recommendedModels } from '../../../native-models/catalog/recommended-models.ts'
+import type { ModelFolder } from '../../../models/catalog/model-folder.ts'
+import type { ModelRecord } from '../../../models/catalog/model-record.ts'
+import { recommendedModels } from '../../../models/catalog/recommended-models.ts'
 import { ApiError, invalidRequest, modelNotCompatible } from '../http-errors.ts'
 import { requireModel } from '../model-lookup.ts'
 import type { DocumentContext, DocumentPart } from '../wire-types.ts'

@@ -4,10 +4,10 @@
  * requests that need the same ones at the same time. Embedding jobs go through the scheduler like
  * any /v1/embeddings request.
  */
-import type { ModelRecord } from '../../../native-models/catalog/model-record.ts'
-import type { EmbedJob } from '../../../native-models/engine/engine-jobs.ts'
-import { isModelError } from '../../../native-models/errors.ts'
-import type { ModelScheduler } from '../../../native-models/scheduler/model-scheduler.ts'
+import type { ModelRecord } from '../../../models/catalog/model-record.ts'
+import type { EmbedJob } from '../../../engines/engine-jobs.ts'
+import { isModelError } from '../../../engines/errors.ts'
+import type { ModelScheduler } from '../../../engines/scheduler/model-scheduler.ts'
 import { chunkText, type TextChunk } from './document-chunks.ts'
 import type { DocumentStore } from './document-store.ts'
 import { embeddingPrompts } from './embedding-prompts.ts'

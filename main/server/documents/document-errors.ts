@@ -1,5 +1,5 @@
 /** The refusals of /api/documents, each with its status, code and the field at fault. */
-import { recommendedModels } from '../../../native-models/catalog/recommended-models.ts'
+import { recommendedModels } from '../../../models/catalog/recommended-models.ts'
 import { ApiError, invalidRequest } from '../http-errors.ts'
 
 export const MAX_DOCUMENT_BYTES = 20 * 1024 * 1024

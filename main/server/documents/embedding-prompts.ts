@@ -4,7 +4,7 @@
  * "search_document: "). Recognised by the model's id or file name; other models get the text bare.
  */
 import { basename } from 'node:path'
-import type { ModelRecord } from '../../../native-models/catalog/model-record.ts'
+import type { ModelRecord } from '../../../models/catalog/model-record.ts'
 
 export interface EmbeddingPrompts {
   query: string

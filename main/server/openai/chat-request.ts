@@ -2,11 +2,11 @@
  * The chat completions request as the contract defines it: schema, checks against the model, and
  * the conversion into an engine job. No HTTP and no engine here.
  */
-import type { ModelRecord } from '../../../native-models/catalog/model-record.ts'
-import type { ChatContentPart, ChatJob, ChatMessage, ToolDefinition } from '../../../native-models/engine/engine-jobs.ts'
-import { imageErrorAt } from '../../../native-models/images/invalid-image-error.ts'
-import { normalizeImageDataUrl } from '../../../native-models/images/normalize-image.ts'
-import { DEFAULT_PROJECTOR_INPUT, readProjectorInput } from '../../../native-models/images/projector-input.ts'
+import type { ModelRecord } from '../../../models/catalog/model-record.ts'
+import type { ChatContentPart, ChatJob, ChatMessage, ToolDefinition } from '../../../engines/engine-jobs.ts'
+import { imageErrorAt } from '../../../media/images/invalid-image-error.ts'
+import { normalizeImageDataUrl } from '../../../media/images/normalize-image.ts'
+import { DEFAULT_PROJECTOR_INPUT, readProjectorInput } from '../../../media/images/projector-input.ts'
 import { invalidRequest, modelNotCompatible, unsupportedParameter } from '../http-errors.ts'
 import { Notices } from '../request-notices.ts'
 import { chatRequestSchema, SET_ASIDE_CHAT_FIELDS, UNSUPPORTED_CHAT_FIELDS, type ChatRequest, type ChatRequestMessage } from './chat-request-schema.ts'

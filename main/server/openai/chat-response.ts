@@ -1,5 +1,5 @@
 /** OpenAI's chat completion shapes, built from engine results. Pure functions, no HTTP. */
-import type { ChatResult, FinishReason, JobProgress, TokenLogprob } from '../../../native-models/engine/engine-jobs.ts'
+import type { ChatResult, FinishReason, JobProgress, TokenLogprob } from '../../../engines/engine-jobs.ts'
 
 export interface ChatUsage {
   prompt_tokens: number

@@ -3,8 +3,8 @@
  * as editors' autocomplete uses it, with fill-in-the-middle through `suffix`.
  */
 import { z } from 'zod'
-import type { ModelRecord } from '../../../native-models/catalog/model-record.ts'
-import type { CompleteJob } from '../../../native-models/engine/engine-jobs.ts'
+import type { ModelRecord } from '../../../models/catalog/model-record.ts'
+import type { CompleteJob } from '../../../engines/engine-jobs.ts'
 import { invalidRequest, modelNotCompatible, unsupportedParameter } from '../http-errors.ts'
 import { CHAT_DEFAULTS } from './chat-request.ts'
 import { samplingShape } from './chat-request-schema.ts'

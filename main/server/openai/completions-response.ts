@@ -1,5 +1,5 @@
 /** OpenAI's text_completion shapes, built from completion results. Pure functions, no HTTP. */
-import type { CompleteResult, JobProgress, TokenLogprob } from '../../../native-models/engine/engine-jobs.ts'
+import type { CompleteResult, JobProgress, TokenLogprob } from '../../../engines/engine-jobs.ts'
 import type { CompletionIdentity } from './chat-response.ts'
 
 /** The legacy logprobs shape: parallel lists, and each token's candidates as a map. */

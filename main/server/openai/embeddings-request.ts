@@ -3,8 +3,8 @@
  * conversion into an engine job. No HTTP and no engine here.
  */
 import { z } from 'zod'
-import type { ModelRecord } from '../../../native-models/catalog/model-record.ts'
-import type { EmbedInput, EmbedJob } from '../../../native-models/engine/engine-jobs.ts'
+import type { ModelRecord } from '../../../models/catalog/model-record.ts'
+import type { EmbedInput, EmbedJob } from '../../../engines/engine-jobs.ts'
 import { invalidRequest, modelNotCompatible } from '../http-errors.ts'
 import { parseOrThrow } from './validation.ts'
 

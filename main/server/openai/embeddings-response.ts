@@ -1,6 +1,6 @@
 /** OpenAI's embeddings response, built from an engine result. Pure functions, no HTTP. */
 import { endianness } from 'node:os'
-import type { EmbedResult } from '../../../native-models/engine/engine-jobs.ts'
+import type { EmbedResult } from '../../../engines/engine-jobs.ts'
 import type { EncodingFormat } from './embeddings-request.ts'
 
 export interface EmbeddingObject {

@@ -1,6 +1,6 @@
 /** The Model object of /v1/models: OpenAI's fields, the contract's limits and pricing, our additions. */
-import type { ModelRecord } from '../../../native-models/catalog/model-record.ts'
-import type { RemotePool } from '../../../native-models/remote/remote-pool.ts'
+import type { ModelRecord } from '../../../models/catalog/model-record.ts'
+import type { RemotePool } from '../../../engines/remote/remote-pool.ts'
 import type { ModelObject } from '../wire-types.ts'
 
 /** `remotes` tells a remote model's health (`remote.health`: healthy, unhealthy or unknown). */

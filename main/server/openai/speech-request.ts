@@ -4,9 +4,9 @@
  * `name[key]`), checked into a job for the model's engine. Both routes take the same fields.
  */
 import { z } from 'zod'
-import type { ModelRecord } from '../../../native-models/catalog/model-record.ts'
-import { whisperLanguageCode } from '../../../native-models/speech/whisper-languages.ts'
-import type { SpeechJob, VadOptions } from '../../../native-models/engine/engine-jobs.ts'
+import type { ModelRecord } from '../../../models/catalog/model-record.ts'
+import { whisperLanguageCode } from '../../../engines/speech/whisper-languages.ts'
+import type { SpeechJob, VadOptions } from '../../../engines/engine-jobs.ts'
 import { invalidRequest, modelNotCompatible, unsupportedParameter } from '../http-errors.ts'
 import { parseOrThrow } from './validation.ts'
 

@@ -3,8 +3,8 @@
  * five response formats and the streamed events. Pure functions, no HTTP.
  */
 import { deflateSync } from 'node:zlib'
-import { whisperLanguageName } from '../../../native-models/speech/whisper-languages.ts'
-import type { JobProgress, SegmentDetail, SpeechResult, SpeechSegment, SpeechToken } from '../../../native-models/engine/engine-jobs.ts'
+import { whisperLanguageName } from '../../../engines/speech/whisper-languages.ts'
+import type { JobProgress, SegmentDetail, SpeechResult, SpeechSegment, SpeechToken } from '../../../engines/engine-jobs.ts'
 import type { SpeechRequest, SpeechTask } from './speech-request.ts'
 
 export interface SpeechOutput {

@@ -3,8 +3,8 @@
  * the documents back ordered by relevance. Request checks and the answer; no HTTP here.
  */
 import { z } from 'zod'
-import type { ModelRecord } from '../../../native-models/catalog/model-record.ts'
-import type { RerankJob, RerankResult } from '../../../native-models/engine/engine-jobs.ts'
+import type { ModelRecord } from '../../../models/catalog/model-record.ts'
+import type { RerankJob, RerankResult } from '../../../engines/engine-jobs.ts'
 import { invalidRequest, modelNotCompatible } from '../http-errors.ts'
 import { parseOrThrow } from '../openai/validation.ts'
 

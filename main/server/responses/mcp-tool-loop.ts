@@ -5,8 +5,8 @@
  * Approvals sent in the input run first. Without `mcp` tools this is the one turn it always was.
  */
 import type { Response } from 'express'
-import type { ModelRecord } from '../../../native-models/catalog/model-record.ts'
-import type { ChatResult, JobProgress, ToolCall } from '../../../native-models/engine/engine-jobs.ts'
+import type { ModelRecord } from '../../../models/catalog/model-record.ts'
+import type { ChatResult, JobProgress, ToolCall } from '../../../engines/engine-jobs.ts'
 import { recordUsage } from '../keys/key-quotas.ts'
 import { planChat, type ChatPlan } from '../openai/chat-request.ts'
 import { Notices } from '../request-notices.ts'

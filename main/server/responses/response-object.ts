@@ -4,7 +4,7 @@
  * function call, the MCP items of the server-side tool loop), and each closes before the next opens.
  */
 import { randomBytes } from 'node:crypto'
-import type { ChatResult, JobProgress } from '../../../native-models/engine/engine-jobs.ts'
+import type { ChatResult, JobProgress } from '../../../engines/engine-jobs.ts'
 import type { ReasoningSeal } from '../reasoning-seal.ts'
 import { customInput, type CustomCallOutput, type FunctionCallOutput, type ResponseTools } from './response-tools.ts'
 import type { McpServerTools } from './response-mcp-tools.ts'

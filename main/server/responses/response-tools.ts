@@ -13,7 +13,7 @@
  *   name.
  */
 import { z } from 'zod'
-import type { ToolCall } from '../../../native-models/engine/engine-jobs.ts'
+import type { ToolCall } from '../../../engines/engine-jobs.ts'
 import { invalidRequest, unsupportedParameter } from '../http-errors.ts'
 import { functionName } from '../openai/chat-request-schema.ts'
 import type { Notices } from '../request-notices.ts'

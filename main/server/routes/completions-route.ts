@@ -1,7 +1,7 @@
 /** POST /v1/completions: validate → plan → run each prompt on the model's engine → answer or stream. */
 import { randomBytes } from 'node:crypto'
 import { Router } from 'express'
-import type { CompleteResult } from '../../../native-models/engine/engine-jobs.ts'
+import type { CompleteResult } from '../../../engines/engine-jobs.ts'
 import type { CompletionIdentity } from '../openai/chat-response.ts'
 import { parseCompletionsRequest, planCompletions } from '../openai/completions-request.ts'
 import { CompletionStreamWriter, textCompletion, type CompletionStreamChunk } from '../openai/completions-response.ts'

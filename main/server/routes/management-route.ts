@@ -1,6 +1,6 @@
 /** /api: the app's own endpoints: the models folder in full (problems included), load, unload, system. */
 import { Router } from 'express'
-import type { ModelRecord } from '../../../native-models/catalog/model-record.ts'
+import type { ModelRecord } from '../../../models/catalog/model-record.ts'
 import { requireModel } from '../model-lookup.ts'
 import { modelObject } from '../openai/model-object.ts'
 import type { ServerContext } from '../server-context.ts'

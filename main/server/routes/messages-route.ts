@@ -20,7 +20,7 @@ import { Notices, sendNotices } from '../request-notices.ts'
 import { requestLifetime } from '../request-lifetime.ts'
 import type { ServerContext } from '../server-context.ts'
 import { SseStream } from '../sse.ts'
-import { ModelError } from '../../../native-models/errors.ts'
+import { ModelError } from '../../../engines/errors.ts'
 
 export function messagesRoute(ctx: ServerContext): Router {
   const router = Router()

@@ -1,0 +1,282 @@
+/**
+ * One engine program (llama-server, whisper-server) as a child process: started on a private
+ * loopback port (with its own random key where the program takes one), ready when its /health
+ * says so, its log tail kept to explain a crash, and never outliving the server (the kernel kills
+ * it when its parent dies, where the platform allows). A load is given up only once it stops making
+ * progress (its memory stops growing and its log falls silent) for the load limit, as Ollama does:
+ * a large model on a slow disk loads, a hung one does not hold a request for long.
+ */
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+// Streams go over plain node:http: per token it costs a fraction of fetch's web streams.
+import { request as httpRequest, type IncomingMessage } from 'node:http'
+import { createServer } from 'node:net'
+import { EngineDiedError, ModelError } from './errors.ts'
+
+const LOG_TAIL_BYTES = 8192
+const HEALTH_POLL_MS = 15
+const MAX_SEND_ATTEMPTS = 3
+
+export interface EngineServerStart {
+  program: string
+  args: string[]
+  /** The environment variable the program reads its API key from; none: it takes no key (whisper-server). */
+  apiKeyVariable?: string
+  /** Named in errors. */
+  modelId: string
+  /** How long a load may go without progress. */
+  loadTimeoutMs: number
+  /** Copy the engine's log to this process's stderr (HEARTH_ENGINE_LOG=1). */
+  forwardLog: boolean
+}
+
+/** Memory that grows by this much between looks is a load making progress. */
+const PROGRESS_BYTES = 1024 * 1024
+const PROGRESS_LOOK_MS = 500
+
+export class EngineServerProcess {
+  private logTail = ''
+  private loggedBytes = 0
+  private exited = false
+  private exitReason = 'stopped'
+  private killedBy: string | null = null
+  private readonly exitListeners: Array<() => void> = []
+
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly baseUrl: string,
+    private readonly key: string,
+    private readonly modelId: string,
+    forwardLog: boolean,
+  ) {
+    const keepTail = (chunk: Buffer) => {
+      this.loggedBytes += chunk.length
+      this.logTail = (this.logTail + chunk.toString('utf8')).slice(-LOG_TAIL_BYTES)
+      if (forwardLog) process.stderr.write(chunk)
+    }
+    child.stdout?.on('data', keepTail)
+    child.stderr?.on('data', keepTail)
+    child.on('error', () => undefined) // 'exit' follows and reports it
+    child.on('exit', (code, signal) => {
+      this.exited = true
+      this.exitReason = signal ? `was killed by ${signal}` : `exited with code ${code}`
+      this.killedBy = signal
+      for (const listener of this.exitListeners.splice(0)) listener()
+    })
+  }
+
+  static async start(options: EngineServerStart): Promise<EngineServerProcess> {
+    const port = await freeLoopbackPort()
+    const key = options.apiKeyVariable ? randomBytes(24).toString('base64url') : ''
+    const args = [...options.args, '--host', '127.0.0.1', '--port', String(port)]
+    const [command, commandArgs] = orphanSafe(options.program, args)
+    const child = spawn(command, commandArgs, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      // The key stays out of `ps`: llama-server reads it from the environment.
+      env: options.apiKeyVariable ? { ...process.env, [options.apiKeyVariable]: key } : process.env,
+    })
+    const engine = new EngineServerProcess(child, `http://127.0.0.1:${port}`, key, options.modelId, options.forwardLog)
+    try {
+      await engine.waitUntilHealthy(options.loadTimeoutMs)
+    } catch (e) {
+      engine.kill()
+      throw e
+    }
+    return engine
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid
+  }
+
+  get alive(): boolean {
+    return !this.exited
+  }
+
+  /** The engine's own log so far (the last few KiB). */
+  get log(): string {
+    return this.logTail
+  }
+
+  onExit(listener: () => void): void {
+    if (this.exited) listener()
+    else this.exitListeners.push(listener)
+  }
+
+  /** A request to the engine; a dead engine or a refused connection is `engine_crashed`. */
+  async request(path: string, init: { method?: string; body?: unknown; signal?: AbortSignal } = {}): Promise<Response> {
+    // JSON, or a form (whisper-server's uploads) as it is.
+    const body = init.body === undefined ? undefined : init.body instanceof FormData ? init.body : JSON.stringify(init.body)
+    for (let attempt = 1; ; attempt++) {
+      if (this.exited) throw this.crashError()
+      try {
+        return await fetch(`${this.baseUrl}${path}`, {
+          method: init.method ?? (body === undefined ? 'GET' : 'POST'),
+          headers: { authorization: `Bearer ${this.key}`, ...(typeof body === 'string' ? { 'content-type': 'application/json' } : {}) },
+          body,
+          signal: init.signal,
+        })
+      } catch (e) {
+        if (init.signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
+        // A kept-alive connection the engine closed just as we reused it: the request never
+        // reached it, so it is sent again on a fresh connection.
+        if (attempt < MAX_SEND_ATTEMPTS && this.alive && isClosedConnection(e)) continue
+        throw await this.failureOf(e)
+      }
+    }
+  }
+
+  /**
+   * POSTs `body` and hands back the response as node:http gives it (status, headers, a byte
+   * stream), for answers read as they arrive. Closing the response (or `signal`) ends the work
+   * upstream: llama-server cancels a request whose connection is gone. Each stream has a connection
+   * of its own: llama-server closes a connection after a streamed answer, whatever its Keep-Alive
+   * header says, so a kept one would fail on its next use.
+   */
+  async streamRequest(path: string, body: unknown, signal?: AbortSignal): Promise<IncomingMessage> {
+    if (this.exited) throw this.crashError()
+    if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
+    const payload = JSON.stringify(body)
+    try {
+      return await new Promise<IncomingMessage>((resolve, reject) => {
+        const req = httpRequest(
+          `${this.baseUrl}${path}`,
+          {
+            method: 'POST',
+            agent: false,
+            signal,
+            headers: {
+              authorization: `Bearer ${this.key}`,
+              'content-type': 'application/json',
+              'content-length': Buffer.byteLength(payload),
+            },
+          },
+          resolve,
+        )
+        req.setNoDelay(true)
+        req.once('error', reject)
+        req.end(payload)
+      })
+    } catch (e) {
+      if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
+      throw await this.failureOf(e)
+    }
+  }
+
+  /** What a failed exchange means: the engine died (wait briefly for its exit to know), or it broke. */
+  async failureOf(e: unknown): Promise<ModelError> {
+    if (e instanceof ModelError) return e
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 200)
+      this.onExit(() => (clearTimeout(timer), resolve()))
+    })
+    if (this.exited) return this.crashError()
+    const cause = (e as { cause?: { code?: string; message?: string } }).cause
+    const detail = cause ? ` (${cause.code ?? cause.message})` : ''
+    return new ModelError('internal_error', `the engine for model "${this.modelId}" failed: ${(e as Error).message}${detail}`)
+  }
+
+  crashError(): EngineDiedError {
+    return new EngineDiedError('engine_crashed', `the engine for model "${this.modelId}" ${this.exitReason}; the next request reloads it${this.tellingLine()}`, this.killedBy, false)
+  }
+
+  async stop(): Promise<void> {
+    if (this.exited) return
+    const gone = new Promise<void>((resolve) => this.onExit(resolve))
+    this.child.kill('SIGTERM')
+    const killTimer = setTimeout(() => this.kill(), 3_000)
+    await gone
+    clearTimeout(killTimer)
+  }
+
+  kill(): void {
+    if (!this.exited) this.child.kill('SIGKILL')
+  }
+
+  /** The process's resident memory, 0 once it is gone. */
+  residentBytes(): number {
+    const pid = this.child.pid
+    if (this.exited || pid === undefined) return 0
+    try {
+      const kb = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
+      if (kb) return Number(kb) * 1024
+    } catch {
+      // not Linux
+    }
+    try {
+      return Number(execFileSync('ps', ['-o', 'rss=', '-p', String(pid)], { encoding: 'utf8' }).trim()) * 1024
+    } catch {
+      return 0
+    }
+  }
+
+
+
+  private async waitUntilHealthy(stallMs: number): Promise<void> {
+    const started = performance.now()
+    let lastProgress = started
+    let lastLook = started
+    let seen = { memory: 0, logged: 0 }
+    while (performance.now() - lastProgress < stallMs) {
+      if (this.exited) {
+        throw new EngineDiedError('engine_load_failed', `model "${this.modelId}" failed to load: the engine ${this.exitReason}${this.tellingLine()}`, this.killedBy, true)
+      }
+      try {
+        const res = await fetch(`${this.baseUrl}/health`, { signal: AbortSignal.timeout(1_000) })
+        await res.body?.cancel()
+        if (res.status === 200) return
+      } catch {
+        // not listening yet
+      }
+      await new Promise((resolve) => setTimeout(resolve, HEALTH_POLL_MS))
+      if (performance.now() - lastLook >= PROGRESS_LOOK_MS) {
+        lastLook = performance.now()
+        const now = { memory: this.residentBytes(), logged: this.loggedBytes }
+        if (now.memory - seen.memory >= PROGRESS_BYTES || now.logged > seen.logged) lastProgress = lastLook
+        seen = { memory: Math.max(seen.memory, now.memory), logged: now.logged }
+      }
+    }
+    const took = Math.round((performance.now() - started) / 1000)
+    throw new ModelError('engine_load_failed', `model "${this.modelId}" did not load: no progress for ${stallMs} ms (${took} s in all)${this.tellingLine()}`)
+  }
+
+  /** The log line that best explains a failure, for the error message. */
+  private tellingLine(): string {
+    const lines = this.logTail.trim().split('\n').filter(Boolean)
+    const telling = lines.findLast((l) => /error|failed|abort|exception|terminate/i.test(l)) ?? lines.at(-1)
+    return telling ? ` (engine log: ${telling.trim().slice(0, 300)})` : ''
+  }
+}
+
+/** A kept-alive connection the other side had closed: the request never reached it. */
+export function isClosedConnection(e: unknown): boolean {
+  const code = (e as { cause?: { code?: string } }).cause?.code
+  return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE'
+}
+
+/** A port nobody listens on now; llama-server binds it a moment later. */
+function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', reject)
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number }
+      probe.close(() => resolve(port))
+    })
+  })
+}
+
+const hasSetpriv = process.platform === 'linux' && spawnSync('setpriv', ['--version'], { stdio: 'ignore' }).status === 0
+
+/**
+ * Linux kills the engine when its parent dies (even by SIGKILL) through the parent-death signal,
+ * which util-linux's setpriv sets before it execs the engine (same pid, no extra process). Elsewhere
+ * a small shell watches the parent and takes the engine down with it.
+ */
+function orphanSafe(program: string, args: string[]): [string, string[]] {
+  if (hasSetpriv) return ['setpriv', ['--pdeathsig', 'KILL', '--', program, ...args]]
+  if (process.platform === 'win32') return [program, args]
+  const watch = `"$@" & child=$!; while kill -0 ${process.pid} 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 1; done; kill -9 $child 2>/dev/null; wait $child`
+  return ['/bin/sh', ['-c', watch, 'llama-server', program, ...args]]
+}

@@ -1,0 +1,47 @@
+/** The llama-server command line for one catalog model: its context, slots, threads, layers and kind. */
+import type { EngineLoadSpec } from '../engine-jobs.ts'
+
+/**
+ * The RAM llama-server may keep prompts in once they leave their slot (MiB), where the memory plan
+ * did not size it (server.ts does, from the memory budget): llama-server's own default.
+ */
+export const DEFAULT_PROMPT_CACHE_MIB = 8192
+
+/** llama.cpp's log levels: 2 keeps warnings and errors (what explains a crash), 3 adds a few lines per request. */
+const QUIET = 2
+const VERBOSE = 3
+
+export function llamaServerArgs(spec: EngineLoadSpec, options: { slotCacheDir?: string; verbose?: boolean } = {}): string[] {
+  const slots = Math.max(1, spec.parallel)
+  const args = [
+    '--model', spec.path,
+    '--alias', spec.modelId,
+    // Every slot gets the model's whole context, as each request is promised it.
+    '--ctx-size', String(spec.contextLength * slots),
+    '--parallel', String(slots),
+    '--threads', String(spec.threads),
+    '--threads-batch', String(spec.threads),
+    '--n-gpu-layers', spec.gpuLayers < 0 ? 'auto' : String(spec.gpuLayers),
+    '--flash-attn', 'auto',
+    '--no-webui',
+    '--log-colors', 'off',
+    // Lines per request through a pipe cost an embedding model a tenth of its throughput.
+    '--log-verbosity', String(options.verbose ? VERBOSE : QUIET),
+  ]
+  if (spec.kind === 'embedding' || spec.kind === 'rerank') {
+    // An encoder sees a whole input in one batch; the batch must hold the longest one allowed.
+    args.push(spec.kind === 'rerank' ? '--reranking' : '--embedding', '--batch-size', String(spec.contextLength), '--ubatch-size', String(spec.contextLength))
+  } else {
+    // Thinking comes apart from the answer (`reasoning_content`), as OpenAI-style clients expect.
+    args.push('--jinja', '--reasoning-format', 'deepseek', '--cache-ram', String(spec.promptCacheMiB ?? DEFAULT_PROMPT_CACHE_MIB))
+    if (options.slotCacheDir) args.push('--slot-save-path', options.slotCacheDir)
+  }
+  if (spec.projectorPath) args.push('--mmproj', spec.projectorPath)
+  const speculative = spec.speculative
+  if (speculative && 'draftPath' in speculative) {
+    args.push('--spec-type', 'draft-simple', '--model-draft', speculative.draftPath, '--gpu-layers-draft', spec.gpuLayers < 0 ? 'auto' : String(spec.gpuLayers))
+  } else if (speculative) {
+    args.push('--spec-type', 'ngram-simple')
+  }
+  return args
+}
