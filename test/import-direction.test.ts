@@ -1,6 +1,7 @@
 /**
- * Imports point one way: renderer → (HTTP) → main/server → engines, models, media. The renderer reaches
- * past HTTP only for types, from the two modules meant for it; the server never needs Electron.
+ * Imports point one way: renderer → (HTTP) → main/server → engines → models, and media, which needs
+ * neither. The renderer reaches past HTTP only for types, from the two modules meant for it; the
+ * server never needs Electron.
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
@@ -46,6 +47,16 @@ describe('imports point one way', () => {
   it('engines, models and media import nothing of main, preload or the renderer', () => {
     const wrong = ['engines', 'models', 'media'].flatMap((room) => under(`${room}/`)).filter((i) => /^(main|preload|renderer)\//.test(i.target))
     expect(['engines', 'models', 'media'].every((room) => under(`${room}/`).length > 0)).toBe(true)
+    expect(wrong.map(describeImport)).toEqual([])
+  })
+
+  it('models import nothing of the engines: the catalog describes models, engines run them', () => {
+    const wrong = under('models/').filter((i) => i.target.startsWith('engines/'))
+    expect(wrong.map(describeImport)).toEqual([])
+  })
+
+  it('media imports nothing of the engines or the models: it readies what clients send', () => {
+    const wrong = under('media/').filter((i) => /^(engines|models)\//.test(i.target))
     expect(wrong.map(describeImport)).toEqual([])
   })
 

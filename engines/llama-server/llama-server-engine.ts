@@ -45,9 +45,8 @@ import { readEventBatches } from '../upstream-stream/event-stream.ts'
 import { decodeBase64Floats, normaliseInto } from '../embedding-vectors.ts'
 import { schemaProblemOf } from './schema-problem.ts'
 import { readUpstreamError } from './upstream-errors.ts'
-import { DEFAULT_PROMPT_CACHE_MIB, llamaServerArgs } from './llama-server-args.ts'
-import { SlotAffinity, SWAP_SHARE, promptPieces, type PromptPiece } from './slot-affinity.ts'
-import { SlotCache } from './slot-cache.ts'
+import { llamaServerArgs } from './llama-server-args.ts'
+import { SlotParking } from './slot-parking.ts'
 
 export interface LlamaServerEngineOptions {
   loadTimeoutMs?: number
@@ -67,9 +66,6 @@ interface ModelMeta {
   embeddingLength: number
 }
 
-/** The longest a request waits for llama-server to start the one whose pushed-out prompt it needs back. */
-const SAVED_WAIT_MS = 30_000
-
 export class LlamaServerEngine extends ServerEngine {
   /** The context each request really gets: the catalog's, or less where llama-server gives less. */
   private readonly contextLength: number
@@ -80,9 +76,8 @@ export class LlamaServerEngine extends ServerEngine {
     private readonly spec: EngineLoadSpec,
     info: EngineModelInfo,
     private readonly meta: ModelMeta,
-    private readonly slotCache: SlotCache | undefined,
     private readonly template: ChatTemplateTraits,
-    private readonly affinity: SlotAffinity | undefined,
+    private readonly slots: SlotParking | undefined,
   ) {
     super(server, info)
     this.contextLength = info.contextLength ?? spec.contextLength
@@ -121,14 +116,11 @@ export class LlamaServerEngine extends ServerEngine {
         ...(typeof slotContext === 'number' && slotContext > 0 && slotContext < spec.contextLength ? { contextLength: slotContext } : {}),
       }
       const chat = spec.kind === 'chat'
-      const slotCache = chat && options.slotCacheDir ? new SlotCache(options.slotCacheDir, spec) : undefined
-      // One slot needs no choosing, only parking, which needs the slot cache's folder.
       const onCpu = devicesOf(build, spec).every((d) => d === 'CPU')
-      const ramCache = (spec.promptCacheMiB ?? DEFAULT_PROMPT_CACHE_MIB) > 0
-      const affinity = chat && (spec.parallel > 1 || slotCache) ? new SlotAffinity(spec.parallel, Date.now, onCpu ? SWAP_SHARE.cpu : SWAP_SHARE.gpu, ramCache) : undefined
-      if (slotCache) {
+      const slots = SlotParking.forModel(server, spec, { slotCacheDir: options.slotCacheDir, onCpu })
+      if (slots?.keepsSlotsOnDisk) {
         const restoring = performance.now()
-        await slotCache.restore(server, affinity)
+        await slots.restoreSaved()
         info.restoreMs = Math.round(performance.now() - restoring)
       }
       const inPlace = chat ? keepsSystemMessagesInPlace(await templatePrompt(server, MID_SYSTEM_PROBE)) : true
@@ -139,9 +131,8 @@ export class LlamaServerEngine extends ServerEngine {
         spec,
         info,
         { vocabularySize: Number(meta.n_vocab ?? 0), embeddingLength: Number(meta.n_embd ?? 0) },
-        slotCache,
         traits,
-        affinity,
+        slots,
       )
     } catch (e) {
       await server.stop()
@@ -151,7 +142,7 @@ export class LlamaServerEngine extends ServerEngine {
 
   /** Saves the conversations' caches (chat models), then ends the process. */
   override async stop(): Promise<void> {
-    if (this.alive) await this.slotCache?.save(this.server, this.affinity)
+    if (this.alive) await this.slots?.saveAll()
     await this.server.stop()
   }
 
@@ -182,9 +173,8 @@ export class LlamaServerEngine extends ServerEngine {
     this.checkLogitBias(job)
     const limit = this.contextLength
     const body = chatRequestBody(job, this.template.quirks)
-    const pieces = this.affinity && promptPieces(body as { messages: unknown[]; tools?: unknown })
-    const slot = pieces && this.affinity!.take(pieces, job.conversationKey)
-    if (slot !== undefined) body.id_slot = slot
+    const taken = this.slots?.take(body as { messages: unknown[]; tools?: unknown }, job.conversationKey)
+    if (taken) body.id_slot = taken.slot
     let served = false
     const upstream = new AbortController()
     const cancel = () => upstream.abort()
@@ -198,7 +188,7 @@ export class LlamaServerEngine extends ServerEngine {
     signal?.addEventListener('abort', cancel, { once: true })
     try {
       if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-      if (slot !== undefined) await this.swapSlot(slot, pieces!, started)
+      if (taken) await this.slots!.ready(taken, started)
       const res = await this.server.streamRequest('/v1/chat/completions', body, upstream.signal)
       if (res.statusCode !== 200) throw chatError(res.statusCode ?? 500, await textOf(res), limit, job)
       let checked = false
@@ -244,28 +234,8 @@ export class LlamaServerEngine extends ServerEngine {
       signal?.removeEventListener('abort', cancel)
       // A request that ends early (context check, error) stops its work upstream.
       if (!finished) upstream.abort()
-      if (slot !== undefined) this.affinity!.release(slot, served ? pieces : undefined, job.conversationKey)
+      if (taken) this.slots!.release(taken, served)
     }
-  }
-
-  /**
-   * Parks what the slot holds and loads a parked conversation into it, where slot-affinity.ts says
-   * it pays; where llama-server swaps in memory by itself, notes what it will do.
-   */
-  private async swapSlot(slot: number, pieces: PromptPiece[], started: Promise<void>): Promise<void> {
-    const swap = this.affinity!.swapFor(slot, pieces)
-    if (swap.byEngine) {
-      const saved = this.affinity!.swappedByEngine(slot, pieces, started)
-      // Bounded: a request that never starts must not hold this one forever.
-      if (saved) await Promise.race([saved, new Promise((r) => setTimeout(r, SAVED_WAIT_MS).unref())])
-      return
-    }
-    if (!this.slotCache) return
-    if (swap.park) {
-      const file = await this.slotCache.park(this.server, slot)
-      if (file) for (const pushedOut of this.affinity!.parked(slot, file)) this.slotCache.drop(pushedOut)
-    }
-    if (swap.unpark) this.affinity!.unparked(slot, swap.unpark, await this.slotCache.unpark(this.server, slot, swap.unpark.file))
   }
 
   /**

@@ -35,8 +35,8 @@ import { candidatesToAsk, refuseToolsWithoutTemplate, templateMessages, toolFiel
 import { ModelError } from '../errors.ts'
 import { RemoteModelError, remoteErrorOf } from './remote-error.ts'
 import { postRemote, type RemoteAnswer } from './remote-http.ts'
-import type { RemotePool } from './remote-pool.ts'
-import { replicaKey, type RemoteReplica } from './remote-target.ts'
+import { replicaKey, type RemotePool } from './remote-pool.ts'
+import type { RemoteReplica } from '../../models/catalog/remote-target.ts'
 
 /** Answers that mean "this copy cannot serve now": the next copy is tried. */
 const TRY_ANOTHER = new Set([502, 503, 504])

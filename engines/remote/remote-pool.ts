@@ -5,19 +5,18 @@
  * a few failures in a row and comes back when its server's health check passes again.
  */
 import { templateTraits, type ChatTemplateTraits, type TemplateCaps } from '../llama-server/chat-request-body.ts'
-import { replicaKey, type RemoteReplica } from './remote-target.ts'
+import type { RemoteListings, RemoteModelSummary } from '../../models/catalog/remote-records.ts'
+import type { RemoteReplica } from '../../models/catalog/remote-target.ts'
 
 /** What a remote says of one of its models in `GET /models` (and llama-server's `/props`). */
-export interface RemoteModelInfo {
-  id: string
-  ownedBy: string | undefined
-  contextLength: number | undefined
-  maxCompletionTokens: number | undefined
-  /** Hearth's own list (`chat`, `vision`, `embeddings`, …) when the remote is a Hearth. */
-  capabilities: string[] | undefined
-  vision: boolean | undefined
+export interface RemoteModelInfo extends RemoteModelSummary {
   /** The chat template, where the remote is a llama-server (its `/props` says). */
   template: ChatTemplateTraits | undefined
+}
+
+/** The same replica, as a key for health and load bookkeeping. */
+export function replicaKey(replica: Pick<RemoteReplica, 'baseUrl' | 'model'>): string {
+  return `${replica.baseUrl} ${replica.model}`
 }
 
 export type RemoteHealth = 'healthy' | 'unhealthy' | 'unknown'
@@ -51,7 +50,7 @@ export interface RemotePoolOptions {
 
 const DEFAULTS = { intervalMs: 10_000, checkTimeoutMs: 5_000, maxFailures: 3 }
 
-export class RemotePool {
+export class RemotePool implements RemoteListings {
   private readonly servers = new Map<string, ServerState>()
   private readonly replicas = new Map<string, ReplicaState>()
   private readonly options: typeof DEFAULTS

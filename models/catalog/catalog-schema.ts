@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { remoteImportSchema, remoteTargetSchema } from '../../engines/remote/remote-target.ts'
+import { remoteImportSchema, remoteTargetSchema } from './remote-target.ts'
 
 const pricePattern = /^\d+\.\d{8}$/
 

@@ -5,7 +5,7 @@
  */
 import type { CatalogEntry } from './catalog-schema.ts'
 import type { Capability, ModelKind } from './model-kinds.ts'
-import type { RemoteReplica } from '../../engines/remote/remote-target.ts'
+import type { RemoteReplica } from './remote-target.ts'
 
 /** A model the server can serve: everything /v1/models shows and an engine needs to load it. */
 export interface ModelRecord {

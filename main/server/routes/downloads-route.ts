@@ -6,7 +6,7 @@
 import { Router } from 'express'
 import { z } from 'zod'
 import { addCatalogEntry } from '../../../models/catalog/catalog-writer.ts'
-import { remoteTargetSchema } from '../../../engines/remote/remote-target.ts'
+import { remoteTargetSchema } from '../../../models/catalog/remote-target.ts'
 import { recommendedModels } from '../../../models/catalog/recommended-models.ts'
 import { isFinalState, type DownloadSnapshot } from '../../../models/downloads/download-job.ts'
 import { DownloadManager } from '../../../models/downloads/download-manager.ts'

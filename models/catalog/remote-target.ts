@@ -43,8 +43,3 @@ export function resolveReplica(target: { base_url: string; model?: string; api_k
   if (target.api_key_env && !apiKey) return `the environment variable ${target.api_key_env} (the key for ${target.base_url}) is not set`
   return { baseUrl: target.base_url.replace(/\/+$/, ''), model: target.model ?? model, apiKeyEnv: target.api_key_env, apiKey }
 }
-
-/** The same replica, as a key for health and load bookkeeping. */
-export function replicaKey(replica: Pick<RemoteReplica, 'baseUrl' | 'model'>): string {
-  return `${replica.baseUrl} ${replica.model}`
-}

@@ -2,10 +2,9 @@
  * Catalog entries for remote models, as the models the server lists: their context length,
  * completion limit and capabilities from the entry, else from what the remote says of them.
  */
-import type { CatalogEntry } from '../../models/catalog/catalog-schema.ts'
-import type { BrokenModel, ModelRecord } from '../../models/catalog/model-record.ts'
-import { capabilitiesOf, type Capability, type ModelKind } from '../../models/catalog/model-kinds.ts'
-import type { RemoteModelInfo, RemotePool } from './remote-pool.ts'
+import type { CatalogEntry } from './catalog-schema.ts'
+import type { BrokenModel, ModelRecord } from './model-record.ts'
+import { capabilitiesOf, type Capability, type ModelKind } from './model-kinds.ts'
 import { resolveReplica, type RemoteReplica } from './remote-target.ts'
 
 const DEFAULT_CONTEXT = 4096
@@ -14,6 +13,28 @@ const CAPABILITIES: ReadonlySet<string> = new Set<Capability>(['chat', 'vision',
 /** When the server first listed them: remote models have no file whose time could say. */
 const LISTED_SINCE = Math.floor(Date.now() / 1000)
 
+/** What a remote says of one of its models, as far as the catalog reads it. */
+export interface RemoteModelSummary {
+  id: string
+  ownedBy: string | undefined
+  contextLength: number | undefined
+  maxCompletionTokens: number | undefined
+  /** Hearth's own list (`chat`, `vision`, `embeddings`, …) when the remote is a Hearth. */
+  capabilities: string[] | undefined
+  vision: boolean | undefined
+}
+
+/**
+ * What the catalog needs of the pool that watches the remote servers (engines/remote/remote-pool.ts),
+ * named here so that models/ needs nothing of engines/.
+ */
+export interface RemoteListings {
+  /** The servers to watch: those the catalog names now. */
+  track(replicas: readonly RemoteReplica[]): void
+  modelInfo(replica: Pick<RemoteReplica, 'baseUrl' | 'model'>): RemoteModelSummary | undefined
+  listedModels(baseUrl: string): RemoteModelSummary[] | undefined
+}
+
 export interface RemoteEntryResult {
   models: ModelRecord[]
   broken: BrokenModel[]
@@ -21,7 +42,7 @@ export interface RemoteEntryResult {
   replicas: RemoteReplica[]
 }
 
-export function remoteRecords(entry: CatalogEntry, pool: RemotePool, env: NodeJS.ProcessEnv): RemoteEntryResult {
+export function remoteRecords(entry: CatalogEntry, pool: RemoteListings, env: NodeJS.ProcessEnv): RemoteEntryResult {
   const remote = entry.remote
   if (remote && 'import' in remote) {
     const replica = resolveReplica(remote, '', env)
@@ -46,7 +67,7 @@ export function remoteRecords(entry: CatalogEntry, pool: RemotePool, env: NodeJS
 }
 
 /** A server that does not list capabilities is trusted with tools: it answers for itself when it cannot. */
-function record(id: string, entry: CatalogEntry, replicas: RemoteReplica[], info: RemoteModelInfo | undefined): ModelRecord {
+function record(id: string, entry: CatalogEntry, replicas: RemoteReplica[], info: RemoteModelSummary | undefined): ModelRecord {
   const kind: ModelKind = entry.kind ?? kindOf(info?.capabilities) ?? 'chat'
   const remoteCapabilities = info?.capabilities?.filter((c): c is Capability => CAPABILITIES.has(c))
   const contextLength = entry.context_length ?? info?.contextLength ?? DEFAULT_CONTEXT

@@ -1,0 +1,401 @@
+/**
+ * One scan of the models folder: `models.json` read and checked, the model files found beside it
+ * (their headers cached by mtime and size, so a scan is cheap to repeat), projectors paired with
+ * their models, and the remote models the catalog names. model-folder.ts decides when to scan.
+ */
+import { readFile, readdir, stat } from 'node:fs/promises'
+import { basename, dirname, extname, join, relative, resolve, sep } from 'node:path'
+import { catalogEntrySchema, catalogFileSchema, type CatalogEntry } from './catalog-schema.ts'
+import { readModelFileHeader, type ModelFileHeader } from './model-file-header.ts'
+import type { BrokenModel, FolderSnapshot, ModelRecord, ModelShape } from './model-record.ts'
+import { capabilitiesOf, kindFromArchitecture, templateCallsTools, type ModelKind } from './model-kinds.ts'
+import { remoteRecords, type RemoteListings } from './remote-records.ts'
+import type { RemoteReplica } from './remote-target.ts'
+
+export const CATALOG_FILE = 'models.json'
+const MODEL_EXTENSIONS = new Set(['.gguf', '.bin'])
+const MAX_DISCOVERY_DEPTH = 3
+const DEFAULT_CONTEXT = 4096
+/**
+ * What one answer may run to where the catalog says nothing (or less where the context is smaller).
+ * Agents ask for 32,000 whatever the model (Claude Code, OpenCode, Qwen Code, Kilo) or nothing at
+ * all (Codex, Aider); a CPU writing 14 tokens a second (the real-size 1.1B model in the bench)
+ * writes 8,192 in under the 600 s request limit, enough for a file of several hundred lines in one
+ * tool call. A turn that runs away (small models loop) then ends with `length` and an answer
+ * instead of a cut stream. `max_completion_tokens` in models.json raises it per model.
+ */
+export const DEFAULT_MAX_COMPLETION_TOKENS = 8192
+const ZERO_PRICE = '0.00000000'
+/** A model file as it is now: what an engine reported of it holds only while the file is unchanged. */
+const fileStamp = (path: string, size: number, createdSeconds: number) => `${path}|${size}|${createdSeconds}`
+/** Parts after the first of a split GGUF (`name-00002-of-00003.gguf`) are loaded through the first. */
+const LATER_SPLIT_PART = /-0*([2-9]|\d{2,})-of-\d+\.gguf$/
+
+interface HeaderCacheEntry {
+  mtimeMs: number
+  size: number
+  header: ModelFileHeader | Error
+}
+
+export interface FolderScanOptions {
+  /** Watches the remote servers the catalog names, and says what they serve. */
+  remotes?: RemoteListings
+  /** Where remote keys are read from (their variables' names are in the catalog). */
+  env?: NodeJS.ProcessEnv
+}
+
+export class FolderScanner {
+  readonly dir: string
+  private readonly headers = new Map<string, HeaderCacheEntry>()
+  /** The context an engine reported giving a model file (by path, size and time), where less than asked. */
+  private readonly engineContext = new Map<string, number>()
+  private readonly engineToolCalling = new Map<string, boolean>()
+
+  constructor(
+    dir: string,
+    private readonly options: FolderScanOptions = {},
+  ) {
+    this.dir = resolve(dir)
+  }
+
+  /** From the next scan on, the model's file gets the context its engine gives it. */
+  noteEngineContext(model: ModelRecord, contextLength: number): void {
+    this.engineContext.set(fileStamp(model.path, model.sizeBytes, model.created), contextLength)
+  }
+
+  /** From the next scan on, whether the model's file calls tools is what its engine found. */
+  noteEngineToolCalling(model: ModelRecord, callsTools: boolean): void {
+    this.engineToolCalling.set(fileStamp(model.path, model.sizeBytes, model.created), callsTools)
+  }
+
+  async scan(): Promise<FolderSnapshot> {
+    const { entries, problem: catalogProblem } = await this.readCatalog()
+    const files = await this.listModelFiles()
+    const models: ModelRecord[] = []
+    const broken: BrokenModel[] = []
+    const takenIds = new Set<string>()
+    const claimedFiles = new Set<string>()
+    /** Voice-activity models: not served, but used by every speech model. */
+    const vadModels: string[] = []
+    const remoteReplicas: RemoteReplica[] = []
+
+    for (const raw of entries) {
+      const parsed = catalogEntrySchema.safeParse(raw)
+      if (!parsed.success) {
+        const file = typeof (raw as { file?: unknown })?.file === 'string' ? (raw as { file: string }).file : '?'
+        broken.push({ id: idOf(raw) ?? file, file, problem: `models.json entry is invalid: ${describeZodError(parsed.error)}` })
+        continue
+      }
+      const entry = parsed.data
+      if (entry.file === undefined) {
+        const remote = this.remoteModels(entry, takenIds)
+        models.push(...remote.models)
+        broken.push(...remote.broken)
+        remoteReplicas.push(...remote.replicas)
+        continue
+      }
+      const file = entry.file
+      const path = this.resolveInside(file)
+      const id = entry.id ?? fileStemId(this.dir, path ?? file)
+      if (path) claimedFiles.add(path)
+      const projectorPath = entry.mmproj ? this.resolveInside(entry.mmproj) : undefined
+      if (projectorPath) claimedFiles.add(projectorPath)
+      if (takenIds.has(id)) {
+        broken.push({ id, file: file, problem: `duplicate model id "${id}" in models.json` })
+        continue
+      }
+      takenIds.add(id)
+      if (!path) {
+        broken.push({ id, file: file, problem: `file "${file}" is outside the models folder` })
+        continue
+      }
+      if (entry.mmproj && !projectorPath) {
+        broken.push({ id, file: file, problem: `mmproj "${entry.mmproj}" is outside the models folder` })
+        continue
+      }
+      const draftPath = entry.draft ? this.resolveInside(entry.draft) : undefined
+      if (entry.draft) {
+        const problem = !draftPath ? 'is outside the models folder' : await this.draftProblem(draftPath)
+        if (problem) {
+          broken.push({ id, file: file, problem: `draft "${entry.draft}" ${problem}` })
+          continue
+        }
+        claimedFiles.add(draftPath!)
+      }
+      // A pulled voice-activity model gets a catalog entry like any download.
+      const header = await this.header(path)
+      if (!(header instanceof Error) && header.format === 'vad-ggml') {
+        vadModels.push(path)
+        continue
+      }
+      const result = await this.describe(id, path, entry, projectorPath)
+      if ('problem' in result) broken.push(result)
+      else models.push(draftPath ? { ...result, draftPath } : result)
+    }
+
+    const unlisted = files.filter((f) => !claimedFiles.has(f))
+    const projectors = await this.findProjectors(unlisted)
+    for (const path of unlisted) {
+      if (projectors.has(path)) continue
+      const header = await this.header(path)
+      if (!(header instanceof Error) && header.format === 'vad-ggml') vadModels.push(path)
+      if (!(header instanceof Error) && (header.format === 'other-ggml' || header.format === 'vad-ggml')) continue
+      const id = fileStemId(this.dir, path)
+      if (takenIds.has(id)) continue
+      takenIds.add(id)
+      const result = await this.describe(id, path, undefined, undefined)
+      if ('problem' in result) broken.push(result)
+      else models.push(result)
+    }
+
+    const projectorSizes = new Map<string, number>()
+    for (const path of projectors.keys()) projectorSizes.set(path, (await stat(path).catch(() => ({ size: 0 }))).size)
+    pairProjectors(models, projectors, projectorSizes)
+    // Every speech model skips silence with the same detector: the first one, by file name.
+    this.options.remotes?.track(remoteReplicas)
+    vadModels.sort()
+    const vadModelPath = vadModels[0]
+    if (vadModelPath) for (const model of models) if (model.kind === 'speech') model.vadModelPath = vadModelPath
+    models.sort((a, b) => a.id.localeCompare(b.id))
+    return { models, broken, catalogProblem, vadModels }
+  }
+
+  private async readCatalog(): Promise<{ entries: unknown[]; problem: string | undefined }> {
+    let text: string
+    try {
+      text = await readFile(join(this.dir, CATALOG_FILE), 'utf8')
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], problem: undefined }
+      return { entries: [], problem: `cannot read ${CATALOG_FILE}: ${(e as Error).message}` }
+    }
+    let json: unknown
+    try {
+      json = JSON.parse(text)
+    } catch (e) {
+      return { entries: [], problem: `${CATALOG_FILE} is not valid JSON: ${(e as Error).message}` }
+    }
+    const parsed = catalogFileSchema.safeParse(json)
+    if (!parsed.success) return { entries: [], problem: `${CATALOG_FILE} must be {"models": [...]}` }
+    return { entries: parsed.data.models, problem: undefined }
+  }
+
+  private async listModelFiles(): Promise<string[]> {
+    const found: string[] = []
+    const walk = async (dir: string, depth: number): Promise<void> => {
+      let names: import('node:fs').Dirent[]
+      try {
+        names = await readdir(dir, { withFileTypes: true })
+      } catch {
+        return
+      }
+      for (const d of names) {
+        if (d.name.startsWith('.')) continue
+        const full = join(dir, d.name)
+        if (d.isDirectory() && depth < MAX_DISCOVERY_DEPTH) await walk(full, depth + 1)
+        else if (d.isFile() && MODEL_EXTENSIONS.has(extname(d.name).toLowerCase()) && !LATER_SPLIT_PART.test(d.name)) {
+          found.push(full)
+        }
+      }
+    }
+    await walk(this.dir, 0)
+    return found.sort()
+  }
+
+  /** Projectors are CLIP GGUFs (or files named mmproj-*); they pair with models, never serve alone. */
+  private async findProjectors(paths: string[]): Promise<Map<string, ModelFileHeader | undefined>> {
+    const projectors = new Map<string, ModelFileHeader | undefined>()
+    for (const path of paths) {
+      const header = await this.header(path)
+      const isClip = !(header instanceof Error) && header.format === 'gguf' && header.architecture === 'clip'
+      if (isClip || basename(path).toLowerCase().startsWith('mmproj')) {
+        projectors.set(path, header instanceof Error ? undefined : header)
+      }
+    }
+    return projectors
+  }
+
+  private async describe(
+    id: string,
+    path: string,
+    entry: CatalogEntry | undefined,
+    projectorPath: string | undefined,
+  ): Promise<ModelRecord | BrokenModel> {
+    const file = relative(this.dir, path)
+    let info: Awaited<ReturnType<typeof stat>>
+    try {
+      info = await stat(path)
+    } catch {
+      return { id, file, problem: `file "${file}" does not exist in ${this.dir}` }
+    }
+    if (!info.isFile()) return { id, file, problem: `"${file}" is not a file` }
+    const header = await this.header(path)
+    if (header instanceof Error) return { id, file, problem: `"${file}" is not a usable model file: ${header.message}` }
+    if (header.format === 'other-ggml' || header.format === 'vad-ggml') return { id, file, problem: `"${file}" is a ggml file but not a whisper model` }
+    let projectorSizeBytes = 0
+    if (projectorPath) {
+      const projector = await this.header(projectorPath)
+      if (projector instanceof Error) {
+        return { id, file, problem: `mmproj "${relative(this.dir, projectorPath)}" is not usable: ${projector.message}` }
+      }
+      projectorSizeBytes = (await stat(projectorPath)).size
+    }
+
+    const kind: ModelKind = entry?.kind ?? (header.format === 'whisper-ggml' ? 'speech' : kindFromArchitecture(header.architecture, header.poolingType))
+    const trained = header.format === 'gguf' ? header.trainedContext : header.textContext
+    const asked = entry?.context_length ?? trained ?? DEFAULT_CONTEXT
+    const { contextLength, contextNote } = this.contextOf(path, info, asked, header.format === 'gguf' ? trained : undefined)
+    const maxCompletionTokens = Math.min(entry?.max_completion_tokens ?? DEFAULT_MAX_COMPLETION_TOKENS, contextLength)
+    return {
+      id,
+      kind,
+      capabilities: capabilitiesOf(
+        kind,
+        projectorPath !== undefined,
+        this.engineToolCalling.get(fileStamp(path, info.size, Math.floor(info.mtimeMs / 1000))) ?? (header.format === 'gguf' && templateCallsTools(header.chatTemplate)),
+      ),
+      path,
+      projectorPath,
+      ownedBy: entry?.owned_by ?? 'local',
+      created: Math.floor(info.mtimeMs / 1000),
+      contextLength,
+      ...(contextNote ? { contextNote } : {}),
+      maxCompletionTokens,
+      pricing: entry?.pricing ?? { prompt: ZERO_PRICE, completion: ZERO_PRICE },
+      sizeBytes: info.size,
+      architecture: header.format === 'gguf' ? header.architecture : 'whisper',
+      embeddingLength: header.format === 'gguf' ? header.embeddingLength : undefined,
+      hasChatTemplate: header.format === 'gguf' && header.chatTemplate !== undefined,
+      shape: shapeOf(header),
+      projectorSizeBytes,
+      catalogEntry: entry,
+    }
+  }
+
+  /**
+   * The context a model gets: what the catalog asks, but no more than llama.cpp gives a request
+   * (the context the model was trained with) or than its engine reported giving.
+   */
+  private contextOf(path: string, info: { size: number; mtimeMs: number }, asked: number, trained: number | undefined): { contextLength: number; contextNote?: string } {
+    const reported = this.engineContext.get(fileStamp(path, info.size, Math.floor(info.mtimeMs / 1000)))
+    if (reported !== undefined && reported < asked && (trained === undefined || reported < trained)) {
+      return { contextLength: reported, contextNote: `the catalog asks for ${asked} tokens of context; its engine gives each request ${reported}` }
+    }
+    if (trained !== undefined && trained < asked) {
+      return { contextLength: trained, contextNote: `the catalog asks for ${asked} tokens of context; the model was trained with ${trained}, which is what llama.cpp gives each request` }
+    }
+    return { contextLength: asked }
+  }
+
+  /** A remote entry's models, or why it cannot serve; ids already taken are refused. */
+  private remoteModels(entry: CatalogEntry, takenIds: Set<string>): { models: ModelRecord[]; broken: BrokenModel[]; replicas: RemoteReplica[] } {
+    const where = entry.remote?.base_url ?? entry.replicas?.[0]?.base_url ?? '?'
+    if (!this.options.remotes) return { models: [], broken: [{ id: entry.id ?? where, file: where, problem: 'remote models are not served here' }], replicas: [] }
+    const result = remoteRecords(entry, this.options.remotes, this.options.env ?? process.env)
+    const models: ModelRecord[] = []
+    for (const model of result.models) {
+      if (takenIds.has(model.id)) {
+        result.broken.push({ id: model.id, file: where, problem: `duplicate model id "${model.id}" in models.json` })
+        continue
+      }
+      takenIds.add(model.id)
+      models.push(model)
+    }
+    return { models, broken: result.broken, replicas: result.replicas }
+  }
+
+  /** Why a draft model file cannot serve (missing, not a GGUF chat model), or undefined. */
+  private async draftProblem(path: string): Promise<string | undefined> {
+    const header = await this.header(path)
+    if (header instanceof Error) return `is not usable: ${header.message}`
+    return header.format === 'gguf' ? undefined : 'is not a GGUF model'
+  }
+
+  private async header(path: string): Promise<ModelFileHeader | Error> {
+    let info
+    try {
+      info = await stat(path)
+    } catch (e) {
+      return e as Error
+    }
+    const cached = this.headers.get(path)
+    if (cached && cached.mtimeMs === info.mtimeMs && cached.size === info.size) return cached.header
+    const header = await readModelFileHeader(path).catch((e: Error) => e)
+    this.headers.set(path, { mtimeMs: info.mtimeMs, size: info.size, header })
+    return header
+  }
+
+  /** Catalog paths are relative to the folder and may not climb out of it. */
+  private resolveInside(file: string): string | undefined {
+    const full = resolve(this.dir, file)
+    return full.startsWith(this.dir + sep) ? full : undefined
+  }
+}
+
+
+/**
+ * Gives each chat model without a catalog `mmproj` a projector from its own directory: one named
+ * after it (`mmproj-<model>.gguf`, or containing the model's name) first; else the directory's only
+ * projector, unless that one is named after another model. Widths must agree, so a projector never
+ * pairs with a model it cannot feed.
+ */
+function pairProjectors(
+  models: ModelRecord[],
+  projectors: Map<string, ModelFileHeader | undefined>,
+  projectorSizes: Map<string, number>,
+): void {
+  const candidates = models.filter((m) => m.kind === 'chat' && !m.projectorPath && !m.catalogEntry?.mmproj)
+  const stemOf = (path: string) => basename(path, extname(path)).toLowerCase()
+  const namedFor = (projector: string, model: ModelRecord) => {
+    const name = stemOf(projector)
+    return name === `mmproj-${stemOf(model.path)}` || name.includes(stemOf(model.path))
+  }
+  const claimedByName = new Set<string>()
+  const chosen = new Map<ModelRecord, string>()
+  for (const model of candidates) {
+    const fitting = [...projectors].filter(([p, h]) => dirname(p) === dirname(model.path) && projectorFits(h, model))
+    const byName =
+      fitting.find(([p]) => stemOf(p) === `mmproj-${stemOf(model.path)}`) ?? fitting.find(([p]) => namedFor(p, model))
+    if (byName) {
+      chosen.set(model, byName[0])
+      claimedByName.add(byName[0])
+    }
+  }
+  for (const model of candidates) {
+    if (chosen.has(model)) continue
+    const sameDir = [...projectors].filter(([p]) => dirname(p) === dirname(model.path))
+    const only = sameDir.length === 1 ? sameDir[0] : undefined
+    if (only && !claimedByName.has(only[0]) && projectorFits(only[1], model)) chosen.set(model, only[0])
+  }
+  for (const [model, projector] of chosen) {
+    model.projectorPath = projector
+    model.projectorSizeBytes = projectorSizes.get(projector) ?? 0
+    model.capabilities = capabilitiesOf(model.kind, true, model.capabilities.includes('tools'))
+  }
+}
+
+function shapeOf(header: ModelFileHeader): ModelShape | undefined {
+  if (header.format !== 'gguf') return undefined
+  const { layers, embeddingLength, headCount, headCountKv, vocabularySize } = header
+  if (!layers || !embeddingLength || !headCount || !headCountKv || !vocabularySize) return undefined
+  return { layers, embeddingLength, headCount, headCountKv, vocabularySize }
+}
+
+function projectorFits(projector: ModelFileHeader | undefined, model: ModelRecord): boolean {
+  if (!projector || projector.format !== 'gguf') return false
+  const width = projector.projectorOutputWidth
+  return width === undefined || model.embeddingLength === undefined || width === model.embeddingLength
+}
+
+function fileStemId(dir: string, path: string): string {
+  const rel = relative(dir, path).split(sep).join('/')
+  return rel.replace(/\.(gguf|bin)$/i, '').replace(/-0*1-of-\d+$/, '')
+}
+
+function idOf(raw: unknown): string | undefined {
+  const id = (raw as { id?: unknown })?.id
+  return typeof id === 'string' && id.length > 0 ? id : undefined
+}
+
+function describeZodError(error: import('zod').ZodError): string {
+  return error.issues.map((i) => `${i.path.join('.') || 'entry'}: ${i.message}`).join('; ')
+}
