@@ -195,6 +195,18 @@ export interface RerankResult {
   promptTokens: number
 }
 
+/** How many of the model's tokens each text is (no special tokens added): what budgets are counted in. */
+export interface CountJob {
+  type: 'count'
+  texts: string[]
+}
+
+export interface CountResult {
+  type: 'count'
+  /** One count per text, in order. */
+  tokens: number[]
+}
+
 /** Text, or token ids in the model's own vocabulary. */
 export type EmbedInput = string | number[]
 
@@ -288,8 +300,8 @@ export interface SpeechResult {
   processMs: number
 }
 
-export type EngineJob = ChatJob | CompleteJob | EmbedJob | RerankJob | SpeechJob
-export type EngineResult = ChatResult | CompleteResult | EmbedResult | RerankResult | SpeechResult
+export type EngineJob = ChatJob | CompleteJob | EmbedJob | RerankJob | SpeechJob | CountJob
+export type EngineResult = ChatResult | CompleteResult | EmbedResult | RerankResult | SpeechResult | CountResult
 
 /** The result a job of a kind gives: a chat job a ChatResult, and so on. */
 export type ResultOf<J extends EngineJob> = Extract<EngineResult, { type: J['type'] }>

@@ -1,23 +1,29 @@
 /**
- * A document longer than the chat model's context, on a real trained embedding model
- * (all-MiniLM-L6-v2, main/cli/real-models): the question is answered from the part that holds the
- * answer, retrieved first and cited as [1], across two documents; then a trained chat model
- * (SmolLM2-135M-Instruct, its context cut to 2,048) answers the question from that part, sent as
- * the chat page sends it.
+ * Documents through the API on real engines, as an API client sends them: the official openai
+ * client uploads a PDF to /v1/files and asks about it through /v1/responses with `input_file`. The
+ * PDF is longer than the chat model's context, so the server retrieves the part that answers
+ * with a real trained embedding model (all-MiniLM-L6-v2, main/cli/real-models), and a trained chat
+ * model (SmolLM2-135M-Instruct, its context cut to 2,048) answers from it, with file citations.
+ * A model with a small vocabulary (stories260K: 512 tokens, so few characters a token) gets a
+ * document that a characters-per-token estimate would send whole past its context: counted with
+ * its own tokenizer, it is retrieved instead and answered.
  */
 import { copyFileSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { documentsPrompt } from '../renderer/src/lib/services/document-context.ts'
+import OpenAI, { toFile } from 'openai'
+import { estimateTokens } from '../main/server/documents/document-chunks.ts'
+import { minimalPdf } from './support/document-files.ts'
+import { sharedFixture } from './support/shared-fixtures.ts'
 import { realModel } from './support/real-models.ts'
-import { postJson, startTestServer, type TestServer } from './support/server-process.ts'
-import { writeTinyLlama } from './support/tiny-models.ts'
+import { startTestServer, type TestServer } from './support/server-process.ts'
 
 const modelPath = realModel('all-minilm-l6-v2-f16')
 const EMBEDDER = 'all-minilm-l6-v2'
 // A trained chat model to answer from the retrieved part; its context is cut to 2,048 so the manual does not fit whole.
 const chatModelPath = realModel('smollm2-135m-instruct-q4_1')
+const storiesPath = sharedFixture('models/stories260K-chatml.gguf')
 
 const TOPICS = [
   'The old railway bridge crosses the river on nine stone arches. Engineers inspect the mortar every spring, and trains slow to walking pace while they work.',
@@ -38,83 +44,90 @@ function manual(): string {
   return paragraphs.join('\n\n')
 }
 
-describe.skipIf(!modelPath)('documents over the context, retrieved with all-MiniLM-L6-v2', () => {
+/** Each paragraph a page, in lines that fit it. */
+function manualPdf(): Buffer {
+  return minimalPdf(manual().replace(/’/g, "'").split('\n\n').map((p) => p.match(/.{1,70}(\s|$)/g)!.map((line) => line.trim())))
+}
+
+const words = (text: string) => text.replace(/\s+/g, ' ').trim()
+
+const STORY = 'Once upon a time, a little girl named Lily found a shiny red ball in the park. She played with it all day. '
+
+describe.skipIf(!modelPath)('documents through the API, retrieved with all-MiniLM-L6-v2', () => {
   let server: TestServer
   let dataDir: string
+  let client: OpenAI
 
   beforeAll(async () => {
     const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-documents-real-'))
     dataDir = mkdtempSync(join(tmpdir(), 'hearth-documents-data-'))
     copyFileSync(modelPath!, join(modelsDir, `${EMBEDDER}.gguf`))
-    writeTinyLlama(join(modelsDir, 'chat.gguf'), { contextLength: 2048 })
+    const models: Array<Record<string, unknown>> = []
     if (chatModelPath) {
       copyFileSync(chatModelPath, join(modelsDir, 'smollm.gguf'))
-      writeFileSync(join(modelsDir, 'models.json'), JSON.stringify({ models: [{ id: 'smollm', file: 'smollm.gguf', context_length: 2048 }] }))
+      models.push({ id: 'smollm', file: 'smollm.gguf', context_length: 2048 })
     }
+    if (storiesPath) {
+      copyFileSync(storiesPath, join(modelsDir, 'stories.gguf'))
+      models.push({ id: 'stories', file: 'stories.gguf', context_length: 2048 })
+    }
+    writeFileSync(join(modelsDir, 'models.json'), JSON.stringify({ models: [...models, { id: EMBEDDER, file: `${EMBEDDER}.gguf` }] }))
     server = await startTestServer({ modelsDir, dataDir })
+    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: server.apiKey, maxRetries: 0, timeout: 300_000 })
   })
 
   afterAll(async () => {
     await server?.stop()
   })
 
-  async function upload(name: string, text: string): Promise<{ id: string; characters: number }> {
-    const form = new FormData()
-    form.append('file', new Blob([text]), name)
-    const res = await fetch(`${server.url}/api/documents`, { method: 'POST', headers: { authorization: `Bearer ${server.apiKey}` }, body: form })
-    expect(res.status).toBe(201)
-    return (await res.json()) as { id: string; characters: number }
-  }
-
-  it('a document over the context is answered from its retrieved part, with a citation', async () => {
-    const long = await upload('manual.txt', manual())
-    const other = await upload('recipes.md', '# Recipes\n\nPancakes need flour, eggs and milk. Rest the batter for half an hour before frying.')
+  it.skipIf(!chatModelPath)('the official client uploads a PDF longer than the context and gets the answer from its retrieved part, with file citations', async () => {
+    const pdf = await client.files.create({ file: await toFile(manualPdf(), 'manual.pdf'), purpose: 'user_data' })
+    expect(pdf).toMatchObject({ object: 'file', filename: 'manual.pdf', status: 'processed' })
+    const other = await client.files.create({ file: await toFile(Buffer.from('# Recipes\n\nPancakes need flour, eggs and milk. Rest the batter for half an hour before frying.'), 'recipes.md'), purpose: 'user_data' })
+    const question = 'On which day is the Brindlemoor lantern festival held?'
     const ask = () =>
-      postJson(server, '/api/documents/context', { model: 'chat', documents: [other.id, long.id], query: 'When is the Brindlemoor lantern festival held?', messages_tokens: 50 })
+      client.responses.create({
+        model: 'smollm',
+        // Without a system message its template writes its own, after which this 135M model rambles (test/real-chat.test.ts).
+        instructions: 'Answer in one short sentence.',
+        input: [{ role: 'user', content: [{ type: 'input_file', file_id: other.id }, { type: 'input_file', file_id: pdf.id }, { type: 'input_text', text: question }] }],
+        temperature: 0,
+        max_output_tokens: 40,
+      })
     const started = performance.now()
-    const res = await ask()
+    const response = await ask()
     const firstMs = performance.now() - started
-    expect(res.status, JSON.stringify(res.json)).toBe(200)
-    expect(res.json.mode).toBe('retrieved')
-    expect(res.json.embedding_model).toBe(EMBEDDER)
-    const [best, ...rest] = res.json.parts
-    console.log(`best part (score ${best.score}) of ${res.json.parts.length}: ${JSON.stringify(best.text.slice(0, 120))}…; next score ${rest[0]?.score}; ${Math.round(firstMs)} ms`)
-    expect(best).toMatchObject({ citation: 1, document: long.id, name: 'manual.txt' })
-    expect(best.text).toContain(FACT)
-    expect(manual().slice(best.start, best.end)).toBe(best.text)
-    for (const part of rest) expect(part.score).toBeLessThan(best.score)
-    expect(res.json.parts.map((p: { citation: number }) => p.citation)).toEqual(res.json.parts.map((_: unknown, i: number) => i + 1))
+    const text = response.output_text
+    const part = (response.output.find((i) => i.type === 'message') as OpenAI.Responses.ResponseOutputMessage).content[0] as OpenAI.Responses.ResponseOutputText
+    console.log(`SmolLM2-135M answered in ${Math.round(firstMs)} ms: ${JSON.stringify(text)}; citations ${JSON.stringify(part.annotations.map((a) => ({ ...a, quote: `${(a as unknown as { quote: string }).quote.slice(0, 60)}…` })))}; ${response.usage?.input_tokens} tokens in`)
+    expect(text.toLowerCase()).toMatch(/third saturday|october/)
+    expect(part.annotations.length).toBeGreaterThan(0)
+    const cited = part.annotations[0] as OpenAI.Responses.ResponseOutputText.FileCitation & { quote: string }
+    expect(cited).toMatchObject({ type: 'file_citation', file_id: pdf.id, filename: 'manual.pdf' })
+    expect(words(cited.quote)).toContain(FACT)
+    expect(response.usage!.input_tokens).toBeLessThan(2048)
 
     // The chunks' embeddings are kept beside the document: asked again, only the question is embedded.
-    expect(readdirSync(join(dataDir, 'documents', long.id)).filter((f) => f.startsWith('embeddings-'))).toHaveLength(1)
-    const again = await ask()
-    expect(again.json).toEqual(res.json)
+    const embeddings = () => readdirSync(join(dataDir, 'documents', pdf.id)).filter((f) => f.startsWith('embeddings-'))
+    expect(embeddings()).toHaveLength(1)
+    expect((await ask()).error).toBeNull()
+    expect(embeddings()).toHaveLength(1)
   })
 
-  it.skipIf(!chatModelPath)('a trained chat model answers from the retrieved part, as the chat sends it', async () => {
-    const long = await upload('manual.txt', manual())
-    const question = 'On which day is the Brindlemoor lantern festival held?'
-    const context = await postJson(server, '/api/documents/context', { model: 'smollm', documents: [long.id], query: question, messages_tokens: 50 })
-    expect(context.json.mode).toBe('retrieved')
-    const answer = await postJson(server, '/v1/chat/completions', {
-      model: 'smollm',
-      // Without a system message its template writes its own, after which this 135M model rambles (test/real-chat.test.ts).
-      messages: [
-        { role: 'system', content: 'Answer in one short sentence.' },
-        { role: 'user', content: documentsPrompt(context.json.parts, question) },
-      ],
+  it.skipIf(!storiesPath)('a small-vocabulary model gets what fits its context by its own count, where an estimate would have sent past it', async () => {
+    // About 3,700 characters: 1,060 tokens by 3.5 characters a token (the old estimate: whole, in half of 2,048), far more by a 512-token vocabulary.
+    const story = STORY.repeat(33)
+    expect(estimateTokens(story)).toBeLessThan(2048 / 2)
+    const response = await client.responses.create({
+      model: 'stories',
+      input: [{ role: 'user', content: [{ type: 'input_file', file_data: `data:text/plain;base64,${Buffer.from(story).toString('base64')}`, filename: 'story.txt' }, { type: 'input_text', text: 'What did Lily find?' }] }],
       temperature: 0,
-      max_tokens: 40,
+      max_output_tokens: 16,
     })
-    expect(answer.status, answer.text).toBe(200)
-    const text: string = answer.json.choices[0].message.content
-    console.log(`SmolLM2-135M answered: ${JSON.stringify(text)}`)
-    expect(text.toLowerCase()).toMatch(/third saturday|october/)
-  })
-
-  it('a short document goes whole, without an embedding model', async () => {
-    const short = await upload('note.txt', FACT)
-    const res = await postJson(server, '/api/documents/context', { model: 'chat', documents: [short.id], query: 'When is the festival?' })
-    expect(res.json).toEqual({ mode: 'whole', embedding_model: null, parts: [{ citation: 1, document: short.id, name: 'note.txt', text: FACT, start: 0, end: FACT.length }] })
+    console.log(`stories260K: ${response.usage?.input_tokens} tokens in, answered ${JSON.stringify(response.output_text)}`)
+    expect(response.error).toBeNull()
+    expect(response.incomplete_details?.reason ?? 'max_output_tokens').toBe('max_output_tokens')
+    expect(response.usage!.input_tokens).toBeLessThanOrEqual(2048 - 16)
+    expect(response.usage!.input_tokens).toBeGreaterThan(2048 / 4) // retrieved parts, not nothing
   })
 })

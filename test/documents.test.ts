@@ -1,7 +1,8 @@
 /**
- * Documents attached to a chat: what each format reads as, how text is cut into overlapping
- * chunks, the store's bounds, and /api/documents in-process, with a scripted embedding model that
- * hashes words into a vector (bag of words), so the chunk that shares the question's words ranks first.
+ * Documents in chats: what each format reads as, how text is cut into overlapping chunks, the
+ * store's bounds, /v1/files through the official openai client, and file parts in Responses and
+ * chat completions in-process, with a scripted embedding model that hashes words into a vector (bag
+ * of words), so the chunk that shares the question's words ranks first.
  */
 import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs'
 import { mkdir, writeFile } from 'node:fs/promises'
@@ -13,7 +14,8 @@ import { extractDocument } from '../main/server/documents/document-extract.ts'
 import { selectParts } from '../main/server/documents/document-retrieval.ts'
 import { DocumentStore } from '../main/server/documents/document-store.ts'
 import { ApiError } from '../main/server/http-errors.ts'
-import type { EmbedJob } from '../engines/engine-jobs.ts'
+import OpenAI, { toFile } from 'openai'
+import type { ChatJob, EmbedJob } from '../engines/engine-jobs.ts'
 import { ModelError } from '../engines/errors.ts'
 import { minimalDocx, minimalPdf, storedZip } from './support/document-files.ts'
 import { plainScript, startInProcessServer, type InProcessServer, type Script } from './support/in-process-server.ts'
@@ -144,16 +146,16 @@ describe('choosing parts', () => {
   it('takes the chunks most like the query first, as many as fit the budget', () => {
     const candidates = [candidate(0, 'a'.repeat(350), unit(1, 0)), candidate(350, 'b'.repeat(350), unit(0, 1)), candidate(700, 'c'.repeat(350), unit(0.7, 0.7))]
     const parts = selectParts(candidates, unit(0, 1), 250)
-    expect(parts.map((p) => [p.citation, p.start, p.score])).toEqual([
-      [1, 350, 1],
-      [2, 700, 0.7071],
+    expect(parts.map((p) => [p.start, p.score])).toEqual([
+      [350, 1],
+      [700, 0.7071],
     ])
   })
 
   it('gives the start of the best chunk when not even that fits, and the beginnings without a query', () => {
     const candidates = [candidate(0, 'a'.repeat(350), unit(1, 0)), candidate(350, 'b'.repeat(350), unit(0, 1))]
     const [cut] = selectParts(candidates, unit(0, 1), 50)
-    expect(cut).toMatchObject({ citation: 1, start: 350, end: 350 + 133, text: 'b'.repeat(133) })
+    expect(cut).toMatchObject({ start: 350, end: 350 + 133, text: 'b'.repeat(133) })
     expect(selectParts(candidates, undefined, 150).map((p) => [p.start, p.score])).toEqual([[0, undefined]])
   })
 })
@@ -165,7 +167,7 @@ describe('the store', () => {
     const dir = mkdtempSync(join(tmpdir(), 'hearth-docstore-'))
     const store = await DocumentStore.open(dir, { maxDocuments: 3, maxBytes: 1e9 })
     const added = []
-    for (let i = 0; i < 4; i++) added.push(await store.add({ ...doc, name: `${i}.txt` }, `text ${i}`))
+    for (let i = 0; i < 4; i++) added.push(await store.add({ ...doc, name: `${i}.txt` }, `text ${i}`, Buffer.from(`${i}`)))
     expect(store.get(added[0]!.id)).toBeUndefined()
     expect(readdirSync(dir).sort()).toEqual(added.slice(1).map((d) => d.id).sort())
     const reopened = await DocumentStore.open(dir, { maxDocuments: 3, maxBytes: 1e9 })
@@ -176,14 +178,14 @@ describe('the store', () => {
   it('removes the oldest past its bytes, never the one just added, and counts the embedding caches', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hearth-docstore-'))
     const store = await DocumentStore.open(dir, { maxDocuments: 100, maxBytes: 3000 })
-    const first = await store.add(doc, 'x'.repeat(1000))
-    const second = await store.add(doc, 'y'.repeat(1000))
+    const first = await store.add(doc, 'x'.repeat(1000), Buffer.from('x'))
+    const second = await store.add(doc, 'y'.repeat(1000), Buffer.from('y'))
     expect(store.list()).toHaveLength(2)
     await store.writeCache(second.id, 'model-a', { big: 'z'.repeat(1200) })
     expect(store.get(first.id)).toBeUndefined()
     expect(await store.readCache(second.id, 'model-a')).toEqual({ big: 'z'.repeat(1200) })
     expect(await store.readCache(second.id, 'model-b')).toBeUndefined()
-    const huge = await store.add(doc, 'w'.repeat(5000))
+    const huge = await store.add(doc, 'w'.repeat(5000), Buffer.from('w'))
     expect(store.list().map((d) => d.id)).toEqual([huge.id])
   })
 
@@ -231,159 +233,188 @@ function longText(): string {
   return paragraphs.join('\n\n')
 }
 
-describe('/api/documents', () => {
+/** Answers citing the documents it was given, as a model told to cite them would. */
+const citing: Script = (job, context) => {
+  if (job.type !== 'chat') return bagOfWords(job, context)
+  const text = 'Alpha is [1], beta is [2]; [9] names nothing.'
+  context.emit({ type: 'text', text })
+  return { type: 'chat', text, reasoning: '', toolCalls: [], logprobs: undefined, finishReason: 'stop', reasoningTokens: 0, promptTokens: 7, completionTokens: 12, timings: { promptMs: 1, promptPerSecond: 7000, predictedMs: 5, predictedPerSecond: 1000 } }
+}
+
+/** The user message the engine was given last. */
+function lastQuestion(on: InProcessServer, model = 'tiny'): string {
+  const job = on.engines.find((e) => e.model.id === model)!.jobs.findLast((j) => j.type === 'chat') as ChatJob
+  const user = job.messages.findLast((m) => m.role === 'user')!
+  return typeof user.content === 'string' ? user.content : (user.content ?? []).map((p) => (p.type === 'text' ? p.text : '')).join('\n')
+}
+
+describe('/v1/files and documents in chats', () => {
   let modelsDir: string
-  let bareModelsDir: string
   let server: InProcessServer
   let bare: InProcessServer
+  let client: OpenAI
 
   beforeAll(async () => {
     modelsDir = mkdtempSync(join(tmpdir(), 'hearth-documents-'))
     writeTinyLlama(join(modelsDir, 'tiny.gguf'), { contextLength: 2048 })
     writeTinyBert(join(modelsDir, 'bert.gguf'), { contextLength: 512 })
     writeFileSync(join(modelsDir, 'models.json'), JSON.stringify({ models: [{ id: 'tiny', file: 'tiny.gguf' }, { id: 'bert', file: 'bert.gguf' }] }))
-    bareModelsDir = mkdtempSync(join(tmpdir(), 'hearth-documents-bare-'))
+    const bareModelsDir = mkdtempSync(join(tmpdir(), 'hearth-documents-bare-'))
     writeTinyLlama(join(bareModelsDir, 'tiny.gguf'), { contextLength: 2048 })
-    server = await startInProcessServer({ modelsDir, script: bagOfWords })
+    server = await startInProcessServer({ modelsDir, script: citing })
     bare = await startInProcessServer({ modelsDir: bareModelsDir })
+    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: server.apiKey, maxRetries: 0 })
   })
 
   afterAll(async () => {
     await Promise.all([server?.stop(), bare?.stop()])
   })
 
-  async function upload(on: InProcessServer, name: string, bytes: Buffer | string, field = 'file') {
+  async function upload(on: InProcessServer, name: string, bytes: Buffer | string, fields: Record<string, string> = { purpose: 'user_data' }, field = 'file') {
     const form = new FormData()
+    for (const [key, value] of Object.entries(fields)) form.append(key, value)
     form.append(field, new Blob([typeof bytes === 'string' ? bytes : new Uint8Array(bytes)]), name)
-    const res = await fetch(`${on.url}/api/documents`, { method: 'POST', headers: { authorization: `Bearer ${on.apiKey}` }, body: form })
+    const res = await fetch(`${on.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${on.apiKey}` }, body: form })
     return { status: res.status, json: (await res.json()) as any }
   }
 
-  const call = (on: InProcessServer, method: string, path: string) => fetch(`${on.url}${path}`, { method, headers: { authorization: `Bearer ${on.apiKey}` } })
+  it('keeps PDF, Word, text and Markdown files through the official client: upload, list, get, content, delete', async () => {
+    const pdfBytes = minimalPdf([['One.'], ['Two.'], ['Three.']])
+    const pdf = await client.files.create({ file: await toFile(pdfBytes, 'paper.pdf'), purpose: 'user_data' })
+    expect(pdf).toEqual({ id: expect.stringMatching(/^file-[0-9a-f]{24}$/), object: 'file', bytes: pdfBytes.length, created_at: expect.any(Number), expires_at: null, filename: 'paper.pdf', purpose: 'user_data', status: 'processed', status_details: null })
+    const docx = await client.files.create({ file: await toFile(minimalDocx(['Dear reader,', 'Goodbye.']), 'C:\\Users\\me\\letter.docx'), purpose: 'assistants' })
+    expect(docx).toMatchObject({ filename: 'letter.docx', purpose: 'assistants' })
+    const note = await client.files.create({ file: await toFile(Buffer.from('# Hi'), 'a.md'), purpose: 'user_data' })
 
-  it('takes text, Markdown, PDF and Word documents and answers their meta, text and deletion', async () => {
-    const text = await upload(server, 'notes.txt', 'Some notes.\r\nTwo lines.')
-    expect(text.status).toBe(201)
-    expect(text.json).toEqual({ id: expect.stringMatching(/^doc_[0-9a-f]{24}$/), name: 'notes.txt', format: 'text', bytes: 23, characters: 22, created_at: expect.any(Number) })
-    expect((await upload(server, 'a.md', '# Hi')).json.format).toBe('markdown')
-    const pdf = await upload(server, 'paper.pdf', minimalPdf([['One.'], ['Two.'], ['Three.']]))
-    expect(pdf.json).toMatchObject({ format: 'pdf', pages: 3, characters: 'One.\n\nTwo.\n\nThree.'.length })
-    const docx = await upload(server, 'C:\\Users\\me\\letter.docx', minimalDocx(['Dear reader,', 'Goodbye.']))
-    expect(docx.json).toMatchObject({ format: 'docx', name: 'letter.docx' })
+    const listed = []
+    for await (const file of client.files.list()) listed.push(file.id)
+    expect(listed.slice(0, 3)).toEqual([note.id, docx.id, pdf.id]) // newest first
+    expect((await client.files.list({ purpose: 'assistants' })).data.map((f) => f.id)).toEqual([docx.id])
+    expect(await client.files.retrieve(pdf.id)).toEqual(pdf)
+    const content = await client.files.content(pdf.id)
+    expect(content.headers.get('content-type')).toBe('application/pdf')
+    expect(Buffer.from(await content.arrayBuffer()).equals(pdfBytes)).toBe(true)
 
-    const meta = await call(server, 'GET', `/api/documents/${text.json.id}`)
-    expect(await meta.json()).toEqual(text.json)
-    const body = await call(server, 'GET', `/api/documents/${docx.json.id}/text`)
-    expect(body.headers.get('content-type')).toBe('text/plain; charset=utf-8')
-    expect(await body.text()).toBe('Dear reader,\n\nGoodbye.')
-    expect((await call(server, 'GET', '/api/documents')).status).toBe(404) // no listing: the id is the key to a document
-    expect(await (await call(server, 'DELETE', `/api/documents/${text.json.id}`)).json()).toEqual({ id: text.json.id, deleted: true })
-    for (const path of [`/api/documents/${text.json.id}`, `/api/documents/${text.json.id}/text`, '/api/documents/nonsense']) {
-      const gone = await call(server, 'GET', path)
-      expect(gone.status).toBe(404)
-      expect((await gone.json()).error).toMatchObject({ code: 'document_not_found', param: 'id', type: 'invalid_request_error' })
-    }
-    expect((await call(server, 'DELETE', `/api/documents/${text.json.id}`)).status).toBe(404)
+    expect(await client.files.delete(note.id)).toEqual({ id: note.id, object: 'file', deleted: true })
+    const gone = await client.files.retrieve(note.id).catch((e: unknown) => e)
+    expect(gone).toBeInstanceOf(OpenAI.NotFoundError)
+    expect((gone as InstanceType<typeof OpenAI.NotFoundError>).error).toMatchObject({ code: 'file_not_found', param: 'id', type: 'invalid_request_error' })
+    expect((await client.files.delete(note.id).catch((e: unknown) => e)) instanceof OpenAI.NotFoundError).toBe(true)
   })
 
   it('refuses uploads it cannot take, naming the field, never with a 500', async () => {
     const large = await upload(server, 'big.txt', Buffer.alloc(20 * 1024 * 1024 + 1, 'a'))
     expect(large.status).toBe(413)
     expect(large.json.error).toMatchObject({ code: 'document_too_large', param: 'file', message: 'The document is larger than the limit of 20 MB' })
-    const scanned = await upload(server, 'scan.pdf', minimalPdf([[], []]))
-    expect(scanned.status).toBe(400)
-    expect(scanned.json.error).toMatchObject({ code: 'document_unreadable', param: 'file' })
-    const image = await upload(server, 'photo.png', Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 0]))
-    expect(image.json.error).toMatchObject({ code: 'unsupported_document_type', param: 'file' })
-    const noFile = await upload(server, 'a.txt', 'x', 'attachment')
-    expect(noFile.json.error).toMatchObject({ code: 'missing_required_parameter', param: 'file' })
-    const keyless = await fetch(`${server.url}/api/documents`, { method: 'POST', body: new FormData() })
-    expect(keyless.status).toBe(401)
-    const json = await postJson(server, '/api/documents', { file: 'text' })
-    expect(json.status).toBe(400)
-    expect(json.json.error.code).toBe('invalid_content_type')
+    const cases: Array<[Awaited<ReturnType<typeof upload>>, number, string, string | null]> = [
+      [await upload(server, 'scan.pdf', minimalPdf([[], []])), 400, 'document_unreadable', 'file'],
+      [await upload(server, 'photo.png', Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 0])), 400, 'unsupported_document_type', 'file'],
+      [await upload(server, 'a.txt', 'x', { purpose: 'user_data' }, 'attachment'), 400, 'missing_required_parameter', 'file'],
+      [await upload(server, 'a.txt', 'x', {}), 400, 'missing_required_parameter', 'purpose'],
+      [await upload(server, 'a.txt', 'x', { purpose: 'batch' }), 400, 'invalid_value', 'purpose'],
+    ]
+    for (const [res, status, code, param] of cases) expect([res.status, res.json.error.code, res.json.error.param]).toEqual([status, code, param])
+    expect((await fetch(`${server.url}/v1/files`, { method: 'POST', body: new FormData() })).status).toBe(401)
+    const json = await postJson(server, '/v1/files', { file: 'text' })
+    expect([json.status, json.json.error.code]).toEqual([400, 'invalid_content_type'])
+    for (const query of ['order=up', 'limit=0', 'after=file-nope']) {
+      const res = await fetch(`${server.url}/v1/files?${query}`, { headers: { authorization: `Bearer ${server.apiKey}` } })
+      expect(res.status, query).toBe(400)
+    }
   })
 
-  it('sends small documents whole, each its own citation', async () => {
-    const a = (await upload(server, 'a.txt', 'Alpha facts.')).json
-    const b = (await upload(server, 'b.txt', 'Beta facts.')).json
-    const res = await postJson(server, '/api/documents/context', { model: 'tiny', documents: [a.id, b.id, a.id], query: 'What?' })
-    expect(res.status).toBe(200)
-    expect(res.json).toEqual({
-      mode: 'whole',
-      embedding_model: null,
-      parts: [
-        { citation: 1, document: a.id, name: 'a.txt', text: 'Alpha facts.', start: 0, end: 12 },
-        { citation: 2, document: b.id, name: 'b.txt', text: 'Beta facts.', start: 0, end: 11 },
-      ],
+  it('gives small documents whole, numbered, and cites them in the answer as file citations', async () => {
+    const a = await client.files.create({ file: await toFile(Buffer.from('Alpha facts.'), 'a.txt'), purpose: 'user_data' })
+    const b = await client.files.create({ file: await toFile(Buffer.from('Beta facts.'), 'b.txt'), purpose: 'user_data' })
+    const response = await client.responses.create({
+      model: 'tiny',
+      input: [{ role: 'user', content: [{ type: 'input_file', file_id: a.id }, { type: 'input_file', file_id: b.id }, { type: 'input_text', text: 'What are the facts?' }] }],
     })
+    const question = lastQuestion(server)
+    expect(question).toContain('[1] a.txt\nAlpha facts.')
+    expect(question).toContain('[2] b.txt\nBeta facts.')
+    expect(question.endsWith('What are the facts?')).toBe(true)
+    const text = response.output_text
+    const message = response.output[0] as OpenAI.Responses.ResponseOutputMessage
+    const annotations = (message.content[0] as OpenAI.Responses.ResponseOutputText).annotations
+    expect(annotations).toEqual([
+      { type: 'file_citation', file_id: a.id, filename: 'a.txt', index: text.indexOf('[1]') + 3, quote: 'Alpha facts.' },
+      { type: 'file_citation', file_id: b.id, filename: 'b.txt', index: text.indexOf('[2]') + 3, quote: 'Beta facts.' },
+    ])
+
+    // Streamed, the same citations come as their own events before the text is done.
+    const stream = await client.responses.create({ model: 'tiny', stream: true, input: [{ role: 'user', content: [{ type: 'input_file', file_id: a.id }, { type: 'input_text', text: 'And now?' }] }] })
+    const events = []
+    for await (const event of stream) events.push(event)
+    const added = events.filter((e) => e.type === 'response.output_text.annotation.added')
+    expect(added.map((e) => (e as { annotation: { file_id: string } }).annotation.file_id)).toEqual([a.id]) // [2] names nothing with one document
+    const types = events.map((e) => e.type)
+    expect(types.indexOf('response.output_text.annotation.added')).toBeLessThan(types.indexOf('response.output_text.done'))
   })
 
-  it('retrieves the part of a long document that answers the question, first and cited as 1, and embeds it once', async () => {
-    const long = (await upload(server, 'long.txt', longText())).json
-    const ask = () => postJson(server, '/api/documents/context', { model: 'tiny', documents: [long.id], query: 'What colour did the keeper paint the lighthouse door?', messages_tokens: 100 })
-    const res = await ask()
-    expect(res.status).toBe(200)
-    expect(res.json.mode).toBe('retrieved')
-    expect(res.json.embedding_model).toBe('bert')
-    const [best, ...rest] = res.json.parts
-    expect(best).toMatchObject({ citation: 1, document: long.id, name: 'long.txt' })
-    expect(best.text).toContain('secret colour')
-    for (const other of rest) expect(best.score).toBeGreaterThanOrEqual(other.score)
-    expect(longText().slice(best.start, best.end)).toBe(best.text)
-    const used = res.json.parts.reduce((n: number, p: any) => n + estimateTokens(p.text) + 12, 0)
-    expect(used).toBeLessThanOrEqual((2048 - 100) / 2)
+  it('reads a file sent as data once, in chat completions and Responses, and keeps its id in a stored response', async () => {
+    const data = `data:text/plain;base64,${Buffer.from('Gamma facts, sent inline.').toString('base64')}`
+    const before = (await client.files.list()).data.length
+    for (let turn = 0; turn < 2; turn++) {
+      const chat = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: data, filename: 'gamma.txt' } }, { type: 'text', text: 'Gamma?' }] }] })
+      expect(chat.choices[0]!.message.content).toContain('[1]')
+      expect(lastQuestion(server)).toContain('[1] gamma.txt\nGamma facts, sent inline.')
+    }
+    const response = await client.responses.create({ model: 'tiny', input: [{ role: 'user', content: [{ type: 'input_file', file_data: data, filename: 'gamma.txt' }, { type: 'input_text', text: 'Gamma?' }] }] })
+    const files = (await client.files.list()).data
+    expect(files.length).toBe(before + 1)
+    const items = await client.responses.inputItems.list(response.id)
+    expect(JSON.stringify(items.data)).not.toContain('base64')
+    expect(JSON.stringify(items.data)).toContain(files[0]!.id)
+    // The stored conversation goes on from its file's id.
+    await client.responses.create({ model: 'tiny', previous_response_id: response.id, input: 'And again?' })
+    expect(JSON.stringify(server.engines[0]!.jobs.at(-1))).toContain('Gamma facts, sent inline.')
+  })
+
+  it('retrieves the part of a long document that answers the question, within the counted budget, and embeds it once', async () => {
+    const long = await client.files.create({ file: await toFile(Buffer.from(longText()), 'long.txt'), purpose: 'user_data' })
+    const ask = () =>
+      client.responses.create({ model: 'tiny', input: [{ role: 'user', content: [{ type: 'input_file', file_id: long.id }, { type: 'input_text', text: 'What colour did the keeper paint the lighthouse door?' }] }] })
+    const response = await ask()
+    const question = lastQuestion(server)
+    expect(question).toMatch(/^Use these excerpts from the attached documents[^\n]*\n\n\[1\] long\.txt \(part \d+\)\n/)
+    expect(question.endsWith('Question:\nWhat colour did the keeper paint the lighthouse door?')).toBe(true)
+    expect(question.indexOf('secret colour')).toBeLessThan(question.indexOf('[2] long.txt'))
+    // Counted in the model's tokens (here the scripted tokenizer's: a token a word), half the context at most.
+    const counted = question.match(/\w+|[^\s\w]/g)!.length
+    expect(counted).toBeLessThanOrEqual(2048 / 2)
+    expect(counted).toBeGreaterThan(2048 / 4)
+    const cited = (response.output[0] as OpenAI.Responses.ResponseOutputMessage).content[0] as OpenAI.Responses.ResponseOutputText
+    expect(cited.annotations[0]).toMatchObject({ file_id: long.id, filename: 'long.txt', quote: expect.stringContaining('secret colour') })
 
     const bert = server.engines.find((e) => e.model.id === 'bert')!
     const embedded = (bert.jobs as EmbedJob[]).flatMap((j) => j.inputs).length
-    expect((await ask()).json).toEqual(res.json)
-    expect((bert.jobs as EmbedJob[]).flatMap((j) => j.inputs).length).toBe(embedded + 1) // only the query again
+    await ask()
+    expect((bert.jobs as EmbedJob[]).flatMap((j) => j.inputs).length).toBe(embedded + 1) // only the question again
   })
 
-  it('embeds the start of a chunk the engine finds longer than the model takes', async () => {
-    const strict: Script = (job, context) => {
-      if (job.type === 'embed') {
-        const i = job.inputs.findIndex((input) => String(input).length > 400)
-        if (i >= 0) throw new ModelError('context_length_exceeded', `'input[${i}]' is too long`, `input[${i}]`)
-      }
-      return bagOfWords(job, context)
-    }
-    const picky = await startInProcessServer({ modelsDir, script: strict })
-    try {
-      const long = (await upload(picky, 'long.txt', longText())).json
-      const res = await postJson(picky, '/api/documents/context', { model: 'tiny', documents: [long.id], query: 'What colour did the keeper paint the lighthouse door?' })
-      expect(res.status).toBe(200)
-      expect(res.json.parts[0].text).toContain('secret colour')
-      const inputs = (picky.engines[0]!.jobs as EmbedJob[]).flatMap((j) => j.inputs.map(String))
-      expect(inputs.some((input) => input.length > 400)).toBe(true) // tried whole first
-      expect(inputs.some((input) => input.length <= 400 && input.length > 200)).toBe(true) // then halved
-    } finally {
-      await picky.stop()
-    }
-  })
-
-  it('says which embedding model to download when the folder has none', async () => {
-    const long = (await upload(bare, 'long.txt', longText())).json
-    const res = await postJson(bare, '/api/documents/context', { model: 'tiny', documents: [long.id], query: 'colour?' })
+  it('says which embedding model to download when a document needs retrieving and the folder has none', async () => {
+    const res = await postJson(bare, '/v1/chat/completions', { model: 'tiny', messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: Buffer.from(longText()).toString('base64'), filename: 'long.txt' } }, { type: 'text', text: 'colour?' }] }] })
     expect(res.status).toBe(409)
-    expect(res.json.error.code).toBe('no_embedding_model')
+    expect(res.json.error).toMatchObject({ code: 'no_embedding_model', param: 'messages[0].content[0].file' })
     expect(res.json.error.message).toMatch(/Models page.*npm run models -- pull hf:\/\/\S+ --id nomic-embed-text-v1\.5/)
   })
 
-  it('refuses unknown documents, models and fields by name', async () => {
-    const a = (await upload(server, 'a.txt', 'Alpha.')).json
-    const cases: Array<[unknown, number, string, string | null]> = [
-      [{ model: 'tiny', documents: [a.id, 'doc_000000000000000000000000'], query: '' }, 404, 'document_not_found', 'documents[1]'],
-      [{ model: 'nope', documents: [a.id], query: '' }, 404, 'model_not_found', 'model'],
-      [{ model: 'bert', documents: [a.id], query: '' }, 400, 'model_not_compatible', 'model'],
-      [{ model: 'tiny', documents: [], query: '' }, 400, 'invalid_value', 'documents'],
-      [{ model: 'tiny', documents: [a.id] }, 400, 'missing_required_parameter', 'query'],
-      [{ model: 'tiny', documents: [a.id], query: 'x', messages_tokens: 2000 }, 400, 'context_length_exceeded', 'messages_tokens'],
-      [{ model: 'tiny', documents: [a.id], query: 'x', messages_tokens: -1 }, 400, 'invalid_value', 'messages_tokens'],
+  it('refuses files it cannot read in a chat by name, never with a 500', async () => {
+    const a = await client.files.create({ file: await toFile(Buffer.from('Alpha.'), 'a.txt'), purpose: 'user_data' })
+    const part = (file: unknown) => ({ model: 'tiny', messages: [{ role: 'user', content: [{ type: 'file', file }, { type: 'text', text: 'x' }] }] })
+    const cases: Array<[string, unknown, number, string | undefined, string | null]> = [
+      ['/v1/chat/completions', part({ file_id: 'file-000000000000000000000000' }), 404, 'file_not_found', 'messages[0].content[0].file.file_id'],
+      ['/v1/chat/completions', part({}), 400, 'missing_required_parameter', 'messages[0].content[0].file'],
+      ['/v1/chat/completions', part({ file_id: a.id, file_data: 'QQ==' }), 400, 'invalid_value', 'messages[0].content[0].file'],
+      ['/v1/chat/completions', part({ file_data: 'not base64!' }), 400, 'invalid_value', 'messages[0].content[0].file.file_data'],
+      ['/v1/chat/completions', part({ file_data: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 0]).toString('base64'), filename: 'p.png' }), 400, 'unsupported_document_type', 'messages[0].content[0].file.file_data'],
+      ['/v1/chat/completions', { model: 'tiny', messages: [{ role: 'system', content: [{ type: 'file', file: { file_id: a.id } }] }, { role: 'user', content: 'x' }] }, 400, 'invalid_value', 'messages[0].content[0].file'],
+      ['/v1/responses', { model: 'tiny', input: [{ role: 'user', content: [{ type: 'input_file', file_url: 'https://example.com/a.pdf' }] }] }, 400, 'unsupported_parameter', 'input[0].content[0].file_url'],
     ]
-    for (const [body, status, code, param] of cases) {
-      const res = await postJson(server, '/api/documents/context', body)
-      expect([res.status, res.json.error.code, res.json.error.param], JSON.stringify(body)).toEqual([status, code, param])
+    for (const [path, body, status, code, param] of cases) {
+      const res = await postJson(server, path, body)
+      expect([res.status, res.json.error?.code, res.json.error?.param], JSON.stringify(body)).toEqual([status, code, param])
     }
   })
 })

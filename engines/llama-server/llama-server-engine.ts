@@ -22,6 +22,8 @@ import type {
   EmbedJob,
   EmbedResult,
   EngineJob,
+  CountJob,
+  CountResult,
   EngineLoadSpec,
   EngineModelInfo,
   EngineResult,
@@ -163,6 +165,7 @@ export class LlamaServerEngine extends ServerEngine {
     if (job.type === 'complete' && this.spec.kind === 'chat') return this.complete(job, options)
     if (job.type === 'embed' && this.spec.kind === 'embedding') return this.embed(job, options)
     if (job.type === 'rerank' && this.spec.kind === 'rerank') return this.rerank(job, options)
+    if (job.type === 'count') return this.count(job)
     return Promise.reject(new ModelError('model_not_compatible', `this model cannot run '${job.type}' jobs`))
   }
 
@@ -408,6 +411,13 @@ export class LlamaServerEngine extends ServerEngine {
       if (count === 0) return new ModelError('invalid_value', `'${name(i)}' contains no tokens`, name(i))
     }
     return new ModelError('internal_error', `the engine refused the embedding request: ${readUpstreamError(500, body).message}`)
+  }
+
+  /** By the model's own tokenizer, without the special tokens a prompt starts with. */
+  private async count(job: CountJob): Promise<CountResult> {
+    const tokens: number[] = []
+    for (const text of job.texts) tokens.push(text === '' ? 0 : await this.countTokens(text, false))
+    return { type: 'count', tokens }
   }
 
   private async detokenize(tokens: number[]): Promise<string> {

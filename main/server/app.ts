@@ -2,6 +2,7 @@
  * The HTTP application, built without listening so tests and the desktop app can mount it as they
  * need. Routers per area; auth before bodies are read; one JSON 404 and one error handler last.
  */
+import { join } from 'node:path'
 import express, { type Express } from 'express'
 import { requireApiKey } from './auth.ts'
 import { allowOrigins } from './cors.ts'
@@ -17,7 +18,7 @@ import { responsesRoute } from './routes/responses-route.ts'
 import { completionsRoute } from './routes/completions-route.ts'
 import { messagesRoute } from './routes/messages-route.ts'
 import { embeddingsRoute } from './routes/embeddings-route.ts'
-import { documentsRoute } from './routes/documents-route.ts'
+import { filesRoute } from './routes/files-route.ts'
 import { downloadsRoute } from './routes/downloads-route.ts'
 import { healthRoute } from './routes/health-route.ts'
 import { keysRoute } from './routes/keys-route.ts'
@@ -26,6 +27,7 @@ import { mcpRoute } from './routes/mcp-route.ts'
 import { modelsRoute } from './routes/models-route.ts'
 import { serverRoute } from './routes/server-route.ts'
 import { speechRoute } from './routes/speech-route.ts'
+import { DocumentLibrary } from './documents/document-library.ts'
 import type { ServerContext } from './server-context.ts'
 import { webUi } from './web-ui.ts'
 
@@ -47,10 +49,12 @@ export function createApp(ctx: ServerContext): Express {
   const auth = requireApiKey(ctx.keys)
   app.get('/metrics', ...(ctx.settings.metricsPublic ? [] : [auth]), metrics.handler())
   const authenticated = [auth, jsonBodyParser(ctx.settings.bodyLimitBytes)]
+  // One library for /v1/files and the chats that read its files.
+  const documents = new DocumentLibrary(join(ctx.settings.dataDir, 'documents'), ctx.scheduler)
   // Anthropic's route answers every error (a missing key too) in Anthropic's shape.
   app.use('/v1/messages', useAnthropicErrors)
-  app.use('/v1', ...authenticated, modelsRoute(ctx), chatRoute(ctx), completionsRoute(ctx), responsesRoute(ctx), messagesRoute(ctx), embeddingsRoute(ctx), rerankRoute(ctx), speechRoute(ctx))
-  app.use('/api', ...authenticated, managementRoute(ctx), downloadsRoute(ctx), keysRoute(ctx), mcpRoute(ctx), serverRoute(ctx, requests), documentsRoute(ctx))
+  app.use('/v1', ...authenticated, modelsRoute(ctx), chatRoute(ctx, documents), completionsRoute(ctx), responsesRoute(ctx, documents), messagesRoute(ctx), embeddingsRoute(ctx), rerankRoute(ctx), speechRoute(ctx), filesRoute(ctx, documents))
+  app.use('/api', ...authenticated, managementRoute(ctx), downloadsRoute(ctx), keysRoute(ctx), mcpRoute(ctx), serverRoute(ctx, requests))
   // API paths no router took never reach the page's files (`/api/%2e%2e` is a directory there).
   app.use(['/v1', '/api'], unknownRoute)
   app.use(webUi())

@@ -36,3 +36,11 @@ export function requireApiKey(keys: ApiKeys | undefined): RequestHandler {
 export function requestKey(res: Response): KeyIdentity | undefined {
   return res.locals.apiKey as KeyIdentity | undefined
 }
+
+/**
+ * Whose stored things (responses, files) a request may see: a key made under /api/keys sees its
+ * own; the server's key, or everyone where auth is off, sees what was made without one.
+ */
+export function requestOwner(res: Response, authOn: boolean): string {
+  return requestKey(res)?.managed?.id ?? (authOn ? 'server-key' : 'no-auth')
+}

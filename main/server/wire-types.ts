@@ -161,41 +161,29 @@ export interface TimedSegment {
 /** What an attached document was read as: plain text, Markdown, a PDF's text layer, a Word document's text. */
 export type DocumentFormat = 'text' | 'markdown' | 'pdf' | 'docx'
 
-/** `POST /api/documents` (201) and `GET /api/documents/:id`: a document read and kept for the chat. */
-export interface DocumentObject {
+/** `POST /v1/files` (200) and `GET /v1/files/:id`: OpenAI's file object, for a document read and kept for chats. */
+export interface FileObject {
   id: string
-  /** The file's name as uploaded. */
-  name: string
-  format: DocumentFormat
+  object: 'file'
   /** Size of the uploaded file. */
   bytes: number
-  /** Characters of extracted text (what `GET /api/documents/:id/text` gives). */
-  characters: number
-  /** PDFs only. */
-  pages?: number
   /** Unix seconds. */
   created_at: number
+  expires_at: null
+  /** The file's name as uploaded. */
+  filename: string
+  purpose: string
+  status: 'processed'
+  status_details: null
 }
 
-/** One excerpt for the chat to quote: a whole document, or a retrieved part of one. */
-export interface DocumentPart {
-  /** 1-based: the number the answer cites it by, `[1]`. */
-  citation: number
-  document: string
-  name: string
-  text: string
-  /** Retrieved parts: cosine similarity to the query. */
-  score?: number
-  /** Character offsets of `text` in the document's text. */
-  start: number
-  end: number
-}
-
-/** `POST /api/documents/context`: what of the documents goes into the user's message. */
-export interface DocumentContext {
-  mode: 'whole' | 'retrieved'
-  embedding_model: string | null
-  parts: DocumentPart[]
+/** `GET /v1/files`. */
+export interface FileList {
+  object: 'list'
+  data: FileObject[]
+  first_id: string | null
+  last_id: string | null
+  has_more: boolean
 }
 
 /** What a key may do with MCP servers (docs/mcp.md). */

@@ -111,6 +111,9 @@ export const plainScript: Script = (job, { emit }) => {
     }
     case 'speech':
       throw new ModelError('model_not_compatible', 'the scripted engine does not transcribe')
+    case 'count':
+      // A scripted tokenizer: a token per word or mark, roughly what real ones give English.
+      return { type: 'count', tokens: job.texts.map((t) => t.match(/\w+|[^\s\w]/g)?.length ?? 0) }
   }
 }
 

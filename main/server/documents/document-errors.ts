@@ -1,4 +1,4 @@
-/** The refusals of /api/documents, each with its status, code and the field at fault. */
+/** The refusals of documents (/v1/files, file parts), each with its status, code and the field at fault. */
 import { recommendedModels } from '../../../models/catalog/recommended-models.ts'
 import { ApiError, invalidRequest } from '../http-errors.ts'
 
@@ -32,12 +32,12 @@ export function unsupportedDocumentType(what: string): ApiError {
   return invalidRequest(`Unsupported document type: ${what}. Send ${ACCEPTED_TYPES}.`, 'file', 'unsupported_document_type')
 }
 
-export function documentNotFound(id: string, param: string | null): ApiError {
-  return new ApiError(404, 'invalid_request_error', 'document_not_found', `No document with id '${id}' (it was deleted, or never uploaded to this server)`, param)
+export function fileNotFound(id: string, param: string | null): ApiError {
+  return new ApiError(404, 'invalid_request_error', 'file_not_found', `No file with id '${id}' (it was deleted, or never uploaded to this server with this key)`, param)
 }
 
 /** Retrieval needs an embedding model: the message names the one to get and both ways to get it. */
-export function noEmbeddingModel(): ApiError {
+export function noEmbeddingModel(param: string): ApiError {
   const pick = recommendedModels().find((m) => m.kind === 'embedding')
   const how = pick
     ? `Download ${pick.id} (${Math.round(pick.size_bytes / 1e6)} MB): on the Models page under Recommended, or with \`npm run models -- pull ${pick.source} --id ${pick.id}\``
@@ -47,6 +47,6 @@ export function noEmbeddingModel(): ApiError {
     'invalid_request_error',
     'no_embedding_model',
     `The documents are too long to send whole, and finding the parts that answer the question needs an embedding model; the models folder has none. ${how}.`,
-    'documents',
+    param,
   )
 }

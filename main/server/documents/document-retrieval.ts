@@ -2,8 +2,19 @@
  * Which parts of the documents go into the chat: the chunks most like the question, best first,
  * as many as fit the token budget. Pure: vectors in, parts out.
  */
-import type { DocumentPart } from '../wire-types.ts'
 import { estimateTokens } from './document-chunks.ts'
+
+/** A whole document, or a retrieved part of one. */
+export interface DocumentPart {
+  document: string
+  name: string
+  text: string
+  /** Retrieved parts: cosine similarity to the query. */
+  score?: number
+  /** Character offsets of `text` in the document's text. */
+  start: number
+  end: number
+}
 
 export interface Candidate {
   document: string
@@ -31,28 +42,32 @@ export function cosine(a: Float32Array, b: Float32Array): number {
 }
 
 /**
- * The best candidates by cosine similarity to `query` that fit `budgetTokens` together, numbered
- * from 1 in that order. Without a query, the documents' beginnings in order. When not even the
- * best fits, its start does: the chat always gets something to cite.
+ * The best candidates by cosine similarity to `query` that fit `budgetTokens` together, best
+ * first. Without a query, the documents' beginnings in order. When not even the best fits, its
+ * start does: the chat always gets something to cite. `tokensOf` is what a part costs, with its heading.
  */
-export function selectParts(candidates: Candidate[], query: Float32Array | undefined, budgetTokens: number): DocumentPart[] {
+export function selectParts(
+  candidates: Candidate[],
+  query: Float32Array | undefined,
+  budgetTokens: number,
+  tokensOf: (part: { document: string; text: string }) => number = (part) => estimateTokens(part.text) + PART_OVERHEAD_TOKENS,
+): DocumentPart[] {
   const scored = candidates.map((c) => ({ c, score: query && c.vector ? cosine(c.vector, query) : undefined }))
   if (query) scored.sort((a, b) => b.score! - a.score!)
   const picked: typeof scored = []
   let used = 0
   for (const s of scored) {
-    const cost = estimateTokens(s.c.text) + PART_OVERHEAD_TOKENS
+    const cost = tokensOf(s.c)
     if (used + cost > budgetTokens) continue
     picked.push(s)
     used += cost
   }
   if (picked.length === 0 && scored.length > 0) {
     const best = scored[0]!
-    const text = cutToTokens(best.c.text, Math.max(1, budgetTokens - PART_OVERHEAD_TOKENS))
+    const text = longestStart(best.c.text, (start) => tokensOf({ document: best.c.document, text: start }) <= budgetTokens)
     picked.push({ c: { ...best.c, text, end: best.c.start + text.length }, score: best.score })
   }
-  return picked.map(({ c, score }, i) => ({
-    citation: i + 1,
+  return picked.map(({ c, score }) => ({
     document: c.document,
     name: c.name,
     text: c.text,
@@ -62,13 +77,13 @@ export function selectParts(candidates: Candidate[], query: Float32Array | undef
   }))
 }
 
-/** The longest start of `text` whose estimate is within `tokens`. */
-export function cutToTokens(text: string, tokens: number): string {
-  let low = 0
+/** The longest start of `text` that `fits`, at least one character. */
+function longestStart(text: string, fits: (start: string) => boolean): string {
+  let low = 1
   let high = text.length
   while (low < high) {
     const mid = Math.ceil((low + high) / 2)
-    if (estimateTokens(text.slice(0, mid)) <= tokens) low = mid
+    if (fits(text.slice(0, mid))) low = mid
     else high = mid - 1
   }
   return text.slice(0, low)

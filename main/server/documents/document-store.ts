@@ -1,11 +1,12 @@
 /**
- * The documents kept for the chat, under `<dataDir>/documents/<id>/`: `meta.json`, `text.txt` (the
- * extracted text) and one `embeddings-*.json` per embedding model that has read it. Bounded in
+ * The documents kept for chats (`/v1/files`), under `<dataDir>/documents/<id>/`: `meta.json`,
+ * `original` (the bytes as uploaded), `text.txt` (the extracted text) and one `embeddings-*.json`
+ * per embedding model that has read it. Bounded in
  * number and bytes on disk; past either bound the oldest documents go first. The index lives in
  * memory, read from the folder once; a document without a readable meta.json (a write cut off by
  * a crash) is removed then.
  */
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { DocumentFormat } from '../wire-types.ts'
@@ -18,7 +19,15 @@ export interface StoredDocument {
   characters: number
   pages?: number
   createdMs: number
+  /** Who may read it: the key that uploaded it (as responses are kept); absent on documents kept before files had owners. */
+  owner?: string
+  /** OpenAI's `purpose`, as uploaded. */
+  purpose?: string
+  /** Of the original bytes: the same file sent again (`file_data` in every turn) is read once. */
+  sha256?: string
 }
+
+export type NewDocument = Omit<StoredDocument, 'id' | 'createdMs' | 'sha256'>
 
 export interface StoreLimits {
   maxDocuments: number
@@ -27,9 +36,11 @@ export interface StoreLimits {
 
 export const DEFAULT_STORE_LIMITS: StoreLimits = { maxDocuments: 200, maxBytes: 500 * 1024 * 1024 }
 
-const ID_PATTERN = /^doc_[0-9a-f]{24}$/
+// `file-` as OpenAI names files; `doc_` for documents kept before there was /v1/files.
+const ID_PATTERN = /^(file-|doc_)[0-9a-f]{24}$/
 const META = 'meta.json'
 const TEXT = 'text.txt'
+const ORIGINAL = 'original'
 
 interface Entry {
   document: StoredDocument
@@ -61,13 +72,14 @@ export class DocumentStore {
     return store
   }
 
-  /** Keeps the text of a document just read; the oldest documents make room when the store is full. */
-  async add(document: Omit<StoredDocument, 'id' | 'createdMs'>, text: string): Promise<StoredDocument> {
+  /** Keeps a document just read, its bytes and its text; the oldest documents make room when the store is full. */
+  async add(document: NewDocument, text: string, original: Buffer): Promise<StoredDocument> {
     // Strictly after the newest, even within one millisecond: the order survives a restart.
     const newest = [...this.entries.values()].at(-1)?.document.createdMs ?? 0
-    const stored: StoredDocument = { ...document, id: `doc_${randomBytes(12).toString('hex')}`, createdMs: Math.max(Date.now(), newest + 1) }
+    const stored: StoredDocument = { ...document, id: `file-${randomBytes(12).toString('hex')}`, createdMs: Math.max(Date.now(), newest + 1), sha256: sha256Of(original) }
     const folder = join(this.dir, stored.id)
     await mkdir(folder, { recursive: true })
+    await writeFile(join(folder, ORIGINAL), original)
     await writeFile(join(folder, TEXT), text)
     // meta.json last: a folder without it is a write that never finished.
     await writeAtomically(join(folder, META), JSON.stringify(stored))
@@ -80,8 +92,21 @@ export class DocumentStore {
     return this.entries.get(id)?.document
   }
 
+  /** The document with these bytes that `owner` already has, newest first. */
+  same(original: Buffer, owner: string | undefined): StoredDocument | undefined {
+    const hash = sha256Of(original)
+    return this.list().findLast((d) => d.sha256 === hash && d.owner === owner)
+  }
+
+  /** Oldest first. */
   list(): StoredDocument[] {
     return [...this.entries.values()].map((e) => e.document)
+  }
+
+  /** The bytes as uploaded; a document kept before originals were kept has only its text. */
+  async original(id: string): Promise<Buffer | undefined> {
+    if (!this.entries.has(id)) return undefined
+    return readFile(join(this.dir, id, ORIGINAL)).catch(() => undefined)
   }
 
   async text(id: string): Promise<string | undefined> {
@@ -132,6 +157,10 @@ export class DocumentStore {
 
 export function isDocumentId(id: string): boolean {
   return ID_PATTERN.test(id)
+}
+
+function sha256Of(bytes: Buffer): string {
+  return createHash('sha256').update(bytes).digest('hex')
 }
 
 /** A file name from any key: the key is hashed, so a model id never becomes a path. */

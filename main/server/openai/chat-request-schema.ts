@@ -46,7 +46,12 @@ const imagePart = z.object({
   // An empty url is an invalid image (400 invalid_image), not a schema error.
   image_url: z.object({ url: z.string(), detail: z.enum(['auto', 'low', 'high']).optional() }),
 })
-const contentPart = z.discriminatedUnion('type', [textPart, imagePart])
+/** A document (`/v1/files` id, or the file itself as base64), read into text before the model sees it (documents/document-inputs.ts). */
+const filePart = z.object({
+  type: z.literal('file'),
+  file: z.object({ file_id: z.string().min(1).optional(), file_data: z.string().min(1).optional(), filename: z.string().max(255).optional() }),
+})
+const contentPart = z.discriminatedUnion('type', [textPart, imagePart, filePart])
 const textContent = z.union([z.string(), z.array(textPart).min(1)])
 // Images are parsed in every role so the answer can say they belong in a user message (chat-request.ts).
 const anyContent = z.union([z.string(), z.array(contentPart).min(1)])

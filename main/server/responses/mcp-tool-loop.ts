@@ -7,6 +7,7 @@
 import type { Response } from 'express'
 import type { ModelRecord } from '../../../models/catalog/model-record.ts'
 import type { ChatResult, JobProgress, ToolCall } from '../../../engines/engine-jobs.ts'
+import type { DocumentInputs } from '../documents/document-inputs.ts'
 import { recordUsage } from '../keys/key-quotas.ts'
 import { planChat, type ChatPlan } from '../openai/chat-request.ts'
 import { Notices } from '../request-notices.ts'
@@ -80,6 +81,8 @@ export interface ToolLoopOptions {
   conversationKey: string | undefined
   /** The plan made while checking the request: the first turn's, unless MCP tools change it. */
   firstPlan: ChatPlan
+  /** The documents read for the first turn, given the same way every turn. */
+  documents: DocumentInputs
   servers: readonly McpServerTools[]
   approved: readonly ApprovedCall[]
   signal: AbortSignal
@@ -146,7 +149,7 @@ export class McpToolLoop {
     const { chat, tools } = toChatRequest(request, earlier, shape.seal, new Notices(), { mcp: servers, produced: produced as InputItem[] })
     // The same tools as before, now with the MCP servers' (what the writer and the items read).
     shape.tools = tools
-    return planChat(chat, this.o.model, this.o.conversationKey)
+    return planChat(this.o.documents.apply(chat), this.o.model, this.o.conversationKey)
   }
 
   private async runCall(sink: ItemSink, server: McpServerTools, tool: ListedMcpTool, args: string, approvalRequestId: string | null): Promise<void> {

@@ -5,6 +5,8 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { ChatResult, JobProgress } from '../../../engines/engine-jobs.ts'
+import { citationsIn, type FileCitation } from '../documents/document-citations.ts'
+import type { DocumentSource } from '../documents/document-inputs.ts'
 import type { ReasoningSeal } from '../reasoning-seal.ts'
 import { customInput, type CustomCallOutput, type FunctionCallOutput, type ResponseTools } from './response-tools.ts'
 import type { McpServerTools } from './response-mcp-tools.ts'
@@ -24,7 +26,11 @@ export interface ResponseShape {
   seal: ReasoningSeal
   /** `include: ["reasoning.encrypted_content"]`: reasoning items carry their thinking sealed. */
   encryptedReasoning: boolean
+  /** The documents' numbered texts the model was given: its `[n]` become file citations. */
+  sources?: readonly DocumentSource[]
 }
+
+type OutputText = { type: 'output_text'; text: string; annotations: FileCitation[]; logprobs: [] }
 
 type ReasoningItem = {
   type: 'reasoning'
@@ -41,7 +47,7 @@ export type OutputItem =
       id: string
       status: 'completed' | 'in_progress'
       role: 'assistant'
-      content: Array<{ type: 'output_text'; text: string; annotations: []; logprobs: [] }>
+      content: OutputText[]
     }
   | FunctionCallOutput
   | CustomCallOutput
@@ -103,7 +109,7 @@ export function outputItemsOf(result: ChatResult, shape: ResponseShape): OutputI
   const items: OutputItem[] = []
   if (result.reasoning) items.push(reasoningItem(result.reasoning, shape))
   if (result.text || result.toolCalls.length === 0) {
-    items.push({ type: 'message', id: newId('msg'), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: result.text, annotations: [], logprobs: [] }] })
+    items.push({ type: 'message', id: newId('msg'), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: result.text, annotations: citationsIn(result.text, shape.sources), logprobs: [] }] })
   }
   // MCP calls become their items when the loop runs them or asks for approval (mcp-tool-loop.ts).
   for (const call of result.toolCalls) {
@@ -314,7 +320,7 @@ export class ResponseStreamWriter {
     this.items.push(item)
     events.push(this.event({ type: 'response.output_item.added', output_index: this.index, item: structuredClone(item) }))
     if (item.type === 'message') {
-      const part = { type: 'output_text' as const, text: '', annotations: [] as [], logprobs: [] as [] }
+      const part: OutputText = { type: 'output_text', text: '', annotations: [], logprobs: [] }
       item.content.push(part)
       events.push(this.event({ type: 'response.content_part.added', item_id: item.id, output_index: this.index, content_index: 0, part: { ...part } }))
     }
@@ -331,6 +337,8 @@ export class ResponseStreamWriter {
       case 'message': {
         item.status = 'completed'
         const part = item.content[0]!
+        part.annotations = citationsIn(part.text, this.shape.sources)
+        part.annotations.forEach((annotation, n) => events.push(this.event({ type: 'response.output_text.annotation.added', ...at, content_index: 0, annotation_index: n, annotation })))
         events.push(this.event({ type: 'response.output_text.done', ...at, content_index: 0, text: part.text, logprobs: [] }))
         events.push(this.event({ type: 'response.content_part.done', ...at, content_index: 0, part: { ...part } }))
         break

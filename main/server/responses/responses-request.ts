@@ -39,8 +39,16 @@ const INCLUDABLE = {
 const inputText = z.object({ type: z.literal('input_text'), text: z.string() })
 const outputText = z.object({ type: z.literal('output_text'), text: z.string(), annotations: z.array(z.unknown()).optional(), logprobs: z.array(z.unknown()).optional() })
 const inputImage = z.object({ type: z.literal('input_image'), image_url: z.string(), detail: z.enum(['auto', 'low', 'high']).optional() })
+/** A document: a `/v1/files` id, or the file as base64 (`file_data`); read on the server (documents/document-inputs.ts). */
+const inputFile = z.object({
+  type: z.literal('input_file'),
+  file_id: z.string().min(1).nullish(),
+  file_data: z.string().min(1).nullish(),
+  filename: z.string().max(255).nullish(),
+  file_url: z.string().nullish(),
+})
 const refusal = z.object({ type: z.literal('refusal'), refusal: z.string() })
-const contentPart = z.discriminatedUnion('type', [inputText, outputText, inputImage, refusal])
+const contentPart = z.discriminatedUnion('type', [inputText, outputText, inputImage, inputFile, refusal])
 
 const messageItem = z.object({
   type: z.literal('message').optional(),
@@ -423,6 +431,11 @@ function chatContent(content: string | z.infer<typeof contentPart>[], where: str
         return { type: 'text', text: part.text }
       case 'input_image':
         return { type: 'image_url', image_url: { url: part.image_url } }
+      case 'input_file':
+        if (part.file_url != null) {
+          throw unsupportedParameter(`${where}.content[${k}].file_url`, "Hearth does not fetch files from the network; upload the file to /v1/files and send its 'file_id', or send it as 'file_data'")
+        }
+        return { type: 'file', file: { ...(part.file_id != null ? { file_id: part.file_id } : {}), ...(part.file_data != null ? { file_data: part.file_data } : {}), ...(part.filename != null ? { filename: part.filename } : {}) } }
       default:
         throw invalidRequest(`A '${part.type}' part cannot be input`, `${where}.content[${k}].type`)
     }

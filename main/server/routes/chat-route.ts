@@ -1,4 +1,4 @@
-/** POST /v1/chat/completions: validate → plan → run on the model's engine → answer or stream. */
+/** POST /v1/chat/completions: validate → read its documents → plan → run on the model's engine → answer or stream. */
 import { randomBytes } from 'node:crypto'
 import { Router } from 'express'
 import { chatCompletion, ChatStreamWriter, type ChatChunk, type CompletionIdentity } from '../openai/chat-response.ts'
@@ -11,16 +11,17 @@ import { requireJsonBody } from '../json-body.ts'
 import { conversationKey } from '../conversation-key.ts'
 import { Notices, sendNotices } from '../request-notices.ts'
 import type { ServerContext } from '../server-context.ts'
+import { requestOwner } from '../auth.ts'
+import { DocumentInputs } from '../documents/document-inputs.ts'
+import type { DocumentLibrary } from '../documents/document-library.ts'
 
-export function chatRoute(ctx: ServerContext): Router {
+export function chatRoute(ctx: ServerContext, library: DocumentLibrary): Router {
   const router = Router()
   router.post('/chat/completions', requireJsonBody, async (req, res) => {
     const notices = new Notices()
     const request = parseChatRequest(req.body, notices)
     const model = await requireModel(ctx.folder, request.model)
-    const plan = await planChat(request, model, conversationKey(req, request))
     res.locals.model = model.id
-    sendNotices(res, notices)
     const who: CompletionIdentity = {
       id: `chatcmpl-${randomBytes(12).toString('base64url')}`,
       created: Math.floor(Date.now() / 1000),
@@ -28,6 +29,9 @@ export function chatRoute(ctx: ServerContext): Router {
     }
     const lifetime = requestLifetime(res, ctx.settings.requestTimeoutMs)
     try {
+      const documents = await DocumentInputs.read(request, model, { library, folder: ctx.folder, scheduler: ctx.scheduler, owner: requestOwner(res, ctx.keys !== undefined), signal: lifetime.signal })
+      const plan = await planChat(documents.apply(request), model, conversationKey(req, request))
+      sendNotices(res, notices)
       if (!plan.stream) {
         const result = await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal })
         recordUsage(res, result)

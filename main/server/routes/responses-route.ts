@@ -7,8 +7,10 @@
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { Router, type Response } from 'express'
-import { requestKey } from '../auth.ts'
+import { requestOwner } from '../auth.ts'
 import { conversationKey } from '../conversation-key.ts'
+import { DocumentInputs } from '../documents/document-inputs.ts'
+import type { DocumentLibrary } from '../documents/document-library.ts'
 import { ApiError, invalidRequest } from '../http-errors.ts'
 import { requireJsonBody } from '../json-body.ts'
 import { requireModel } from '../model-lookup.ts'
@@ -24,11 +26,11 @@ import { approvedCalls, includesEncryptedReasoning, inputItemsOf, parseResponses
 import type { ServerContext } from '../server-context.ts'
 import { SseStream } from '../sse.ts'
 
-export function responsesRoute(ctx: ServerContext): Router {
+export function responsesRoute(ctx: ServerContext, library: DocumentLibrary): Router {
   const router = Router()
   const store = new ResponseStore(join(ctx.settings.dataDir, 'responses'))
   const seal = ReasoningSeal.forKeyFile(join(ctx.settings.dataDir, 'reasoning-key'))
-  const ownerOf = (res: Response) => requestKey(res)?.managed?.id ?? (ctx.keys ? 'server-key' : 'no-auth')
+  const ownerOf = (res: Response) => requestOwner(res, ctx.keys !== undefined)
 
   router.post('/responses', requireJsonBody, async (req, res) => {
     const notices = new Notices()
@@ -43,20 +45,22 @@ export function responsesRoute(ctx: ServerContext): Router {
     const { chat, tools } = toChatRequest(request, earlierItems, seal, notices)
     const model = await requireModel(ctx.folder, chat.model)
     const key = conversationKey(req, request)
-    const firstPlan = await planChat(chat, model, key)
     const approvals = approvedCalls(request, earlierItems)
     res.locals.model = model.id
     const lifetime = requestLifetime(res, ctx.settings.requestTimeoutMs)
     try {
+      const documents = await DocumentInputs.read(chat, model, { library, folder: ctx.folder, scheduler: ctx.scheduler, owner, signal: lifetime.signal })
+      const firstPlan = await planChat(documents.apply(chat), model, key)
       const servers = await connectMcpServers(tools.mcpRequests, ctx.mcp, { req, res }, notices, lifetime.signal)
       const approved = approvedCallsOn(approvals, servers)
       sendNotices(res, notices)
-      const shape: ResponseShape = { tools, seal, encryptedReasoning: includesEncryptedReasoning(request) }
+      const shape: ResponseShape = { tools, seal, encryptedReasoning: includesEncryptedReasoning(request), sources: documents.sources }
       const who: ResponseIdentity = { id: `resp_${randomBytes(12).toString('hex')}`, createdAt: Math.floor(Date.now() / 1000), model: model.id }
-      const loop = new McpToolLoop({ ctx, res, request, earlier: earlierItems, shape, model, conversationKey: key, firstPlan, servers, approved, signal: lifetime.signal })
+      const loop = new McpToolLoop({ ctx, res, request, earlier: earlierItems, shape, model, conversationKey: key, firstPlan, documents, servers, approved, signal: lifetime.signal })
       const keep = async (output: OutputItem[], response: Record<string, unknown>) => {
         if (request.store === false) return
-        const input = [...earlierItems, ...inputItemsOf(request).map(withoutImages).map(withId)]
+        const fileIds = documents.fileIds.slice(fileParts(earlierItems))
+        const input = [...earlierItems, ...inputItemsOf(request).map(withoutImages).map((item) => withFileIds(item, fileIds)).map(withId)]
         await store.save(who.id, { owner, items: [...input, ...(output as InputItem[])], inputCount: input.length, response })
       }
       if (request.stream !== true) {
@@ -137,6 +141,29 @@ function notFound(id: string): ApiError {
  * An earlier turn's picture is not sent again (one image per request, as on the chat route): a
  * stored conversation keeps the words and notes where a picture was.
  */
+/** How many files the items' messages carry: each is one file part of the chat, in order. */
+function fileParts(items: readonly InputItem[]): number {
+  let n = 0
+  for (const item of items) {
+    const message = messageOf(item)
+    if (message && typeof message.content !== 'string' && message.role !== 'assistant') n += message.content.filter((p) => p.type === 'input_file').length
+  }
+  return n
+}
+
+type MessageItem = Extract<InputItem, { role: string }>
+
+function messageOf(item: InputItem): MessageItem | undefined {
+  return 'type' in item && item.type !== 'message' && item.type !== undefined ? undefined : (item as MessageItem)
+}
+
+/** Files sent as data kept as the ids they were stored under (`ids` is consumed, in order). */
+function withFileIds(item: InputItem, ids: string[]): InputItem {
+  const message = messageOf(item)
+  if (!message || typeof message.content === 'string' || message.role === 'assistant') return item
+  return { ...message, content: message.content.map((p) => (p.type === 'input_file' ? { type: 'input_file' as const, file_id: ids.shift() ?? p.file_id, ...(p.filename != null ? { filename: p.filename } : {}) } : p)) }
+}
+
 function withoutImages(item: InputItem): InputItem {
   if ('type' in item && item.type !== 'message' && item.type !== undefined) return item
   const message = item as Extract<InputItem, { role: string }>

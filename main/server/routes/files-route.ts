@@ -1,0 +1,136 @@
+/**
+ * /v1/files, as OpenAI's: upload (multipart `file` and `purpose`), list, get, content, delete.
+ * Hearth keeps files to be read in chats (`input_file` in Responses, `file` parts in chat
+ * completions): PDF, Word, text and Markdown, read to text when they arrive. Each key sees the
+ * files it uploaded, as with stored responses.
+ */
+import { Router, type Request, type Response } from 'express'
+import { readAudioUpload } from '../audio-upload.ts'
+import { requestOwner } from '../auth.ts'
+import { fileName, type DocumentLibrary } from '../documents/document-library.ts'
+import { documentTooLarge, fileNotFound, MAX_DOCUMENT_BYTES } from '../documents/document-errors.ts'
+import type { StoredDocument } from '../documents/document-store.ts'
+import { ApiError, invalidRequest } from '../http-errors.ts'
+import type { ServerContext } from '../server-context.ts'
+import type { DocumentFormat, FileList, FileObject } from '../wire-types.ts'
+
+/** The purposes of files a chat reads; OpenAI's others (batch, fine-tune, evals) have no use here. */
+export const FILE_PURPOSES = ['user_data', 'assistants'] as const
+
+const MEDIA_TYPES: Record<DocumentFormat, string> = {
+  text: 'text/plain; charset=utf-8',
+  markdown: 'text/markdown; charset=utf-8',
+  pdf: 'application/pdf',
+  docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+}
+
+export function filesRoute(ctx: ServerContext, library: DocumentLibrary): Router {
+  const router = Router()
+  const ownerOf = (res: Response) => requestOwner(res, ctx.keys !== undefined)
+
+  router.post('/files', async (req, res) => {
+    const { bytes, filename, purpose } = await readFileUpload(req, res)
+    const stored = await library.add(bytes, fileName(filename), ownerOf(res), purpose)
+    ctx.log(`file ${stored.id} (${stored.format}, ${stored.characters} characters) was added`)
+    res.json(fileObject(stored))
+  })
+
+  router.get('/files', async (req, res) => {
+    const { purpose, order, limit, after } = parseListQuery(req.query)
+    let files = (await library.list(ownerOf(res))).filter((d) => purpose === undefined || (d.purpose ?? 'user_data') === purpose)
+    if (order === 'desc') files = files.reverse()
+    if (after !== undefined) {
+      const at = files.findIndex((d) => d.id === after)
+      if (at < 0) throw invalidRequest(`No file has the id '${after}'`, 'after')
+      files = files.slice(at + 1)
+    }
+    const page = files.slice(0, limit).map(fileObject)
+    const list: FileList = { object: 'list', data: page, first_id: page[0]?.id ?? null, last_id: page.at(-1)?.id ?? null, has_more: files.length > page.length }
+    res.json(list)
+  })
+
+  router.get('/files/:id', async (req, res) => {
+    res.json(fileObject(await requireFile(library, req.params.id, ownerOf(res))))
+  })
+
+  router.get('/files/:id/content', async (req, res) => {
+    const file = await requireFile(library, req.params.id, ownerOf(res))
+    const { store } = await library.open()
+    const original = await store.original(file.id)
+    if (original) {
+      res.type(MEDIA_TYPES[file.format]).send(original)
+      return
+    }
+    // Kept before originals were: its text is what there is.
+    const text = await store.text(file.id)
+    if (text === undefined) throw fileNotFound(file.id, 'id')
+    res.type('text/plain; charset=utf-8').send(text)
+  })
+
+  router.delete('/files/:id', async (req, res) => {
+    const file = await requireFile(library, req.params.id, ownerOf(res))
+    await (await library.open()).store.remove(file.id)
+    res.json({ id: file.id, object: 'file', deleted: true })
+  })
+
+  return router
+}
+
+/** The upload's `file` and `purpose`, read under the document size limit. */
+async function readFileUpload(req: Request, res: Response): Promise<{ bytes: Buffer; filename: string | undefined; purpose: string }> {
+  if (!req.is('multipart/form-data')) {
+    throw invalidRequest(
+      `Send the file as multipart/form-data with the file in a 'file' part and a 'purpose' field (got ${req.headers['content-type'] ? `'${req.headers['content-type']}'` : 'no content type'})`,
+      null,
+      'invalid_content_type',
+    )
+  }
+  let upload
+  try {
+    upload = await readAudioUpload(req, res, MAX_DOCUMENT_BYTES)
+  } catch (e) {
+    if (e instanceof ApiError && e.code === 'file_too_large') throw documentTooLarge()
+    throw e
+  }
+  if (!upload.file) throw invalidRequest("Missing required parameter: 'file'", 'file', 'missing_required_parameter')
+  const purpose = upload.fields.purpose
+  if (purpose === undefined) throw invalidRequest("Missing required parameter: 'purpose'", 'purpose', 'missing_required_parameter')
+  if (!(FILE_PURPOSES as readonly string[]).includes(purpose)) {
+    throw invalidRequest(
+      `Hearth keeps files to be read in chats: 'purpose' must be ${FILE_PURPOSES.map((p) => `'${p}'`).join(' or ')} (got '${purpose}')`,
+      'purpose',
+      'invalid_value',
+    )
+  }
+  return { bytes: upload.file.bytes, filename: upload.file.filename, purpose }
+}
+
+async function requireFile(library: DocumentLibrary, id: string, owner: string): Promise<StoredDocument> {
+  const found = await library.find(id, owner)
+  if (!found) throw fileNotFound(id, 'id')
+  return found
+}
+
+function fileObject(d: StoredDocument): FileObject {
+  return {
+    id: d.id,
+    object: 'file',
+    bytes: d.bytes,
+    created_at: Math.floor(d.createdMs / 1000),
+    expires_at: null,
+    filename: d.name,
+    purpose: d.purpose ?? 'user_data',
+    status: 'processed',
+    status_details: null,
+  }
+}
+
+function parseListQuery(query: Record<string, unknown>): { purpose: string | undefined; order: 'asc' | 'desc'; limit: number; after: string | undefined } {
+  const order = query.order ?? 'desc'
+  if (order !== 'asc' && order !== 'desc') throw invalidRequest("'order' must be 'asc' or 'desc'", 'order')
+  const limit = query.limit === undefined ? 10_000 : Number(query.limit)
+  if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw invalidRequest("'limit' must be an integer from 1 to 10000", 'limit')
+  if (query.after !== undefined && typeof query.after !== 'string') throw invalidRequest("'after' must be a file id", 'after')
+  if (query.purpose !== undefined && typeof query.purpose !== 'string') throw invalidRequest("'purpose' must be a string", 'purpose')
+  return { purpose: query.purpose as string | undefined, order, limit, after: query.after as string | undefined }
+}
