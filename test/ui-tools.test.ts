@@ -49,7 +49,15 @@ let modelsDir: string
 let browser: Browser
 let page: Page
 let key: string
-const chatBodies: Array<{ messages: Array<{ role: string; content: unknown; tool_call_id?: string }>; tools?: unknown[]; tool_choice?: string }> = []
+interface SentItem {
+  type?: string
+  role?: string
+  content?: Array<{ type: string; text?: string; file_id?: string }>
+  approval_request_id?: string
+  approve?: boolean
+}
+/** What the page sent to /v1/responses, in order. */
+const chatBodies: Array<{ input: SentItem[]; tools?: unknown[]; tool_choice?: string }> = []
 const pageErrors: string[] = []
 
 async function shot(name: string): Promise<void> {
@@ -64,19 +72,17 @@ async function api<T>(path: string, init: RequestInit = {}): Promise<{ status: n
   return { status: res.status, body: (await res.json()) as T }
 }
 
-async function requestLog(): Promise<Array<{ path: string; status: number; tool?: string }>> {
-  return (await api<{ requests: Array<{ path: string; status: number; tool?: string }> }>('/api/requests')).body.requests
+async function requestLog(): Promise<Array<{ path: string; status: number; tool?: string; model?: string }>> {
+  return (await api<{ requests: Array<{ path: string; status: number; tool?: string; model?: string }> }>('/api/requests')).body.requests
 }
 
-/** The chat sees only these tools of the test server (the model, forced to call, picks any offered one). */
+/** The chat sees only these tools of the test server (the model, forced to call, picks any offered one): its requests gain `allowed_tools`. */
 async function offerOnly(tools: string[]): Promise<void> {
-  await page.unroute('**/api/mcp/servers**')
-  await page.route('**/api/mcp/servers**', async (route) => {
-    const response = await route.fetch()
-    const body = (await response.json()) as { servers?: Array<{ tools: Array<{ name: string }> }>; tools?: Array<{ name: string }> }
-    const keep = <T extends { tools: Array<{ name: string }> }>(s: T): T => ({ ...s, tools: s.tools.filter((t) => tools.includes(t.name)) })
-    const json = body.servers ? { ...body, servers: body.servers.map(keep) } : body.tools ? keep(body as { tools: Array<{ name: string }> }) : body
-    await route.fulfill({ response, json })
+  await page.unroute('**/v1/responses')
+  await page.route('**/v1/responses', async (route) => {
+    const body = JSON.parse(route.request().postData()!) as { tools?: Array<Record<string, unknown>> }
+    body.tools = body.tools?.map((t) => (t.type === 'mcp' ? { ...t, allowed_tools: tools } : t))
+    await route.continue({ postData: JSON.stringify(body) })
   })
 }
 
@@ -135,7 +141,7 @@ describe.skipIf(!runnable)('tools and documents in the web UI', () => {
     page = await context.newPage()
     page.on('pageerror', (e) => pageErrors.push(e.message))
     page.on('request', (r) => {
-      if (r.method() === 'POST' && r.url().endsWith('/v1/chat/completions')) chatBodies.push(JSON.parse(r.postData()!))
+      if (r.method() === 'POST' && r.url().endsWith('/v1/responses')) chatBodies.push(JSON.parse(r.postData()!))
     })
   })
 
@@ -219,14 +225,17 @@ describe.skipIf(!runnable)('tools and documents in the web UI', () => {
     expect(await page.locator('article.assistant').count()).toBeGreaterThanOrEqual(2)
     expect(await answer.locator('[data-testid=usage]').isVisible()).toBe(true)
 
-    // First round forced, the second free, with the result as a tool message.
+    // The question's request forces a call and names the server; the server asked before running it,
+    // and the second request, free to answer, carries the person's approval.
     const [first, second] = chatBodies.slice(before)
     expect(first!.tool_choice).toBe('required')
-    expect(first!.tools).toEqual([expect.objectContaining({ type: 'function', function: expect.objectContaining({ name: 'secret_word' }) })])
+    expect(first!.tools).toEqual([{ type: 'mcp', server_label: 'test', require_approval: 'always' }])
     expect(second!.tool_choice).toBeUndefined()
-    const call = first && (await page.evaluate(() => JSON.parse(localStorage.getItem('hearth.conversations.v1')!)[0].turns[1].toolCalls[0].id as string))
-    expect(second!.messages.find((m) => m.role === 'tool')).toEqual({ role: 'tool', tool_call_id: call, content: 'The secret word is PERSIMMON.' })
-    expect((await requestLog()).find((r) => r.path === '/api/mcp/call')).toMatchObject({ status: 200, tool: 'test/secret_word' })
+    const call = await page.evaluate(() => JSON.parse(localStorage.getItem('hearth.conversations.v1')!)[0].turns[1].toolCalls[0].id as string)
+    expect(second!.input.at(-1)).toEqual({ type: 'mcp_approval_response', approval_request_id: call, approve: true })
+    expect((await requestLog()).find((r) => r.tool === 'test/secret_word')).toMatchObject({ path: '/v1/responses', status: 200 })
+    // No tool loop and no MCP call from the page: the server ran it.
+    expect((await requestLog()).some((r) => r.path === '/api/mcp/call')).toBe(false)
     await result.locator('summary').click()
     await shot('tools-result')
 
@@ -253,8 +262,12 @@ describe.skipIf(!runnable)('tools and documents in the web UI', () => {
     await ask('Wait again.')
     const approval = page.getByRole('group', { name: 'Approve the call to hang' })
     await approval.waitFor({ timeout: 60_000 })
-    await approval.getByRole('button', { name: 'Allow once' }).click()
-    await page.getByRole('status').filter({ hasText: 'Running hang…' }).waitFor()
+    // The model may call it more than once in one turn: each call is asked about, then they run.
+    const running = page.getByRole('status').filter({ hasText: 'Running hang…' })
+    while (!(await running.isVisible())) {
+      if (await approval.isVisible()) await approval.getByRole('button', { name: 'Allow once' }).click()
+      await page.waitForTimeout(100)
+    }
     const stoppedAt = performance.now()
     await page.getByRole('button', { name: 'Stop' }).click()
     await expect.poll(() => page.getByRole('button', { name: 'Send' }).isVisible(), { timeout: 1000 }).toBe(true)
@@ -282,7 +295,8 @@ describe.skipIf(!runnable)('tools and documents in the web UI', () => {
     await finishAnswer()
     expect(await approval.count()).toBe(0)
     await expect.poll(async () => (await requestLog()).filter((r) => r.tool === 'test/secret_word').length).toBeGreaterThan(calls)
-    await page.unroute('**/api/mcp/servers**')
+    expect(chatBodies.at(-1)!.tools).toEqual([{ type: 'mcp', server_label: 'test', require_approval: { never: { tool_names: ['secret_word'] } } }])
+    await page.unroute('**/v1/responses')
   })
 
   it("says when the model's template cannot call tools", async () => {
@@ -306,9 +320,9 @@ describe.skipIf(!runnable)('tools and documents in the web UI', () => {
     await ask('What is the door code?')
     const answer = await finishAnswer()
     expect(await answer.locator('[data-testid=usage]').isVisible()).toBe(true)
-    const sent = chatBodies[before]!.messages.at(-1)!
-    expect(sent.role).toBe('user')
-    expect(sent.content).toBe(`Use these excerpts from the attached documents. Cite them as [1], [2]…\n\n[1] notes.txt\n${DOOR_NOTE}\n\nQuestion: What is the door code?`)
+    const id = await page.evaluate(() => JSON.parse(localStorage.getItem('hearth.conversations.v1')!)[0].turns[0].documents[0].id as string)
+    // The page names the file; the server reads it into the prompt.
+    expect(chatBodies[before]!.input.at(-1)).toEqual({ role: 'user', content: [{ type: 'input_text', text: 'What is the door code?' }, { type: 'input_file', file_id: id }] })
     const sources = answer.getByRole('region', { name: 'Sources' })
     expect(await sources.locator('summary').textContent()).toBe('[1] notes.txt')
     await sources.locator('summary').click()
@@ -316,10 +330,9 @@ describe.skipIf(!runnable)('tools and documents in the web UI', () => {
     expect(await page.locator('article.user').last().getByRole('list', { name: 'Attached documents' }).textContent()).toContain('notes.txt')
     await shot('documents-sources')
 
-    const id = await page.evaluate(() => JSON.parse(localStorage.getItem('hearth.conversations.v1')!)[0].turns[0].documents[0].id as string)
-    expect((await api(`/api/documents/${id}`)).status).toBe(200)
+    expect((await api(`/v1/files/${id}`)).status).toBe(200)
     await page.getByRole('button', { name: 'Delete conversation “What is the door code?”' }).click()
-    await expect.poll(async () => (await api(`/api/documents/${id}`)).status).toBe(404)
+    await expect.poll(async () => (await api(`/v1/files/${id}`)).status).toBe(404)
   })
 
   it('shows the no_embedding_model message when a document is too large to send whole', async () => {
@@ -331,7 +344,7 @@ describe.skipIf(!runnable)('tools and documents in the web UI', () => {
     const answer = await finishAnswer()
     const error = answer.getByRole('alert')
     await expect.poll(() => error.textContent()).toMatch(/embedding model/i)
-    expect((await requestLog()).find((r) => r.path === '/api/documents/context' && r.status === 409)).toBeDefined()
+    expect((await requestLog()).find((r) => r.path === '/v1/responses' && r.status === 409)).toBeDefined()
     await shot('documents-no-embedding-model')
   })
 
@@ -343,16 +356,16 @@ describe.skipIf(!runnable)('tools and documents in the web UI', () => {
     await expect.poll(() => chatBodies.length, { timeout: 60_000 }).toBeGreaterThan(before)
     const answer = await finishAnswer()
     expect(await answer.getByRole('alert').count()).toBe(0)
-    const sent = chatBodies[before]!.messages.at(-1)! as { content: string }
-    expect(sent.content).toMatch(/^Use these excerpts from the attached documents\. Cite them as \[1\], \[2\]…\n\n\[1\] long\.md \(part \d+\)\nLine \d+: the plants need water on Fridays\./)
-    expect(sent.content).toMatch(/\n\nQuestion: When do the plants need water\?$/)
-    // Only parts of it: the whole document would not fit the model's context.
-    expect(sent.content.length).toBeLessThan(LONG_NOTES.length)
+    expect(chatBodies[before]!.input.at(-1)!.content!.at(-1)).toMatchObject({ type: 'input_file' })
     const sources = answer.getByRole('region', { name: 'Sources' })
     const titles = await sources.locator('summary').allTextContents()
     expect(titles.length).toBeGreaterThan(1)
-    titles.forEach((title, i) => expect(title).toMatch(new RegExp(`^\\[${i + 1}\\] long\\.md \\(part \\d+\\)$`)))
-    expect((await requestLog()).find((r) => r.path === '/api/documents/context' && r.status === 200)).toBeDefined()
+    titles.forEach((title, i) => expect(title).toBe(`[${i + 1}] long.md`))
+    // Only parts of it, the lines about the question: the whole document would not fit the model's context.
+    const parts = await sources.locator('p').allTextContents()
+    expect(parts.join('').length).toBeLessThan(LONG_NOTES.length)
+    expect(parts[0]).toMatch(/Line \d+: the plants need water on Fridays\./)
+    expect((await requestLog()).find((r) => r.path === '/v1/responses' && r.status === 200 && r.model === 'plain-chat')).toBeDefined()
     await shot('documents-retrieved')
   }, 180_000) // embedding the document's chunks on a busy CPU
 

@@ -164,7 +164,7 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
     await expect.poll(() => answer.locator('[data-testid=usage]').textContent(), { timeout: 60_000 }).toMatch(/\d+ tokens · [\d.]+ tokens\/s · prompt \d+/)
     expect((await answer.locator('.markdown').textContent())!.trim().length).toBeGreaterThan(0)
     expect(await page.locator('article.user img').count()).toBe(1)
-    const chat = (await requestLog()).filter((r) => r.path === '/v1/chat/completions').at(-1)
+    const chat = (await requestLog()).filter((r) => r.path === '/v1/responses').at(-1)
     expect(chat).toMatchObject({ model: 'tiny-vision', status: 200 })
     // 40 tokens at most, as the parameters panel asked.
     expect(Number(/(\d+) tokens/.exec((await answer.locator('[data-testid=usage]').textContent())!)![1])).toBeLessThanOrEqual(40)
@@ -435,7 +435,7 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
     expect(await page.getByTestId('snippet').textContent()).toContain(`curl ${server.url}/v1/chat/completions`)
     expect(await page.getByTestId('snippet').textContent()).not.toContain(key)
     // The live log lists the requests the page and the tests made.
-    await expect.poll(() => page.getByTestId('request-log').getByText('POST /v1/chat/completions').count()).toBeGreaterThan(0)
+    await expect.poll(() => page.getByTestId('request-log').getByText('POST /v1/responses').count()).toBeGreaterThan(0)
     // With the prompt's size and what of it came from the engine's cache.
     await expect.poll(async () => (await page.getByTestId('request-prompt').allTextContents()).some((t) => /\d+ tokens/.test(t))).toBe(true)
     // What runs the models: llama.cpp built here, its commit and CPU features (or, loudly, that it is not built).

@@ -235,3 +235,40 @@ export interface McpCallResponse {
   is_error: boolean
   duration_ms: number
 }
+
+/** An output item of a `/v1/responses` stream, as far as the web UI reads it. */
+export type ResponseItem =
+  | { type: 'message'; id: string; content: Array<{ type: 'output_text'; text: string }> }
+  | { type: 'reasoning'; id: string }
+  | { type: 'function_call'; id: string; call_id: string; name: string; arguments: string }
+  | { type: 'mcp_list_tools'; id: string }
+  | { type: 'mcp_approval_request'; id: string; server_label: string; name: string; arguments: string }
+  | {
+      type: 'mcp_call'
+      id: string
+      server_label: string
+      name: string
+      arguments: string
+      output: string | null
+      error: string | null
+      approval_request_id: string | null
+      status: string
+    }
+  | {
+      type: 'file_search_call'
+      id: string
+      results: Array<{ file_id: string; filename: string; text: string; score: number | null; attributes: { citation: number } }> | null
+    }
+
+/** A `/v1/responses` stream event, as far as the web UI reads it. */
+export interface ResponseEvent {
+  type: string
+  item?: ResponseItem
+  item_id?: string
+  delta?: string
+  response?: {
+    status: string
+    incomplete_details: { reason: string } | null
+    usage: { input_tokens: number; output_tokens: number } | null
+  }
+}

@@ -1,46 +1,83 @@
-/** Reading a streamed answer into its turn: text, tool calls, and failures kept on the turn. */
+/** Reading a streamed /v1/responses answer into the conversation: model turns, the server's tool calls and their results, approvals, sources, failures. */
 import { describe, expect, it } from 'vitest'
-import { streamInto } from '../../renderer/src/lib/services/answer-stream.ts'
-import { conversationTitle, type ChatTurn } from '../../renderer/src/lib/services/chat-messages.ts'
-import type { ChatChunk } from '../../main/server/wire-types.ts'
+import { readResponse } from '../../renderer/src/lib/services/answer-stream.ts'
+import type { ChatTurn } from '../../renderer/src/lib/services/chat-messages.ts'
+import type { ResponseEvent, ResponseItem } from '../../main/server/wire-types.ts'
 
-const chunk = (delta: Record<string, unknown>, finish: string | null = null): ChatChunk =>
-  ({ id: 'c', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] }) as unknown as ChatChunk
-
-async function* from(chunks: ChatChunk[], fail?: Error): AsyncGenerator<ChatChunk> {
-  for (const c of chunks) yield c
+async function* from(events: ResponseEvent[], fail?: Error): AsyncGenerator<ResponseEvent> {
+  for (const e of events) yield e
   if (fail) throw fail
 }
 
-describe('streamInto', () => {
-  it('adds text and whole tool calls to the turn', async () => {
-    const turn: ChatTurn = { id: 'a', role: 'assistant', text: '' }
-    await streamInto(
-      turn,
-      from([
-        chunk({ content: 'Let me look.' }),
-        chunk({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'secret_word', arguments: '{' } }] }),
-        chunk({ tool_calls: [{ index: 0, function: { arguments: '}' } }] }, 'tool_calls'),
-      ]),
+let ids = 0
+const hooks = { newId: () => `t${ids++}`, model: 'm', showEveryMs: 0 }
+const added = (item: ResponseItem): ResponseEvent => ({ type: 'response.output_item.added', item })
+const done = (item: ResponseItem): ResponseEvent => ({ type: 'response.output_item.done', item })
+const text = (delta: string): ResponseEvent => ({ type: 'response.output_text.delta', delta })
+const completed = (reason?: string): ResponseEvent => ({
+  type: reason ? 'response.incomplete' : 'response.completed',
+  response: { status: reason ? 'incomplete' : 'completed', incomplete_details: reason ? { reason } : null, usage: { input_tokens: 9, output_tokens: 3 } },
+})
+const message: ResponseItem = { type: 'message', id: 'msg_1', content: [] }
+const call = (id: string, status = 'completed', approval: string | null = null): ResponseItem => ({
+  type: 'mcp_call',
+  id,
+  server_label: 'test',
+  name: 'secret_word',
+  arguments: '{}',
+  output: status === 'completed' ? 'PERSIMMON' : null,
+  error: status === 'completed' ? null : 'it broke',
+  approval_request_id: approval,
+  status,
+})
+const start = (): ChatTurn[] => [{ id: 'q', role: 'user', text: 'hi' }, { id: 'a', role: 'assistant', text: '', model: 'm' }]
+
+describe('readResponse', () => {
+  it('puts the tool the server ran under the call, and the model turn after it in a new answer, with usage at the end', async () => {
+    const turns = start()
+    const running: Array<string | undefined> = []
+    const outcome = await readResponse(
+      turns,
+      from([{ type: 'response.output_item.added', item: { type: 'mcp_list_tools', id: 'l' } }, added(call('mcp_1', 'in_progress')), done(call('mcp_1')), added(message), text('It is '), text('PERSIMMON.'), completed()]),
       new AbortController().signal,
+      { ...hooks, onRunning: (id) => running.push(id) },
     )
-    expect(turn).toMatchObject({ text: 'Let me look.', finishReason: 'tool_calls', toolCalls: [{ id: 'call_1', name: 'secret_word', arguments: '{}' }] })
+    expect(outcome).toEqual({ approvals: [], ended: false })
+    expect(turns.map((t) => t.role)).toEqual(['user', 'assistant', 'tool', 'assistant'])
+    expect(turns[1]!.toolCalls).toEqual([{ id: 'mcp_1', name: 'secret_word', arguments: '{}', server: 'test' }])
+    expect(turns[2]).toMatchObject({ role: 'tool', toolCallId: 'mcp_1', server: 'test', text: 'PERSIMMON', isError: false, durationMs: expect.any(Number) })
+    expect(turns[3]).toMatchObject({ text: 'It is PERSIMMON.', usage: { promptTokens: 9, completionTokens: 3 }, finishReason: 'stop', model: 'm' })
+    expect(running).toEqual(['mcp_1', undefined])
+  })
+
+  it('hands back the calls that wait for approval, and puts an approved call run later under the call that asked', async () => {
+    const turns = start()
+    const approval: ResponseItem = { type: 'mcp_approval_request', id: 'mcpr_1', server_label: 'test', name: 'secret_word', arguments: '{}' }
+    const first = await readResponse(turns, from([added(approval), done(approval), completed()]), new AbortController().signal, hooks)
+    expect(first.approvals).toEqual([{ id: 'mcpr_1', name: 'secret_word', arguments: '{}', server: 'test' }])
+    expect(turns[1]!.toolCalls).toEqual(first.approvals)
+    await readResponse(turns, from([added(call('mcp_9', 'in_progress', 'mcpr_1')), done(call('mcp_9', 'failed', 'mcpr_1')), added(message), text('Sorry.'), completed()]), new AbortController().signal, hooks)
+    expect(turns[1]!.toolCalls).toHaveLength(1)
+    expect(turns[2]).toMatchObject({ role: 'tool', toolCallId: 'mcpr_1', text: 'it broke', isError: true })
+    expect(turns[3]).toMatchObject({ role: 'assistant', text: 'Sorry.' })
+  })
+
+  it("keeps the documents' texts as the answer's sources, and says where the answer stopped short", async () => {
+    const turns = start()
+    const search: ResponseItem = { type: 'file_search_call', id: 'fs', results: [{ file_id: 'file-a', filename: 'notes.txt', text: 'The code is 4711.', score: null, attributes: { citation: 1 } }] }
+    await readResponse(turns, from([added(search), done(search), added(message), text('4711 [1]'), completed('max_output_tokens')]), new AbortController().signal, hooks)
+    expect(turns[1]).toMatchObject({ text: '4711 [1]', finishReason: 'length', citations: [{ n: 1, name: 'notes.txt', text: 'The code is 4711.' }] })
   })
 
   it('keeps a failure on the turn, with what was said before it; a stop is no failure', async () => {
-    const failed: ChatTurn = { id: 'a', role: 'assistant', text: '' }
-    await streamInto(failed, from([chunk({ content: 'Hal' })], new Error('The model crashed')), new AbortController().signal)
-    expect(failed).toMatchObject({ text: 'Hal', error: 'The model crashed' })
+    const failed = start()
+    await readResponse(failed, from([added(message), text('Hal')], new Error('The model crashed')), new AbortController().signal, hooks)
+    expect(failed[1]).toMatchObject({ text: 'Hal', error: 'The model crashed' })
     const controller = new AbortController()
     controller.abort()
-    const stopped: ChatTurn = { id: 'b', role: 'assistant', text: '' }
-    await streamInto(stopped, from([chunk({ content: 'Hal' })], new Error('aborted')), controller.signal)
-    expect(stopped).not.toHaveProperty('error')
-  })
-})
-
-describe('conversationTitle', () => {
-  it('is the first document when the question has no words', () => {
-    expect(conversationTitle([{ id: '1', role: 'user', text: '', documents: [{ id: 'd', name: 'report.pdf' }] }])).toBe('report.pdf')
+    const stopped = start()
+    const outcome = await readResponse(stopped, from([added(message), text('Hal')], new Error('aborted')), controller.signal, hooks)
+    expect(outcome.ended).toBe(true)
+    expect(stopped[1]).not.toHaveProperty('error')
   })
 })

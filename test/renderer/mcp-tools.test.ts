@@ -1,43 +1,15 @@
-/** MCP tools as the chat offers them, remembered approvals, and the add-server form's body. */
+/** Remembered approvals, and the add-server form's body. */
 import { describe, expect, it } from 'vitest'
 import { MemoryStorage } from '../support/memory-storage.ts'
-import { ApprovalMemory, EMPTY_SERVER_FORM, offerTools, serverBody, type McpServerView } from '../../renderer/src/lib/services/mcp-tools.ts'
-
-function server(name: string, tools: string[]): McpServerView {
-  return {
-    name,
-    transport: 'stdio',
-    enabled: true,
-    timeout_seconds: 60,
-    state: 'ready',
-    error: null,
-    log_tail: [],
-    tools: tools.map((t) => ({ name: t, description: `does ${t}`, input_schema: { type: 'object', properties: {} } })),
-  }
-}
-
-describe('offerTools', () => {
-  it('offers each tool as a function under its own name', () => {
-    const { tools, offered } = offerTools([server('files', ['read', 'list'])])
-    expect(tools).toEqual([
-      { type: 'function', function: { name: 'read', description: 'does read', parameters: { type: 'object', properties: {} } } },
-      { type: 'function', function: { name: 'list', description: 'does list', parameters: { type: 'object', properties: {} } } },
-    ])
-    expect(offered.get('read')).toEqual({ server: 'files', tool: 'read', name: 'read' })
-  })
-
-  it('names clashing tools server__tool, and only those', () => {
-    const { tools, offered } = offerTools([server('a', ['search', 'x']), server('b', ['search'])])
-    expect(tools.map((t) => t.function.name)).toEqual(['a__search', 'x', 'b__search'])
-    expect(offered.get('b__search')).toEqual({ server: 'b', tool: 'search', name: 'b__search' })
-  })
-})
+import { ApprovalMemory, EMPTY_SERVER_FORM, serverBody } from '../../renderer/src/lib/services/mcp-tools.ts'
 
 describe('ApprovalMemory', () => {
   it('remembers "always allow" per server and tool, across instances (reloads)', () => {
     const storage = new MemoryStorage()
     new ApprovalMemory(storage).allow('test', 'add')
     const later = new ApprovalMemory(storage)
+    expect(later.toolsOf('test')).toEqual(['add'])
+    expect(later.toolsOf('tes')).toEqual([])
     expect(later.allowed('test', 'add')).toBe(true)
     expect(later.allowed('test', 'secret_word')).toBe(false)
     expect(later.allowed('other', 'add')).toBe(false)

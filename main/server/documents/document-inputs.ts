@@ -28,6 +28,8 @@ export interface DocumentSource {
   /** Character offsets of `text` in the document's text. */
   start: number
   end: number
+  /** Retrieved parts: cosine similarity to the question. */
+  score?: number
 }
 
 export interface DocumentDeps {
@@ -73,7 +75,7 @@ const LEAD = 'Use these excerpts from the attached documents. Cite them as [1], 
 const QUESTION = 'Question:'
 
 export class DocumentInputs {
-  static readonly none = new DocumentInputs([], [], [], undefined)
+  static readonly none = new DocumentInputs([], [], [], undefined, undefined)
 
   constructor(
     /** What each citation number stands for, in the order given. */
@@ -84,6 +86,8 @@ export class DocumentInputs {
     readonly fileIds: string[],
     /** Retrieved parts, which open the newest user message. */
     private readonly excerpts: string | undefined,
+    /** What the parts were retrieved for; undefined where the documents went whole. */
+    readonly query: string | undefined,
   ) {}
 
   /** Reads the request's file parts; a request without any needs nothing read. */
@@ -111,8 +115,9 @@ export class DocumentInputs {
     }
     const whole = read.reduce((sum, d) => sum + d.tokens, 0) + (await countTokens(model, [headings(read.map((d) => d.name))], deps))[0]!
     if (whole <= budget) return wholeDocuments(read, documentOf, refs)
-    const parts = await retrievedParts(read, questionOf(request), budget, model, refs[0]!.param, deps)
-    return retrievedDocuments(read, parts, documentOf, refs, request.messages.findLastIndex((m) => m.role === 'user'))
+    const question = questionOf(request)
+    const parts = await retrievedParts(read, question, budget, model, refs[0]!.param, deps)
+    return retrievedDocuments(read, parts, documentOf, refs, request.messages.findLastIndex((m) => m.role === 'user'), question)
   }
 
   /**
@@ -279,15 +284,15 @@ function wholeDocuments(read: ReadDocument[], documentOf: number[], refs: FileRe
     sources.push({ citation: sources.length + 1, fileId: d.id, filename: d.name, text: d.text, start: 0, end: d.text.length })
     return `${k === 0 ? `${LEAD}\n\n` : ''}[${sources.length}] ${d.name}\n${d.text}${end}`
   })
-  return new DocumentInputs(sources, texts, documentOf.map((at) => read[at]!.id), undefined)
+  return new DocumentInputs(sources, texts, documentOf.map((at) => read[at]!.id), undefined, undefined)
 }
 
 /**
  * The retrieved parts, best first, open the newest user message; its own file parts go, and those
  * of earlier messages leave only the file's name.
  */
-function retrievedDocuments(read: ReadDocument[], parts: DocumentPart[], documentOf: number[], refs: FileRef[], newest: number): DocumentInputs {
-  const sources = parts.map((p, i) => ({ citation: i + 1, fileId: p.document, filename: p.name, text: p.text, start: p.start, end: p.end }))
+function retrievedDocuments(read: ReadDocument[], parts: DocumentPart[], documentOf: number[], refs: FileRef[], newest: number, question: string): DocumentInputs {
+  const sources = parts.map((p, i) => ({ citation: i + 1, fileId: p.document, filename: p.name, text: p.text, start: p.start, end: p.end, ...(p.score === undefined ? {} : { score: p.score }) }))
   // A part's place in its document, for its heading.
   const order = new Map<DocumentPart, number>()
   for (const d of read) {
@@ -297,5 +302,5 @@ function retrievedDocuments(read: ReadDocument[], parts: DocumentPart[], documen
   const blocks = parts.map((p, i) => `[${i + 1}] ${p.name}${order.get(p) ? ` (part ${order.get(p)})` : ''}\n${p.text}`)
   const texts = refs.map((ref, k) => (ref.messageIndex === newest ? undefined : `(attached: ${read[documentOf[k]!]!.name})`))
   const excerpts = `${LEAD}\n\n${blocks.length ? blocks.join('\n\n') : '(nothing of them fits the context)'}\n\n${QUESTION}`
-  return new DocumentInputs(sources, texts, documentOf.map((at) => read[at]!.id), excerpts)
+  return new DocumentInputs(sources, texts, documentOf.map((at) => read[at]!.id), excerpts, question)
 }

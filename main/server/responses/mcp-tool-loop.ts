@@ -17,6 +17,7 @@ import {
   mcpCallItem,
   mcpListToolsItem,
   outputItemsOf,
+  type FileSearchCallOutput,
   type IncompleteReason,
   type McpApprovalRequestOutput,
   type McpCallOutput,
@@ -25,6 +26,7 @@ import {
   type ResponseOutcome,
   type ResponseShape,
   type ResponseStreamWriter,
+  type WholeItem,
 } from './response-object.ts'
 import { needsApproval, type ListedMcpTool, type McpServerTools } from './response-mcp-tools.ts'
 import type { ApprovedCall } from './response-mcp-servers.ts'
@@ -38,8 +40,8 @@ export interface ItemSink {
   onProgress?: (p: JobProgress) => void
   /** The model's turn is over; `last` when no MCP item follows it. */
   turnEnded(result: ChatResult, last: boolean): void
-  /** An item that is whole when made (a tool list, an approval request, a call not run). */
-  whole(item: McpListToolsOutput | McpApprovalRequestOutput | McpCallOutput): void
+  /** An item that is whole when made (the documents read, a tool list, an approval request, a call not run). */
+  whole(item: WholeItem): void
   callStarted(item: McpCallOutput): void
   callEnded(item: McpCallOutput): void
   items(): OutputItem[]
@@ -83,6 +85,8 @@ export interface ToolLoopOptions {
   firstPlan: ChatPlan
   /** The documents read for the first turn, given the same way every turn. */
   documents: DocumentInputs
+  /** What was read, shown before the answer (`include: ["file_search_call.results"]`). */
+  documentsItem: FileSearchCallOutput | undefined
   servers: readonly McpServerTools[]
   approved: readonly ApprovedCall[]
   signal: AbortSignal
@@ -97,6 +101,7 @@ export class McpToolLoop {
 
   async run(sink: ItemSink): Promise<ResponseOutcome> {
     const { request, servers } = this.o
+    if (this.o.documentsItem) sink.whole(this.o.documentsItem)
     for (const server of servers) if (!this.listedBefore(server.request.serverLabel)) sink.whole(mcpListToolsItem(server))
     if (this.o.approved.length) {
       for (const { call, server, tool } of this.o.approved) await this.runCall(sink, server, tool, call.arguments, call.id)
@@ -113,7 +118,9 @@ export class McpToolLoop {
       recordUsage(this.o.res, result)
       total = added(total, result)
       const tools = this.o.shape.tools
-      const mcpCalls = result.finishReason === 'length' ? [] : result.toolCalls.filter((c) => tools.mcpTarget(c.function.name))
+      // A turn cut at its token limit keeps the calls it finished writing (a cut one is noise).
+      const cut = result.finishReason === 'length'
+      const mcpCalls = result.toolCalls.filter((c) => tools.mcpTarget(c.function.name) && (!cut || typeof argumentsObject(c.function.arguments) !== 'string'))
       sink.turnEnded(result, mcpCalls.length === 0)
       if (mcpCalls.length === 0) return { result: total, output: sink.items() }
 
@@ -135,6 +142,8 @@ export class McpToolLoop {
         }
       }
       if (ran) this.rounds++
+      // The model has no tokens left to read the results: they are the client's to see.
+      if (cut && !waits) stoppedAt ??= 'max_output_tokens'
       if (!waits && !stoppedAt && budget !== undefined && total.completionTokens >= budget) stoppedAt = 'max_output_tokens'
       if (waits || stoppedAt) return { result: total, output: sink.items(), ...(stoppedAt ? { stoppedAt } : {}) }
     }

@@ -54,6 +54,29 @@ export type OutputItem =
   | McpListToolsOutput
   | McpApprovalRequestOutput
   | McpCallOutput
+  | FileSearchCallOutput
+
+/**
+ * The documents' texts the model was given (whole, or retrieved for `queries`), as OpenAI's file
+ * search reports what it found; sent where the request includes `file_search_call.results`.
+ */
+export interface FileSearchCallOutput {
+  type: 'file_search_call'
+  id: string
+  status: 'completed'
+  queries: string[]
+  results: Array<{ file_id: string; filename: string; text: string; score: number | null; attributes: { citation: number } }>
+}
+
+export function fileSearchCallItem(sources: readonly DocumentSource[], query: string | undefined): FileSearchCallOutput {
+  return {
+    type: 'file_search_call',
+    id: newId('fs'),
+    status: 'completed',
+    queries: query === undefined ? [] : [query],
+    results: sources.map((s) => ({ file_id: s.fileId, filename: s.filename, text: s.text, score: s.score ?? null, attributes: { citation: s.citation } })),
+  }
+}
 
 export interface McpListToolsOutput {
   type: 'mcp_list_tools'
@@ -172,6 +195,9 @@ export function responseObject(who: ResponseIdentity, request: ResponsesRequest,
 
 type StreamEvent = { type: string; [key: string]: unknown }
 
+/** Items that are whole when made. */
+export type WholeItem = McpListToolsOutput | McpApprovalRequestOutput | McpCallOutput | FileSearchCallOutput
+
 /** Hearth's progress as Responses stream events, numbered in order. */
 export class ResponseStreamWriter {
   private sequence = 0
@@ -249,12 +275,15 @@ export class ResponseStreamWriter {
     return this.closeOpen()
   }
 
-  /** An item that is whole when it comes: a tool list, an approval request. */
-  whole(item: McpListToolsOutput | McpApprovalRequestOutput | McpCallOutput): StreamEvent[] {
+  /** An item that is whole when it comes: a tool list, an approval request, the documents read. */
+  whole(item: WholeItem): StreamEvent[] {
     const events = this.added(item)
+    const at = { item_id: item.id, output_index: this.index }
     if (item.type === 'mcp_list_tools') {
-      const at = { item_id: item.id, output_index: this.index }
       events.push(this.event({ type: 'response.mcp_list_tools.in_progress', ...at }), this.event({ type: 'response.mcp_list_tools.completed', ...at }))
+    }
+    if (item.type === 'file_search_call') {
+      for (const step of ['in_progress', 'searching', 'completed']) events.push(this.event({ type: `response.file_search_call.${step}`, ...at }))
     }
     events.push(this.event({ type: 'response.output_item.done', output_index: this.index, item: structuredClone(item) }))
     return events

@@ -23,13 +23,15 @@ export const REFUSED_RESPONSES_FIELDS: Readonly<Record<string, string>> = {
 
 /** `include` values: what Hearth can add to the answer, and what it never has to add. */
 const INCLUDABLE = {
-  /** Reasoning items carry their thinking sealed, to be sent back with `store: false`. */
-  honoured: ['reasoning.encrypted_content'],
+  /**
+   * Reasoning items carry their thinking sealed, to be sent back with `store: false`; the documents'
+   * texts the model was given come as a `file_search_call` item with its results.
+   */
+  honoured: ['reasoning.encrypted_content', 'file_search_call.results'],
   /** Outputs of hosted tools and stored inputs, which a local answer never has: nothing to include. */
   nothingToInclude: [
     'web_search_call.action.sources',
     'web_search_call.results',
-    'file_search_call.results',
     'code_interpreter_call.outputs',
     'computer_call_output.output.image_url',
     'message.input_image.image_url',
@@ -162,8 +164,11 @@ export const responsesRequestSchema = z.object({
   text: z.object({ format: format.optional(), verbosity: z.string().nullish() }).nullish(),
   max_output_tokens: z.int().min(1).nullish(),
   max_tool_calls: z.int().min(1).nullish(),
-  temperature: z.number().min(0).max(1).nullish(),
+  temperature: z.number().min(0).max(2).nullish(),
   top_p: z.number().min(0).max(1).nullish(),
+  /** Hearth's own, as in its chat completions (llama.cpp's samplers): the web UI's parameters. */
+  top_k: z.int().min(0).nullish(),
+  stop: z.union([z.string(), z.array(z.string()).max(4)]).nullish(),
   stream: z.boolean().nullish(),
   stream_options: z.object({ include_obfuscation: z.boolean().optional() }).nullish(),
   store: z.boolean().nullish(),
@@ -201,6 +206,11 @@ export function parseResponsesRequest(body: unknown, notices: Notices): Response
 /** The request's input as items: a string is one user message. */
 export function inputItemsOf(request: ResponsesRequest): InputItem[] {
   return typeof request.input === 'string' ? [{ role: 'user', content: request.input }] : request.input
+}
+
+/** Whether the answer shows the documents' texts the model was given, as a `file_search_call` with results. */
+export function includesFileResults(request: ResponsesRequest): boolean {
+  return request.include?.includes('file_search_call.results') === true
 }
 
 /** Whether reasoning items in the answer carry `encrypted_content`. */
@@ -328,6 +338,8 @@ export function toChatRequest(request: ResponsesRequest, earlier: readonly Input
       max_tokens: request.max_output_tokens ?? undefined,
       temperature: request.temperature ?? undefined,
       top_p: request.top_p ?? undefined,
+      top_k: request.top_k ?? undefined,
+      stop: request.stop ?? undefined,
       ...tools.chatFields(request.tool_choice, request.parallel_tool_calls),
       ...(textFormat?.type === 'json_object' ? { response_format: { type: 'json_object' } } : {}),
       ...(textFormat?.type === 'json_schema' ? { response_format: { type: 'json_schema', json_schema: { name: 'output', schema: textFormat.schema } } } : {}),

@@ -20,9 +20,9 @@ import { Notices, sendNotices } from '../request-notices.ts'
 import { requestLifetime } from '../request-lifetime.ts'
 import { collectingSink, McpToolLoop, streamingSink } from '../responses/mcp-tool-loop.ts'
 import { approvedCallsOn, connectMcpServers } from '../responses/response-mcp-servers.ts'
-import { responseObject, ResponseStreamWriter, type OutputItem, type ResponseIdentity, type ResponseShape } from '../responses/response-object.ts'
+import { fileSearchCallItem, responseObject, ResponseStreamWriter, type OutputItem, type ResponseIdentity, type ResponseShape } from '../responses/response-object.ts'
 import { ResponseStore } from '../responses/response-store.ts'
-import { approvedCalls, includesEncryptedReasoning, inputItemsOf, parseResponsesRequest, toChatRequest, type InputItem } from '../responses/responses-request.ts'
+import { approvedCalls, includesEncryptedReasoning, includesFileResults, inputItemsOf, parseResponsesRequest, toChatRequest, type InputItem } from '../responses/responses-request.ts'
 import type { ServerContext } from '../server-context.ts'
 import { SseStream } from '../sse.ts'
 
@@ -56,7 +56,7 @@ export function responsesRoute(ctx: ServerContext, library: DocumentLibrary): Ro
       sendNotices(res, notices)
       const shape: ResponseShape = { tools, seal, encryptedReasoning: includesEncryptedReasoning(request), sources: documents.sources }
       const who: ResponseIdentity = { id: `resp_${randomBytes(12).toString('hex')}`, createdAt: Math.floor(Date.now() / 1000), model: model.id }
-      const loop = new McpToolLoop({ ctx, res, request, earlier: earlierItems, shape, model, conversationKey: key, firstPlan, documents, servers, approved, signal: lifetime.signal })
+      const loop = new McpToolLoop({ ctx, res, request, earlier: earlierItems, shape, model, conversationKey: key, firstPlan, documents, documentsItem: includesFileResults(request) && documents.sources.length ? fileSearchCallItem(documents.sources, documents.query) : undefined, servers, approved, signal: lifetime.signal })
       const keep = async (output: OutputItem[], response: Record<string, unknown>) => {
         if (request.store === false) return
         const fileIds = documents.fileIds.slice(fileParts(earlierItems))

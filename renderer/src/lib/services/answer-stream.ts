@@ -1,35 +1,172 @@
 /**
- * One streamed answer of the model, read into the turn that shows it. Text reaches the screen at
- * most every `showEveryMs`: a fast model sends hundreds of chunks a second, and each re-render
- * parses the whole answer again.
+ * One streamed /v1/responses answer, read into the conversation's turns: the model's turns (text,
+ * thinking, calls), the results of the MCP tools the server ran between them (tool turns), the
+ * calls waiting for the person's approval, and the documents' texts it was given (the answer's
+ * sources). Text reaches the screen at most every `showEveryMs`: a fast model sends hundreds of
+ * deltas a second, and each re-render parses the whole answer again.
  */
-import { addToolCallPieces, readChunk, type ChatTurn } from './chat-messages.ts'
-import type { ChatChunk } from '../../../../main/server/wire-types.ts'
+import type { ChatTurn, Citation, ToolCallView } from './chat-messages.ts'
+import type { ResponseEvent, ResponseItem } from '../../../../main/server/wire-types.ts'
 
-/** Failures end up on the turn (`error`), not thrown; a stop leaves what was said. */
-export async function streamInto(turn: ChatTurn, chunks: AsyncIterable<ChatChunk>, signal: AbortSignal, showEveryMs = 50): Promise<void> {
+export interface StreamHooks {
+  newId(): string
+  /** The model the answer comes from, for new answer turns. */
+  model: string
+  /** The MCP call the server is running (undefined when it has finished). */
+  onRunning?(callId: string | undefined): void
+  showEveryMs?: number
+}
+
+export interface StreamOutcome {
+  /** Calls the server will run once the person allows them: the answer waits for those answers. */
+  approvals: ToolCallView[]
+  /** The stream failed (the message is on the turn) or was stopped. */
+  ended: boolean
+}
+
+/**
+ * Reads the events into `turns`. The answer's first turn is the last of `turns` when it is an
+ * empty assistant turn; a model turn after tool results is a new one. Failures end up on the turn
+ * (`error`), not thrown; a stop leaves what was said.
+ */
+export async function readResponse(turns: ChatTurn[], events: AsyncIterable<ResponseEvent>, signal: AbortSignal, hooks: StreamHooks): Promise<StreamOutcome> {
+  const approvals: ToolCallView[] = []
+  const calls = new Map<string, ToolCallView>()
+  const started = new Map<string, number>()
+  let sources: Citation[] = []
   let unshown = ''
   let timer: ReturnType<typeof setTimeout> | undefined
+  let firstDeltaMs: number | undefined
+  let rounds = 0
+
+  /** The model's turn being written: the last turn, unless a tool's result came after it. */
+  const answer = (): ChatTurn => {
+    const last = turns.at(-1)
+    if (last?.role === 'assistant') return last
+    turns.push({ id: hooks.newId(), role: 'assistant', text: '', model: hooks.model })
+    return turns.at(-1)!
+  }
   const show = () => {
     timer = undefined
-    if (unshown) turn.text += unshown
+    if (unshown) answer().text += unshown
     unshown = ''
   }
-  try {
-    for await (const chunk of chunks) {
-      const update = readChunk(chunk)
-      if (update.reasoning) turn.reasoning = (turn.reasoning ?? '') + update.reasoning
-      if (update.toolCalls.length) addToolCallPieces((turn.toolCalls ??= []), update.toolCalls)
-      if (update.text) {
-        unshown += update.text
-        timer ??= setTimeout(show, showEveryMs)
+  /** Adds the call to the turn, and gives it back as the turn keeps it (the page's state wraps what it is given). */
+  const addCall = (turn: ChatTurn, call: ToolCallView): ToolCallView => {
+    turn.toolCalls ??= []
+    turn.toolCalls.push(call)
+    return turn.toolCalls.at(-1)!
+  }
+  const calledBy = (call: ToolCallView): ToolCallView => {
+    // The call belongs to the last model turn (the results of earlier calls of the same turn may follow it).
+    const turn = turns.findLast((t) => t.role === 'assistant') ?? answer()
+    if (!turn.toolCalls?.some((c) => c.server)) rounds++
+    return addCall(turn, call)
+  }
+
+  const added = (item: ResponseItem) => {
+    switch (item.type) {
+      case 'message':
+      case 'reasoning':
+        show()
+        answer()
+        return
+      case 'function_call': {
+        show()
+        calls.set(item.id, addCall(answer(), { id: item.call_id, name: item.name, arguments: item.arguments }))
+        return
       }
-      if (update.finishReason) turn.finishReason = update.finishReason
-      if (update.usage) turn.usage = update.usage
-      if (update.tokensPerSecond !== undefined) turn.tokensPerSecond = update.tokensPerSecond
+      case 'mcp_call': {
+        show()
+        const id = item.approval_request_id ?? item.id
+        // An approved call is already on the answer that asked for it.
+        if (!item.approval_request_id) calledBy({ id, name: item.name, arguments: item.arguments, server: item.server_label })
+        started.set(id, performance.now())
+        hooks.onRunning?.(id)
+        return
+      }
     }
+  }
+
+  const done = (item: ResponseItem) => {
+    switch (item.type) {
+      case 'mcp_call': {
+        const id = item.approval_request_id ?? item.id
+        const begun = started.get(id)
+        const failed = item.status !== 'completed'
+        turns.push({
+          id: hooks.newId(),
+          role: 'tool',
+          toolCallId: id,
+          name: item.name,
+          server: item.server_label,
+          text: (failed ? item.error : item.output) ?? '',
+          isError: failed,
+          ...(begun === undefined ? {} : { durationMs: Math.round(performance.now() - begun) }),
+        })
+        hooks.onRunning?.(undefined)
+        return
+      }
+      case 'mcp_approval_request': {
+        show()
+        approvals.push(calledBy({ id: item.id, name: item.name, arguments: item.arguments, server: item.server_label }))
+        return
+      }
+      case 'file_search_call':
+        sources = (item.results ?? []).map((r) => ({ n: r.attributes.citation, name: r.filename, text: r.text }))
+        return
+    }
+  }
+
+  try {
+    for await (const event of events) {
+      switch (event.type) {
+        case 'response.output_item.added':
+          if (event.item) added(event.item)
+          break
+        case 'response.output_item.done':
+          if (event.item) done(event.item)
+          break
+        case 'response.output_text.delta':
+          firstDeltaMs ??= performance.now()
+          unshown += event.delta ?? ''
+          timer ??= setTimeout(show, hooks.showEveryMs ?? 50)
+          break
+        case 'response.reasoning_text.delta': {
+          firstDeltaMs ??= performance.now()
+          const turn = answer()
+          turn.reasoning = (turn.reasoning ?? '') + (event.delta ?? '')
+          break
+        }
+        case 'response.function_call_arguments.delta': {
+          const call = calls.get(event.item_id ?? '')
+          if (call) call.arguments += event.delta ?? ''
+          break
+        }
+        case 'response.completed':
+        case 'response.incomplete': {
+          show()
+          const turn = turns.findLast((t) => t.role === 'assistant') ?? answer()
+          const { usage, incomplete_details: incomplete } = event.response!
+          if (usage) {
+            turn.usage = { promptTokens: usage.input_tokens, completionTokens: usage.output_tokens }
+            if (firstDeltaMs !== undefined) {
+              const seconds = (performance.now() - firstDeltaMs) / 1000
+              if (seconds > 0 && usage.output_tokens > 1) turn.tokensPerSecond = usage.output_tokens / seconds
+            }
+          }
+          if (incomplete?.reason === 'max_output_tokens') turn.finishReason = 'length'
+          else if (incomplete?.reason === 'max_tool_calls') turn.toolRoundLimit = rounds
+          else turn.finishReason = approvals.length || turn.toolCalls?.some((c) => !c.server) ? 'tool_calls' : 'stop'
+          if (sources.length) turn.citations = sources
+          break
+        }
+      }
+    }
+    return { approvals, ended: false }
   } catch (e) {
-    if (!signal.aborted) turn.error = (e as Error).message
+    if (!signal.aborted) answer().error = (e as Error).message
+    return { approvals: [], ended: true }
   } finally {
     clearTimeout(timer)
     show()

@@ -1,10 +1,9 @@
 /**
- * A conversation as the UI keeps it, and the /v1/chat/completions request made from it. The API
- * takes one image per request, so only the newest picture in the conversation travels; older
- * pictures stay on screen and their words still go along. Tool results are turns of their own
- * (role 'tool'), sent back as OpenAI's `role: "tool"` messages.
+ * A conversation as the UI keeps it, and the /v1/responses request made from it. The API takes one
+ * image per request, so only the newest picture in the conversation travels; older pictures stay
+ * on screen and their words still go along. Tool results are turns of their own (role 'tool'),
+ * sent back as the `mcp_call` items they came as.
  */
-import type { ChatChunk } from '../../../../main/server/wire-types.ts'
 
 export interface Usage {
   promptTokens: number
@@ -34,7 +33,7 @@ export interface ChatTurn {
   documents?: DocumentRef[]
   /** The excerpts this answer was given (assistant turns), shown as its sources. */
   citations?: Citation[]
-  /** The tool loop ended here because it reached its round limit (assistant turns). */
+  /** The server's tool loop ended here at its limit, after this many tool rounds (assistant turns). */
   toolRoundLimit?: number
   /** Tool turns: the call this answers, and which server's tool ran. */
   toolCallId?: string
@@ -61,6 +60,8 @@ export interface ToolCallView {
   name: string
   /** JSON text, as the model wrote it. */
   arguments: string
+  /** The MCP server whose tool this is; absent for functions typed in the parameters (only shown). */
+  server?: string
 }
 
 export interface ChatParameters {
@@ -103,36 +104,49 @@ export function parseTools(text: string): { tools?: unknown[]; error?: string } 
   }
 }
 
-type ContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } }
+/** One item of a /v1/responses request's `input`, as the chat sends them. */
+export type InputItem =
+  | { role: 'user'; content: InputPart[] }
+  | { type: 'message'; role: 'assistant'; content: Array<{ type: 'output_text'; text: string }> }
+  | { type: 'function_call'; call_id: string; name: string; arguments: string }
+  | { type: 'mcp_call'; id: string; server_label: string; name: string; arguments: string; output: string | null; error: string | null }
+  | { type: 'mcp_approval_request'; id: string; server_label: string; name: string; arguments: string }
+  | { type: 'mcp_approval_response'; approval_request_id: string; approve: boolean }
 
-export interface ChatRequestMessage {
-  role: 'system' | 'user' | 'assistant' | 'tool'
-  content: string | ContentPart[] | null
-  tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>
-  tool_call_id?: string
-}
+type InputPart = { type: 'input_text'; text: string } | { type: 'input_image'; image_url: string } | { type: 'input_file'; file_id: string }
 
-export interface ChatRequestBody {
+export interface ResponsesRequestBody {
   model: string
-  messages: ChatRequestMessage[]
+  input: InputItem[]
   stream: true
-  stream_options: { include_usage: true }
+  /** The conversation lives in the browser; the server keeps nothing of it. */
+  store: false
+  /** The documents' texts the model was given come back, to show as the answer's sources. */
+  include: ['file_search_call.results']
+  instructions?: string
   temperature: number
   top_p: number
   top_k: number
-  max_tokens?: number
+  max_output_tokens?: number
   stop?: string[]
-  reasoning_effort?: 'none'
+  reasoning?: { effort: 'none' }
   tools?: unknown[]
   tool_choice?: 'required'
 }
 
-/** What a send adds to the conversation's own request: tools of MCP servers, documents' excerpts. */
-export interface RequestExtras {
-  /** Function tools offered besides those typed in the parameters. */
-  tools?: unknown[]
-  /** The question as sent (with the documents' excerpts); the turn keeps what the person typed. */
-  questionText?: string
+/** A tool server the conversation uses, with the tools the person said to always allow. */
+export interface ToolServerUse {
+  name: string
+  alwaysAllowed: string[]
+}
+
+/** What a send adds to the conversation's own request. */
+export interface RequestOptions {
+  toolServers?: readonly ToolServerUse[]
+  /** The person's answers to the calls waiting for approval (on the last answer). */
+  approvals?: ReadonlyArray<{ call: ToolCallView; approve: boolean }>
+  /** The first request of a question, where the parameters ask for a tool call. */
+  forceToolCall?: boolean
 }
 
 /** At most 4 non-empty stop sequences, as the API takes them. */
@@ -140,94 +154,92 @@ export function cleanStopSequences(stop: readonly string[]): string[] {
   return stop.filter((s) => s !== '').slice(0, 4)
 }
 
+/** What the model is told of a call the person stopped before it finished. */
+export const STOPPED_TEXT = 'The person stopped the chat before this tool call finished.'
+export const DENIED_TEXT = 'The person did not allow this tool call.'
+
 /**
- * `sees` says whether the model takes pictures. An earlier picture is then left out for a model
- * that does not (switching models mid-conversation stays possible); a picture in the question being
- * sent always goes, so the server can say why it cannot be answered.
+ * The conversation as a /v1/responses request: the server runs the MCP tools, asks for approvals
+ * and reads the documents; the page sends what was said. `sees` says whether the model takes
+ * pictures: an earlier picture is then left out for a model that does not (switching models
+ * mid-conversation stays possible); a picture in the question being sent always goes, so the
+ * server can say why it cannot be answered.
  */
-export function buildChatRequest(
-  model: string,
-  turns: readonly ChatTurn[],
-  parameters: ChatParameters,
-  sees = true,
-  extras: RequestExtras = {},
-): ChatRequestBody {
+export function buildResponsesRequest(model: string, turns: readonly ChatTurn[], parameters: ChatParameters, sees = true, options: RequestOptions = {}): ResponsesRequestBody {
   const newestImage = turns.findLastIndex((t) => t.role === 'user' && t.image)
   const question = turns.findLastIndex((t) => t.role === 'user')
   const lastImageIndex = sees || newestImage === question ? newestImage : -1
-  const messages: ChatRequestMessage[] = []
-  if (parameters.systemPrompt.trim()) messages.push({ role: 'system', content: parameters.systemPrompt })
+  const results = new Map(turns.filter((t) => t.role === 'tool').map((t) => [t.toolCallId ?? '', t]))
+  const answered = new Map((options.approvals ?? []).map((a) => [a.call.id, a.approve]))
+  const input: InputItem[] = []
   turns.forEach((turn, index) => {
-    if (turn.role === 'tool') {
-      messages.push({ role: 'tool', tool_call_id: turn.toolCallId ?? '', content: turn.text })
+    if (turn.role === 'tool') return // sent with the call it answers
+    if (turn.role === 'user') {
+      const content: InputPart[] = []
+      if (turn.text) content.push({ type: 'input_text', text: turn.text })
+      if (index === lastImageIndex && turn.image) content.push({ type: 'input_image', image_url: turn.image })
+      else if (turn.image && !turn.text) content.push({ type: 'input_text', text: '(a picture)' })
+      for (const d of turn.documents ?? []) content.push({ type: 'input_file', file_id: d.id })
+      if (content.length === 0) content.push({ type: 'input_text', text: '' })
+      input.push({ role: 'user', content })
       return
     }
-    if (turn.role === 'assistant') {
-      // Failed answers have nothing to say; a stopped one said what it said.
-      const calls = turn.toolCalls?.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } }))
-      if (calls?.length) messages.push({ role: 'assistant', content: turn.text || null, tool_calls: calls })
-      else if (turn.text) messages.push({ role: 'assistant', content: turn.text })
-      return
-    }
-    const text = index === question && extras.questionText !== undefined ? extras.questionText : turn.text
-    if (index === lastImageIndex && turn.image) {
-      const parts: ContentPart[] = []
-      if (text) parts.push({ type: 'text', text })
-      parts.push({ type: 'image_url', image_url: { url: turn.image } })
-      messages.push({ role: 'user', content: parts })
-    } else {
-      messages.push({ role: 'user', content: text || (turn.image ? '(a picture)' : '') })
+    // Failed answers have nothing to say; a stopped one said what it said.
+    if (turn.text) input.push({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: turn.text }] })
+    for (const call of turn.toolCalls ?? []) {
+      if (!call.server) {
+        input.push({ type: 'function_call', call_id: call.id, name: call.name, arguments: call.arguments })
+        continue
+      }
+      const approve = answered.get(call.id)
+      if (approve !== undefined) {
+        input.push({ type: 'mcp_approval_request', id: call.id, server_label: call.server, name: call.name, arguments: call.arguments })
+        input.push({ type: 'mcp_approval_response', approval_request_id: call.id, approve })
+        continue
+      }
+      const result = results.get(call.id)
+      const failed = !result || result.isError === true
+      const text = result?.text ?? STOPPED_TEXT
+      input.push({ type: 'mcp_call', id: call.id, server_label: call.server, name: call.name, arguments: call.arguments, output: failed ? null : text, error: failed ? text : null })
     }
   })
-  const body: ChatRequestBody = {
+  const body: ResponsesRequestBody = {
     model,
-    messages,
+    input,
     stream: true,
-    stream_options: { include_usage: true },
+    store: false,
+    include: ['file_search_call.results'],
     temperature: parameters.temperature,
     top_p: parameters.topP,
     top_k: parameters.topK,
   }
-  if (parameters.maxTokens !== undefined) body.max_tokens = parameters.maxTokens
+  if (parameters.systemPrompt.trim()) body.instructions = parameters.systemPrompt
+  if (parameters.maxTokens !== undefined) body.max_output_tokens = parameters.maxTokens
   const stop = cleanStopSequences(parameters.stop)
   if (stop.length > 0) body.stop = stop
-  if (!parameters.thinking) body.reasoning_effort = 'none'
-  const tools = [...(parseTools(parameters.tools).tools ?? []), ...(extras.tools ?? [])]
+  if (!parameters.thinking) body.reasoning = { effort: 'none' }
+  const tools = [...(parseTools(parameters.tools).tools ?? []).map(responsesTool), ...(options.toolServers ?? []).map(mcpTool)]
   if (tools.length) {
     body.tools = tools
-    // Only the first round is forced: after a tool's result the model must be free to answer.
-    if (parameters.toolChoice === 'required' && turns.at(-1)?.role === 'user') body.tool_choice = 'required'
+    // Only a question's first request is forced: after a tool's result the model must be free to answer.
+    if (parameters.toolChoice === 'required' && options.forceToolCall) body.tool_choice = 'required'
   }
   return body
 }
 
-/** What one streamed chunk adds to the answer being shown. */
-export interface ChunkUpdate {
-  text: string
-  reasoning: string
-  /** Pieces of tool calls: the first piece of a call has its id and name. */
-  toolCalls: Array<{ index: number; id?: string; name?: string; arguments: string }>
-  finishReason?: string
-  usage?: Usage
-  tokensPerSecond?: number
+/** A function typed in chat completions' shape (`function: {…}`) as the Responses API takes it. */
+function responsesTool(tool: unknown): unknown {
+  const t = tool as { type?: string; function?: Record<string, unknown> }
+  return t.type === 'function' && t.function ? { type: 'function', ...t.function } : tool
 }
 
-export function readChunk(c: ChatChunk): ChunkUpdate {
-  const choice = c.choices[0]
-  const update: ChunkUpdate = {
-    text: choice?.delta.content ?? '',
-    reasoning: choice?.delta.reasoning_content ?? '',
-    toolCalls: (choice?.delta.tool_calls ?? []).map((call) => ({
-      index: call.index,
-      ...(call.id !== undefined ? { id: call.id } : {}),
-      ...(call.function.name !== undefined ? { name: call.function.name } : {}),
-      arguments: call.function.arguments,
-    })),
+/** A configured MCP server: every call asks the person first, but for the tools always allowed. */
+function mcpTool(server: ToolServerUse): unknown {
+  return {
+    type: 'mcp',
+    server_label: server.name,
+    require_approval: server.alwaysAllowed.length ? { never: { tool_names: server.alwaysAllowed } } : 'always',
   }
-  if (choice?.finish_reason) update.finishReason = choice.finish_reason
-  if (c.usage) update.usage = { promptTokens: c.usage.prompt_tokens, completionTokens: c.usage.completion_tokens }
-  if ('timings' in c && c.timings) update.tokensPerSecond = c.timings.predicted_per_second
-  return update
 }
 
 /** A short title for the conversation list: the first words of the first question. */
@@ -239,12 +251,3 @@ export function conversationTitle(turns: readonly ChatTurn[]): string {
   return text.length > 40 ? `${text.slice(0, 39)}…` : text
 }
 
-/** Adds streamed pieces of tool calls to the calls shown so far. */
-export function addToolCallPieces(calls: ToolCallView[], pieces: ChunkUpdate['toolCalls']): void {
-  for (const piece of pieces) {
-    const call = (calls[piece.index] ??= { id: piece.id ?? '', name: piece.name ?? '', arguments: '' })
-    if (piece.id) call.id = piece.id
-    if (piece.name) call.name = piece.name
-    call.arguments += piece.arguments
-  }
-}

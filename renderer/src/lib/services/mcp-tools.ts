@@ -1,50 +1,16 @@
 /**
- * MCP servers as /api/mcp describes them, their tools as the OpenAI function tools a chat offers,
- * the "always allow" answers kept in localStorage, and the add-server form's text fields as the
- * API's body.
+ * MCP servers as /api/mcp describes them, the "always allow" answers kept in localStorage, and the
+ * add-server form's text fields as the API's body.
  */
 
-import type { McpCallResponse, McpPermissionName, McpServersListing, McpServerView, McpToolView } from '../../../../main/server/wire-types.ts'
+import type { McpPermissionName, McpServersListing, McpServerView, McpToolView } from '../../../../main/server/wire-types.ts'
 
 export type { McpServerView, McpToolView }
 export type McpPermission = McpPermissionName
 export type McpServersBody = McpServersListing
-export type McpCallBody = McpCallResponse
 
-/** One MCP tool as offered to the model: `name` is what the model calls. */
-export interface OfferedTool {
-  server: string
-  tool: string
-  name: string
-}
-
-export interface FunctionTool {
-  type: 'function'
-  function: { name: string; description?: string; parameters: Record<string, unknown> }
-}
-
-/**
- * The tools of the chosen servers as function tools. A tool keeps its own name unless another
- * chosen server has one of that name: then both are called `server__tool`.
- */
-export function offerTools(servers: readonly McpServerView[]): { tools: FunctionTool[]; offered: Map<string, OfferedTool> } {
-  const count = new Map<string, number>()
-  for (const s of servers) for (const t of s.tools) count.set(t.name, (count.get(t.name) ?? 0) + 1)
-  const tools: FunctionTool[] = []
-  const offered = new Map<string, OfferedTool>()
-  for (const s of servers) {
-    for (const t of s.tools) {
-      const name = count.get(t.name)! > 1 ? `${s.name}__${t.name}` : t.name
-      const description = t.description ?? t.title
-      tools.push({
-        type: 'function',
-        function: { name, ...(description ? { description } : {}), parameters: t.input_schema ?? { type: 'object', properties: {} } },
-      })
-      offered.set(name, { server: s.name, tool: t.name, name })
-    }
-  }
-  return { tools, offered }
-}
+/** The person's answer to a tool call waiting for approval. */
+export type Approval = 'once' | 'always' | 'deny'
 
 const ALWAYS_KEY = 'hearth.tools.alwaysAllow'
 
@@ -63,6 +29,11 @@ export class ApprovalMemory {
 
   allowed(server: string, tool: string): boolean {
     return this.read().includes(`${server}/${tool}`)
+  }
+
+  /** The tools of a server that run without asking. */
+  toolsOf(server: string): string[] {
+    return this.read().flatMap((k) => (k.startsWith(`${server}/`) ? [k.slice(server.length + 1)] : []))
   }
 
   allow(server: string, tool: string): void {

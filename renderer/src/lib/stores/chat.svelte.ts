@@ -1,28 +1,40 @@
 /**
  * Conversations, the one picture waiting to be sent, the sampling parameters, and the answer being
- * streamed, with its rounds of MCP tool calls (services/tool-loop.ts) and the documents' excerpts.
- * Conversations are saved when an answer or a tool call ends (not per token), parameters as they change.
+ * streamed. The server's Responses API does the work: it runs the MCP tools (each once the person
+ * allows it) and reads the documents; the page sends the conversation, shows what comes back, and
+ * answers approvals. Conversations are saved when an answer or a tool call ends (not per token),
+ * parameters as they change.
  */
-import { streamInto } from '../services/answer-stream.ts'
+import { readResponse } from '../services/answer-stream.ts'
 import {
-  buildChatRequest,
+  buildResponsesRequest,
   conversationTitle,
   DEFAULT_PARAMETERS,
+  DENIED_TEXT,
+  STOPPED_TEXT,
   type ChatParameters,
   type ChatTurn,
-  type RequestExtras,
   type ToolCallView,
 } from '../services/chat-messages.ts'
 import { loadConversations, saveConversations, type Conversation } from '../services/conversation-storage.ts'
-import { citationsOf, conversationDocuments, documentsPrompt } from '../services/document-context.ts'
+import { conversationDocuments } from '../services/document-files.ts'
 import { readImage, type ImageAttachment } from '../services/image-attachment.ts'
-import { ApprovalMemory, offerTools, type OfferedTool } from '../services/mcp-tools.ts'
-import { runToolLoop, type Approval } from '../services/tool-loop.ts'
+import { ApprovalMemory, type Approval } from '../services/mcp-tools.ts'
 import { api } from './connection.svelte.ts'
 import { documents } from './documents.svelte.ts'
 import { mcp } from './mcp.svelte.ts'
 import { models } from './models.svelte.ts'
-import type { ChatChunk } from '../../../../main/server/wire-types.ts'
+import type { ResponseEvent } from '../../../../main/server/wire-types.ts'
+
+/** Resolves as `promise` does, or rejects at once when the signal fires (Stop while the person decides). */
+function untilStopped<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const stop = () => reject(new DOMException('stopped', 'AbortError'))
+    if (signal.aborted) return stop()
+    signal.addEventListener('abort', stop, { once: true })
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop))
+  })
+}
 
 const PARAMETERS_KEY = 'hearth.chat.parameters'
 const MODEL_KEY = 'hearth.chat.model'
@@ -200,47 +212,45 @@ class ChatStore {
 
   private async answer(conversation: Conversation): Promise<void> {
     const controller = new AbortController()
+    const { signal } = controller
     this.controller = controller
     this.streaming = true
     conversation.model = this.model
     const model = this.model
     const sees = this.canSeeImages
-    const first = this.newAnswer(conversation)
-    let rounds = 0
+    const turns = conversation.turns
+    turns.push({ id: newId(), role: 'assistant', text: '', model })
     try {
-      const prepared = await this.prepare(conversation, model, controller.signal).catch((e: Error) => {
-        if (!controller.signal.aborted) first.error = e.message
-        return undefined
-      })
-      if (!prepared) return
-      await runToolLoop({
-        turns: conversation.turns,
-        offered: prepared.offered,
-        signal: controller.signal,
-        newId,
-        answer: async () => {
-          const turn = rounds++ === 0 ? first : this.newAnswer(conversation)
-          const body = buildChatRequest(model, conversation.turns.slice(0, -1), this.parameters, sees, prepared.extras)
-          await streamInto(turn, api.events<ChatChunk>('/v1/chat/completions', { body, signal: controller.signal }), controller.signal)
-          this.persist()
-          return turn
-        },
-        approve: (call, tool) => this.approve(call, tool),
-        run: async (tool, args, signal) => {
-          const result = await mcp.call(tool.server, tool.tool, args, signal)
-          return { text: result.text, isError: result.is_error, durationMs: result.duration_ms }
-        },
-        onRunning: (callId) => {
-          this.runningCallId = callId
-          if (!callId) this.persist()
-        },
-      })
-      if (prepared.citations.length) this.lastAnswer(conversation)!.citations = prepared.citations
+      const names = this.canCallTools ? (conversation.toolServers ?? []) : []
+      const servers = (await mcp.usable(names, signal)).map((name) => ({ name, alwaysAllowed: this.approvals.toolsOf(name) }))
+      let approvals: Array<{ call: ToolCallView; approve: boolean }> = []
+      for (let request = 0; ; request++) {
+        const body = buildResponsesRequest(model, turns, this.parameters, sees, { toolServers: servers, approvals, forceToolCall: request === 0 })
+        const events = api.events<ResponseEvent>('/v1/responses', { body, signal })
+        const outcome = await readResponse(turns, events, signal, { newId, model, onRunning: (id) => this.running(id) })
+        this.persist()
+        if (outcome.ended || outcome.approvals.length === 0) return
+        approvals = []
+        for (const call of outcome.approvals) {
+          const choice = await untilStopped(this.approve(call), signal)
+          approvals.push({ call, approve: choice !== 'deny' })
+          // The denial shows under the call at once; the model hears it with the next request.
+          if (choice === 'deny') turns.push({ id: newId(), role: 'tool', toolCallId: call.id, name: call.name, server: call.server!, text: DENIED_TEXT, isError: true })
+        }
+      }
     } catch (e) {
-      if (!controller.signal.aborted) this.lastAnswer(conversation)!.error = (e as Error).message
+      if (!signal.aborted) this.lastAnswer(conversation)!.error = (e as Error).message
     } finally {
-      // Stop while waiting for approval or a tool: the answer says it was stopped.
-      if (controller.signal.aborted) this.lastAnswer(conversation)!.stopped = true
+      if (signal.aborted) {
+        // Every call gets an answer, even a stopped one: the next request must say what became of it.
+        const answered = new Set(turns.filter((t) => t.role === 'tool').map((t) => t.toolCallId))
+        for (const turn of turns.filter((t) => t.role === 'assistant')) {
+          for (const call of turn.toolCalls ?? []) {
+            if (call.server && !answered.has(call.id)) turns.push({ id: newId(), role: 'tool', toolCallId: call.id, name: call.name, server: call.server, text: STOPPED_TEXT, isError: true })
+          }
+        }
+        this.lastAnswer(conversation)!.stopped = true
+      }
       this.approval = undefined
       this.decide = undefined
       this.runningCallId = undefined
@@ -253,40 +263,19 @@ class ChatStore {
     }
   }
 
-  private newAnswer(conversation: Conversation): ChatTurn {
-    conversation.turns.push({ id: newId(), role: 'assistant', text: '', model: this.model })
-    return conversation.turns.at(-1)!
+  private running(callId: string | undefined): void {
+    this.runningCallId = callId
+    if (!callId) this.persist()
   }
 
   private lastAnswer(conversation: Conversation): ChatTurn | undefined {
     return conversation.turns.findLast((t) => t.role === 'assistant')
   }
 
-  /** The tools of the conversation's servers and the documents' excerpts for the question. */
-  private async prepare(conversation: Conversation, model: string, signal: AbortSignal) {
-    const extras: RequestExtras = {}
-    let offered = new Map<string, OfferedTool>()
-    const names = this.canCallTools ? (conversation.toolServers ?? []) : []
-    if (names.length) {
-      const offer = offerTools(await mcp.serversWithTools(names, signal))
-      if (offer.tools.length) extras.tools = offer.tools
-      offered = offer.offered
-    }
-    let citations: ReturnType<typeof citationsOf> = []
-    const docs = conversationDocuments(conversation.turns)
-    const question = conversation.turns.findLast((t) => t.role === 'user')
-    if (docs.length && question) {
-      const before = buildChatRequest(model, conversation.turns.slice(0, -1), this.parameters, this.canSeeImages, extras)
-      const context = await documents.context(model, docs.map((d) => d.id), question.text, before.messages, signal)
-      extras.questionText = documentsPrompt(context.parts, question.text)
-      citations = citationsOf(context.parts)
-    }
-    return { extras, offered, citations }
-  }
-
-  private approve(call: ToolCallView, tool: OfferedTool): Promise<Approval> {
-    if (this.approvals.allowed(tool.server, tool.tool)) return Promise.resolve('once')
-    this.approval = { callId: call.id, server: tool.server, tool: tool.tool }
+  private approve(call: ToolCallView): Promise<Approval> {
+    // Allowed always while this answer ran: the server asked before it knew.
+    if (this.approvals.allowed(call.server!, call.name)) return Promise.resolve('once')
+    this.approval = { callId: call.id, server: call.server!, tool: call.name }
     return new Promise<Approval>((resolve) => (this.decide = resolve))
   }
 

@@ -1,9 +1,10 @@
 /**
- * Documents waiting to be sent with the next question: each is uploaded as soon as it is picked
- * (the server extracts its text), shown as a chip, and kept by the question once it is sent.
+ * Documents waiting to be sent with the next question: each is uploaded to /v1/files as soon as it
+ * is picked (the server reads its text), shown as a chip, and kept by the question once it is
+ * sent, which names it as an `input_file`.
  */
-import type { ChatRequestMessage, DocumentRef } from '../services/chat-messages.ts'
-import { estimateTokens, type ContextBody, type DocumentMeta } from '../services/document-context.ts'
+import type { DocumentRef } from '../services/chat-messages.ts'
+import type { FileObject } from '../../../../main/server/wire-types.ts'
 import { api } from './connection.svelte.ts'
 
 export interface PendingDocument {
@@ -28,9 +29,10 @@ class DocumentsStore {
     const key = `upload-${++uploads}`
     this.pending.push({ key, name: file.name, bytes: file.size, uploading: true })
     const form = new FormData()
+    form.append('purpose', 'user_data')
     form.append('file', file, file.name)
     try {
-      const meta = await api.json<DocumentMeta>('/api/documents', { body: form })
+      const meta = await api.json<FileObject>('/v1/files', { body: form })
       const entry = this.pending.find((d) => d.key === key)
       if (!entry) {
         // Removed while it uploaded.
@@ -61,15 +63,7 @@ class DocumentsStore {
 
   /** Best effort: a document already gone (the store is bounded) is no failure. */
   async deleteAll(ids: readonly string[]): Promise<void> {
-    await Promise.all(ids.map((id) => api.request(`/api/documents/${encodeURIComponent(id)}`, { method: 'DELETE' }).catch(() => undefined)))
-  }
-
-  /** The parts of the documents to put before the question. */
-  context(model: string, ids: readonly string[], query: string, messages: readonly ChatRequestMessage[], signal: AbortSignal): Promise<ContextBody> {
-    return api.json<ContextBody>('/api/documents/context', {
-      body: { model, documents: ids, query, messages_tokens: estimateTokens(messages) },
-      signal,
-    })
+    await Promise.all(ids.map((id) => api.request(`/v1/files/${encodeURIComponent(id)}`, { method: 'DELETE' }).catch(() => undefined)))
   }
 }
 

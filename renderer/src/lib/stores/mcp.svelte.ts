@@ -3,7 +3,7 @@
  * turned on, started when needed. What the key may do comes with the list, so pages can explain.
  */
 import { ApiError } from '../services/api-client.ts'
-import { type McpCallBody, type McpPermission, type McpServerView, type McpServersBody } from '../services/mcp-tools.ts'
+import { type McpPermission, type McpServerView, type McpServersBody } from '../services/mcp-tools.ts'
 import { api } from './connection.svelte.ts'
 
 class McpStore {
@@ -93,29 +93,11 @@ class McpStore {
     })
   }
 
-  /**
-   * The chosen servers with their tools, each started first when it is not running. A server that
-   * cannot start is an error naming it: the person chose it, so it is not left out silently.
-   */
-  async serversWithTools(names: readonly string[], signal: AbortSignal): Promise<McpServerView[]> {
+  /** Of the chosen servers, those configured and on: the server starts them when a chat uses them. */
+  async usable(names: readonly string[], signal: AbortSignal): Promise<string[]> {
+    if (names.length === 0) return []
     this.apply(await api.json<McpServersBody>('/api/mcp/servers', { signal }))
-    const out: McpServerView[] = []
-    for (const name of names) {
-      let view = this.servers.find((s) => s.name === name)
-      if (!view || !view.enabled) continue
-      if (view.state !== 'ready') {
-        view = await api.json<McpServerView>(`/api/mcp/servers/${encodeURIComponent(name)}/start`, { body: {}, signal })
-        this.replace(view)
-      }
-      if (view.state !== 'ready') throw new Error(`The tool server "${name}" did not start: ${view.error ?? 'no reason given'}`)
-      out.push(view)
-    }
-    return out
-  }
-
-  /** Runs a tool; the chat's Stop aborts the request, which cancels the call on the server. */
-  call(server: string, tool: string, args: Record<string, unknown>, signal: AbortSignal): Promise<McpCallBody> {
-    return api.json<McpCallBody>('/api/mcp/call', { body: { server, tool, arguments: args }, signal })
+    return names.filter((name) => this.servers.find((s) => s.name === name)?.enabled)
   }
 }
 
