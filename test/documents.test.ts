@@ -302,6 +302,20 @@ describe('/v1/files and documents in chats', () => {
     expect((await client.files.delete(note.id).catch((e: unknown) => e)) instanceof OpenAI.NotFoundError).toBe(true)
   })
 
+  it("lets each key see only the files it uploaded, in lists, reads and chats", async () => {
+    const made = await postJson(server, '/api/keys', { label: 'robot' })
+    expect(made.status).toBe(201)
+    const robot = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: made.json.key, maxRetries: 0 })
+    const mine = await robot.files.create({ file: await toFile(Buffer.from('Robot notes.'), 'robot.txt'), purpose: 'user_data' })
+    expect((await robot.files.list()).data.map((f) => f.id)).toEqual([mine.id])
+    expect((await client.files.list()).data.map((f) => f.id)).not.toContain(mine.id)
+    expect(await client.files.retrieve(mine.id).catch((e: unknown) => e)).toBeInstanceOf(OpenAI.NotFoundError)
+    expect(await client.files.delete(mine.id).catch((e: unknown) => e)).toBeInstanceOf(OpenAI.NotFoundError)
+    const borrowed = await postJson(server, '/v1/chat/completions', { model: 'tiny', messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: mine.id } }] }] })
+    expect([borrowed.status, borrowed.json.error.code]).toEqual([404, 'file_not_found'])
+    expect((await robot.files.retrieve(mine.id)).filename).toBe('robot.txt')
+  })
+
   it('refuses uploads it cannot take, naming the field, never with a 500', async () => {
     const large = await upload(server, 'big.txt', Buffer.alloc(20 * 1024 * 1024 + 1, 'a'))
     expect(large.status).toBe(413)
@@ -341,6 +355,11 @@ describe('/v1/files and documents in chats', () => {
       { type: 'file_citation', file_id: a.id, filename: 'a.txt', index: text.indexOf('[1]') + 3, quote: 'Alpha facts.' },
       { type: 'file_citation', file_id: b.id, filename: 'b.txt', index: text.indexOf('[2]') + 3, quote: 'Beta facts.' },
     ])
+
+    // Asked for, the texts the model was given come first, as a file search's results.
+    const shown = await client.responses.create({ model: 'tiny', include: ['file_search_call.results'], input: [{ role: 'user', content: [{ type: 'input_file', file_id: a.id }, { type: 'input_text', text: 'And?' }] }] })
+    expect(shown.output[0]).toEqual({ type: 'file_search_call', id: expect.stringMatching(/^fs_/), status: 'completed', queries: [], results: [{ file_id: a.id, filename: 'a.txt', text: 'Alpha facts.', score: null, attributes: { citation: 1 } }] })
+    expect(response.output.some((i) => i.type === 'file_search_call')).toBe(false)
 
     // Streamed, the same citations come as their own events before the text is done.
     const stream = await client.responses.create({ model: 'tiny', stream: true, input: [{ role: 'user', content: [{ type: 'input_file', file_id: a.id }, { type: 'input_text', text: 'And now?' }] }] })
