@@ -5,15 +5,13 @@
  * messages-conversion.ts.
  */
 import { z } from 'zod'
+import { refusedFields } from '../field-decisions.ts'
 import { unsupportedParameter } from '../http-errors.ts'
 import { functionName } from '../openai/chat-request-schema.ts'
 import { parseOrThrow } from '../openai/validation.ts'
 
 /** Fields that would make Hearth run something or reach somewhere for the client: refused by name. */
-export const REFUSED_MESSAGES_FIELDS: Readonly<Record<string, string>> = {
-  container: 'code execution containers are not supported',
-  mcp_servers: 'a request cannot make Hearth connect to an MCP server; run the tools in your client',
-}
+export const REFUSED_MESSAGES_FIELDS = refusedFields('messages')
 
 /**
  * Tool types Anthropic runs on its own servers. Hearth cannot run them: they are left out of what

@@ -5,6 +5,7 @@
  * is in docs/agents.md ("Which fields are honoured").
  */
 import { z } from 'zod'
+import { refusedFields, setAsideFields } from '../field-decisions.ts'
 import { invalidRequest, unsupportedParameter } from '../http-errors.ts'
 import { parseChatRequest, type ChatRequest } from '../openai/chat-request.ts'
 import { parseOrThrow } from '../openai/validation.ts'
@@ -13,13 +14,9 @@ import type { Notices } from '../request-notices.ts'
 import type { McpServerTools } from './response-mcp-tools.ts'
 import { ResponseTools, toolSchema, type ResponseTool } from './response-tools.ts'
 
-/** Fields Hearth does not implement and that change the answer: refused by name. */
-export const REFUSED_RESPONSES_FIELDS: Readonly<Record<string, string>> = {
-  background: 'background responses are not supported; stream instead',
-  conversation: "conversations are not supported; continue with 'previous_response_id'",
-  prompt: 'stored prompt templates are not supported',
-  top_logprobs: "'top_logprobs' is not supported on this route; use /v1/chat/completions",
-}
+/** Fields Hearth does not implement and that change the answer: refused by name (field-decisions.ts). */
+export const REFUSED_RESPONSES_FIELDS = refusedFields('responses')
+const SET_ASIDE = setAsideFields('responses')
 
 /** `include` values: what Hearth can add to the answer, and what it never has to add. */
 const INCLUDABLE = {
@@ -197,9 +194,9 @@ export function parseResponsesRequest(body: unknown, notices: Notices): Response
     if (value === 'message.output_text.logprobs') throw unsupportedParameter(`include[${i}]`, 'log probabilities are not supported on this route; use /v1/chat/completions')
     if (!INCLUDABLE.honoured.includes(value) && !INCLUDABLE.nothingToInclude.includes(value)) throw invalidRequest(`'${value}' is not a value 'include' takes`, `include[${i}]`)
   })
-  if (request.reasoning?.summary != null) notices.add('reasoning summaries were set aside: Hearth has no summarizer; reasoning items carry the thinking itself')
-  if (request.text?.verbosity != null) notices.add("'text.verbosity' was set aside: the model writes at its own length")
-  if (request.truncation === 'auto') notices.add("'truncation: auto' was set aside: a conversation longer than the context is refused, not cut")
+  if (request.reasoning?.summary != null) notices.add(SET_ASIDE['reasoning.summary']!)
+  if (request.text?.verbosity != null) notices.add(SET_ASIDE['text.verbosity']!)
+  if (request.truncation === 'auto') notices.add(SET_ASIDE['truncation: auto']!)
   return request
 }
 

@@ -1,0 +1,101 @@
+/**
+ * What Hearth does with each top-level field of the three APIs it speaks, in one table. The request
+ * parsers read it (what they refuse by name, what they set aside and say so in a `Warning`), and
+ * docs/agents.md shows it, rendered by `fieldDecisionsMarkdown` (test/field-decisions.test.ts
+ * checks the parsers' schemas, the answers and the page against it).
+ *
+ * - honoured: it changes the answer as the API says it does (`note`: how, where not plain).
+ * - accepted: it never changes what the model says; taken, and used where there is a local use.
+ * - set aside: it would change the answer and there is no local equivalent a client needs;
+ *   the answer carries a `Warning` saying so (`note` is that warning).
+ * - refused: it would change the answer and cannot be honoured: 400 naming it (`note` says why).
+ */
+export type Dialect = 'chat' | 'responses' | 'messages'
+export type Decision = 'honoured' | 'accepted' | 'set aside' | 'refused'
+
+export interface FieldDecision {
+  /** A top-level field, or a field inside one (`text.verbosity`). */
+  field: string
+  decision: Decision
+  note?: string
+}
+
+const honoured = (fields: string, note?: string): FieldDecision[] => fields.split(' ').map((field) => ({ field, decision: 'honoured', ...(note ? { note } : {}) }))
+const accepted = (fields: string, note?: string): FieldDecision[] => fields.split(' ').map((field) => ({ field, decision: 'accepted', ...(note ? { note } : {}) }))
+const setAside = (field: string, note: string): FieldDecision => ({ field, decision: 'set aside', note })
+const refused = (field: string, note: string): FieldDecision => ({ field, decision: 'refused', note })
+
+export const FIELD_DECISIONS: Readonly<Record<Dialect, readonly FieldDecision[]>> = {
+  chat: [
+    ...honoured('model messages stream stream_options temperature top_p top_k presence_penalty frequency_penalty logit_bias stop seed tools tool_choice parallel_tool_calls response_format logprobs top_logprobs'),
+    ...honoured('max_tokens max_completion_tokens', "capped at what the model may write and the context holds"),
+    ...honoured('n', 'only 1: more answers per request are refused'),
+    ...honoured('reasoning_effort', "thinking models think this much; 'none' turns thinking off"),
+    ...honoured('thinking_budget_tokens', "Hearth's own: the most tokens a thinking model thinks"),
+    ...honoured('prompt_cache_key', "keeps the conversation on its engine slot (`user` where it is missing)"),
+    ...accepted('user metadata store service_tier prompt_cache_retention safety_identifier'),
+    setAside('web_search_options', 'web search was left out: Hearth runs no hosted tools'),
+    setAside('verbosity', "'verbosity' was set aside: the model writes at its own length"),
+    refused('audio', 'audio output is not supported'),
+    refused('modalities', "only text output is supported; leave out 'modalities'"),
+    refused('prediction', 'predicted outputs are not supported'),
+    refused('functions', "the deprecated 'functions' field is not supported; send 'tools' instead"),
+    refused('function_call', "the deprecated 'function_call' field is not supported; send 'tool_choice' instead"),
+  ],
+  responses: [
+    ...honoured('model input instructions tools tool_choice parallel_tool_calls text max_tool_calls temperature top_p stream stream_options previous_response_id reasoning'),
+    ...honoured('max_output_tokens', 'bounds the whole response, across tool rounds'),
+    ...honoured('store', 'kept in the data folder unless false, each visible only to its key'),
+    ...honoured('include', "'reasoning.encrypted_content' and 'file_search_call.results'; outputs of hosted tools never come"),
+    ...honoured('top_k stop', "Hearth's own, as in its chat completions"),
+    ...honoured('prompt_cache_key', 'keeps the conversation on its engine slot'),
+    ...honoured('truncation', "'disabled'; 'auto' is set aside"),
+    ...accepted('metadata client_metadata user safety_identifier prompt_cache_retention service_tier'),
+    setAside('reasoning.summary', 'reasoning summaries were set aside: Hearth has no summarizer; reasoning items carry the thinking itself'),
+    setAside('text.verbosity', "'text.verbosity' was set aside: the model writes at its own length"),
+    setAside('truncation: auto', "'truncation: auto' was set aside: a conversation longer than the context is refused, not cut"),
+    refused('background', 'background responses are not supported; stream instead'),
+    refused('conversation', "conversations are not supported; continue with 'previous_response_id'"),
+    refused('prompt', 'stored prompt templates are not supported'),
+    refused('top_logprobs', "'top_logprobs' is not supported on this route; use /v1/chat/completions"),
+  ],
+  messages: [
+    ...honoured('model messages system stream temperature top_p top_k stop_sequences tools tool_choice thinking output_format'),
+    ...honoured('max_tokens', 'capped at what the model may write and the context holds'),
+    ...honoured('output_config', "'effort' is reasoning effort ('max' is 'xhigh'); 'format' is structured output"),
+    ...honoured('context_management', 'its edits are applied to the prompt; the answer says which'),
+    ...honoured('metadata', "its user_id's session keeps the conversation on its engine slot"),
+    ...accepted('service_tier inference_geo cache_control', 'caching is automatic'),
+    refused('container', 'code execution containers are not supported'),
+    refused('mcp_servers', 'a request cannot make Hearth connect to an MCP server; run the tools in your client'),
+  ],
+}
+
+function byDecision(dialect: Dialect, decision: Decision): Record<string, string> {
+  return Object.fromEntries(FIELD_DECISIONS[dialect].filter((d) => d.decision === decision).map((d) => [d.field, d.note ?? '']))
+}
+
+/** Fields refused by name, with why. */
+export function refusedFields(dialect: Dialect): Readonly<Record<string, string>> {
+  return byDecision(dialect, 'refused')
+}
+
+/** Fields set aside, with the warning that says so. */
+export function setAsideFields(dialect: Dialect): Readonly<Record<string, string>> {
+  return byDecision(dialect, 'set aside')
+}
+
+const API_NAMES: Record<Dialect, string> = {
+  chat: '`POST /v1/chat/completions`',
+  responses: '`POST /v1/responses`',
+  messages: '`POST /v1/messages`',
+}
+
+/** The table as docs/agents.md shows it. */
+export function fieldDecisionsMarkdown(): string {
+  const sections = (Object.keys(FIELD_DECISIONS) as Dialect[]).map((dialect) => {
+    const rows = FIELD_DECISIONS[dialect].map((d) => `| \`${d.field}\` | ${d.decision} | ${(d.note ?? '').replace(/\|/g, '\\|')} |`)
+    return [`#### ${API_NAMES[dialect]}`, '', '| field | decision | note |', '|---|---|---|', ...rows].join('\n')
+  })
+  return sections.join('\n\n')
+}
