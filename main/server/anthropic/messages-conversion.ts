@@ -9,13 +9,16 @@
  * - effort and adaptive thinking become reasoning effort, `output_config.format` a JSON schema.
  */
 import { invalidRequest, unsupportedParameter } from '../http-errors.ts'
-import { parseChatRequest, type ChatRequest } from '../openai/chat-request.ts'
+import { checkChatRequest, type ChatRequest } from '../openai/chat-request.ts'
+import type { ChatRequestMessage } from '../openai/chat-request-schema.ts'
 import type { ReasoningSeal } from '../reasoning-seal.ts'
 import type { Notices } from '../request-notices.ts'
 import { applyContextEdits, type AppliedEdit } from './context-edits.ts'
 import { HOSTED_TOOL_TYPES, type AnthropicMessage, type AnthropicTool, type ContentBlock, type MessagesRequest } from './messages-request.ts'
 
-type OpenAiMessage = Record<string, unknown>
+type OpenAiMessage = ChatRequestMessage
+type OpenAiPart = Exclude<Extract<ChatRequestMessage, { role: 'user' }>['content'], string>[number]
+type OpenAiTool = NonNullable<ChatRequest['tools']>[number]
 type ToolResultPart = Extract<ContentBlock, { type: 'tool_result' }>
 
 export interface ConvertedMessages {
@@ -25,7 +28,7 @@ export interface ConvertedMessages {
 }
 
 /** Anthropic's effort levels as reasoning effort (`max` is past OpenAI's top level). */
-const EFFORT: Record<string, string> = { low: 'low', medium: 'medium', high: 'high', xhigh: 'xhigh', max: 'xhigh' }
+const EFFORT = { low: 'low', medium: 'medium', high: 'high', xhigh: 'xhigh', max: 'xhigh' } as const
 
 const BILLING_STAMP = /^x-anthropic-billing-header:(?:\s*[\w-]+=[^;\n]*;)*[ \t]*\n?/
 
@@ -42,7 +45,8 @@ export function toChatRequest(request: MessagesRequest, seal: ReasoningSeal, not
   const format = request.output_config?.format ?? request.output_format
   const effort = request.output_config?.effort
   const thinking = request.thinking
-  const body: Record<string, unknown> = {
+  // Built typed from what the Messages schema checked: only the checks across fields remain.
+  const body: ChatRequest = {
     model: request.model,
     messages,
     max_tokens: request.max_tokens,
@@ -58,7 +62,7 @@ export function toChatRequest(request: MessagesRequest, seal: ReasoningSeal, not
     ...(thinking?.type === 'disabled' ? { reasoning_effort: 'none' } : effort ? { reasoning_effort: EFFORT[effort] } : {}),
     ...(thinking?.type === 'enabled' ? { thinking_budget_tokens: thinking.budget_tokens } : {}),
   }
-  return { chat: parseChatRequest(body, notices), appliedEdits: applied }
+  return { chat: checkChatRequest(body, notices), appliedEdits: applied }
 }
 
 /**
@@ -98,7 +102,7 @@ function chatMessages(m: AnthropicMessage, i: number, seal: ReasoningSeal): Open
   const blocks: ContentBlock[] = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content
   if (m.role === 'assistant') return [assistantMessage(blocks, i, seal)]
   const out: OpenAiMessage[] = []
-  const parts: OpenAiMessage[] = []
+  const parts: OpenAiPart[] = []
   blocks.forEach((block, j) => {
     const where = `messages[${i}].content[${j}]`
     switch (block.type) {
@@ -121,8 +125,9 @@ function chatMessages(m: AnthropicMessage, i: number, seal: ReasoningSeal): Open
     }
   })
   if (parts.length > 0) {
-    const textOnly = parts.every((p) => p.type === 'text')
-    out.push({ role: m.role, content: textOnly ? parts.map((p) => p.text).join('\n') : parts })
+    const texts = parts.flatMap((p) => (p.type === 'text' ? [p.text] : []))
+    const content = texts.length === parts.length ? texts.join('\n') : parts
+    out.push(m.role === 'system' ? { role: 'system', content } : { role: 'user', content })
   }
   return out
 }
@@ -130,7 +135,7 @@ function chatMessages(m: AnthropicMessage, i: number, seal: ReasoningSeal): Open
 /** Tool uses become the assistant's `tool_calls`; thinking becomes `reasoning_content`. */
 function assistantMessage(blocks: ContentBlock[], i: number, seal: ReasoningSeal): OpenAiMessage {
   const text: string[] = []
-  const calls: Array<Record<string, unknown>> = []
+  const calls: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> = []
   let reasoning = ''
   blocks.forEach((block, j) => {
     switch (block.type) {
@@ -183,11 +188,11 @@ function documentText(block: Extract<ContentBlock, { type: 'document' }>, where:
   return [block.title, block.context, body].filter((part) => part).join('\n\n')
 }
 
-function toolResultContent(block: ToolResultPart, where: string): { text: string; images: OpenAiMessage[] } {
+function toolResultContent(block: ToolResultPart, where: string): { text: string; images: OpenAiPart[] } {
   const content = block.content ?? ''
   if (typeof content === 'string') return { text: block.is_error ? `Error: ${content}` : content, images: [] }
   const texts: string[] = []
-  const images: OpenAiMessage[] = []
+  const images: OpenAiPart[] = []
   content.forEach((part, k) => {
     const at = `${where}.content[${k}]`
     if (part.type === 'image') {
@@ -200,7 +205,7 @@ function toolResultContent(block: ToolResultPart, where: string): { text: string
   return { text: block.is_error ? `Error: ${text}` : text, images }
 }
 
-function imagePart(block: Extract<ContentBlock, { type: 'image' }>, where: string): OpenAiMessage {
+function imagePart(block: Extract<ContentBlock, { type: 'image' }>, where: string): OpenAiPart {
   const source = block.source
   if (source.type !== 'base64') {
     throw invalidRequest('Images must be sent as base64 data; this server fetches nothing from the network and keeps no files', `${where}.source.type`)
@@ -213,9 +218,9 @@ function imagePart(block: Extract<ContentBlock, { type: 'image' }>, where: strin
  * Hosted tools are left out (and said so); Anthropic's client tools with schemas of its own are
  * refused, as Hearth cannot write their schemas for them.
  */
-function visibleTools(tools: readonly AnthropicTool[], messages: readonly AnthropicMessage[], notices: Notices): Array<Record<string, unknown>> {
+function visibleTools(tools: readonly AnthropicTool[], messages: readonly AnthropicMessage[], notices: Notices): OpenAiTool[] {
   const loaded = referencedTools(messages)
-  const visible: Array<Record<string, unknown>> = []
+  const visible: OpenAiTool[] = []
   tools.forEach((t, i) => {
     if (t.type !== undefined && t.type !== 'custom') {
       if (HOSTED_TOOL_TYPES.test(t.type)) {
@@ -225,10 +230,15 @@ function visibleTools(tools: readonly AnthropicTool[], messages: readonly Anthro
       throw unsupportedParameter(`tools[${i}].type`, `'${t.type}' has a schema of Anthropic's own; send it as a custom tool with an input_schema`)
     }
     if (!('input_schema' in t)) return
-    if (t.defer_loading && !loaded.has(t.name)) return
+    // A custom tool, as its schema read it (the typed tools' loose shape also "has" any field).
+    const custom = t as Extract<AnthropicTool, { input_schema: Record<string, unknown> }>
+    if (typeof custom.input_schema !== 'object' || custom.input_schema === null || Array.isArray(custom.input_schema)) {
+      throw invalidRequest("A tool's 'input_schema' must be a JSON Schema object", `tools[${i}].input_schema`)
+    }
+    if (custom.defer_loading && !loaded.has(custom.name)) return
     visible.push({
       type: 'function',
-      function: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), parameters: t.input_schema },
+      function: { name: custom.name, ...(custom.description !== undefined ? { description: custom.description } : {}), parameters: custom.input_schema },
     })
   })
   return visible
@@ -247,7 +257,7 @@ function referencedTools(messages: readonly AnthropicMessage[]): Set<string> {
   return names
 }
 
-function openAiToolChoice(choice: NonNullable<MessagesRequest['tool_choice']>): unknown {
+function openAiToolChoice(choice: NonNullable<MessagesRequest['tool_choice']>): ChatRequest['tool_choice'] {
   switch (choice.type) {
     case 'auto':
       return 'auto'

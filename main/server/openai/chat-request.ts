@@ -43,7 +43,15 @@ export function parseChatRequest(body: unknown, notices: Notices = new Notices()
     if (Number.isInteger(n) && (n as number) > 1) throw unsupportedParameter('n', 'only n = 1 is supported (one answer per request)')
     for (const key of Object.keys(fields)) if (key in SET_ASIDE_CHAT_FIELDS && fields[key] != null) notices.add(SET_ASIDE_CHAT_FIELDS[key]!)
   }
-  const parsed = parseOrThrow(chatRequestSchema, body)
+  return checkChatRequest(parseOrThrow(chatRequestSchema, body), notices)
+}
+
+/**
+ * What a chat request needs checked beyond its schema: the fields that depend on each other, the
+ * conversation's calls and results, the tools. Responses and Messages build their chat request
+ * typed, from bodies their own schemas checked, and come straight here.
+ */
+export function checkChatRequest(parsed: ChatRequest, notices: Notices = new Notices()): ChatRequest {
   if (parsed.stream_options != null && parsed.stream !== true) {
     throw invalidRequest("'stream_options' is only allowed when 'stream' is true", 'stream_options')
   }
@@ -142,14 +150,15 @@ function checkTools(request: ChatRequest): void {
  *
  * A `max_tokens` past what the model may write is served, capped (agents send 32000 whatever the
  * model): the answer stops at the cap, or where the context runs out, with finish reason `length`.
- * `conversationKey` names the conversation, to keep it on its engine slot (conversation-key.ts).
+ * `conversationKey` names the conversation, to keep it on its engine slot (conversation-key.ts);
+ * `images` keeps the normalised picture for a request planned again (the Responses tool loop plans each turn).
  */
-export async function planChat(request: ChatRequest, model: ModelRecord, conversationKey?: string): Promise<ChatPlan> {
+export async function planChat(request: ChatRequest, model: ModelRecord, conversationKey?: string, images?: Map<string, Buffer>): Promise<ChatPlan> {
   if (!model.capabilities.includes('chat')) throw modelNotCompatible(model.id, 'chat completions')
   const requested = request.max_completion_tokens ?? request.max_tokens ?? undefined
   const maxTokens = requested === undefined ? undefined : Math.min(requested, model.maxCompletionTokens)
-  const images = imagesOf(request)
-  const misplaced = images.find((i) => request.messages[i.messageIndex]!.role !== 'user')
+  const found = imagesOf(request)
+  const misplaced = found.find((i) => request.messages[i.messageIndex]!.role !== 'user')
   if (misplaced) {
     const role = request.messages[misplaced.messageIndex]!.role
     throw invalidRequest(
@@ -157,16 +166,16 @@ export async function planChat(request: ChatRequest, model: ModelRecord, convers
       `messages[${misplaced.messageIndex}].content[${misplaced.partIndex}]`,
     )
   }
-  if (images.length > 0 && !model.capabilities.includes('vision')) throw modelNotCompatible(model.id, 'image input')
-  if (images.length > 1) {
+  if (found.length > 0 && !model.capabilities.includes('vision')) throw modelNotCompatible(model.id, 'image input')
+  if (found.length > 1) {
     throw invalidRequest(
-      `At most one image per request is supported; this request has ${images.length}`,
-      images[1]!.param,
+      `At most one image per request is supported; this request has ${found.length}`,
+      found[1]!.param,
       'too_many_images',
     )
   }
   const stop = request.stop == null ? [] : typeof request.stop === 'string' ? [request.stop] : request.stop
-  const png = images[0] && (await normalisedImage(images[0], model))
+  const png = found[0] && (await normalisedImage(found[0], model, images))
   return {
     request,
     stream: request.stream === true,
@@ -218,11 +227,15 @@ function jsonSchemaOf(request: ChatRequest): Record<string, unknown> | undefined
   return undefined
 }
 
-/** The request's image as PNG, shrunk to what the model's projector can use. */
-async function normalisedImage(image: ImageRef, model: ModelRecord): Promise<Buffer> {
+/** The request's image as PNG, shrunk to what the model's projector can use; `made` keeps it for the next plan of the same request. */
+async function normalisedImage(image: ImageRef, model: ModelRecord, made?: Map<string, Buffer>): Promise<Buffer> {
+  const known = made?.get(image.url)
+  if (known) return known
   const input = model.projectorPath ? await readProjectorInput(model.projectorPath) : DEFAULT_PROJECTOR_INPUT
   try {
-    return (await normalizeImageDataUrl(image.url, { maxSide: input.maxSide })).png
+    const { png } = await normalizeImageDataUrl(image.url, { maxSide: input.maxSide })
+    made?.set(image.url, png)
+    return png
   } catch (e) {
     throw imageErrorAt(e, image.param)
   }

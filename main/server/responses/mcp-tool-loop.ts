@@ -85,6 +85,8 @@ export interface ToolLoopOptions {
   firstPlan: ChatPlan
   /** The documents read for the first turn, given the same way every turn. */
   documents: DocumentInputs
+  /** The conversation's picture, normalised once for all its turns (planChat's cache). */
+  images: Map<string, Buffer>
   /** What was read, shown before the answer (`include: ["file_search_call.results"]`). */
   documentsItem: FileSearchCallOutput | undefined
   servers: readonly McpServerTools[]
@@ -158,7 +160,7 @@ export class McpToolLoop {
     const { chat, tools } = toChatRequest(request, earlier, shape.seal, new Notices(), { mcp: servers, produced: produced as InputItem[] })
     // The same tools as before, now with the MCP servers' (what the writer and the items read).
     shape.tools = tools
-    return planChat(this.o.documents.apply(chat), this.o.model, this.o.conversationKey)
+    return planChat(this.o.documents.apply(chat), this.o.model, this.o.conversationKey, this.o.images)
   }
 
   private async runCall(sink: ItemSink, server: McpServerTools, tool: ListedMcpTool, args: string, approvalRequestId: string | null): Promise<void> {

@@ -15,7 +15,7 @@
 import { z } from 'zod'
 import type { ToolCall } from '../../../engines/engine-jobs.ts'
 import { invalidRequest, unsupportedParameter } from '../http-errors.ts'
-import { functionName } from '../openai/chat-request-schema.ts'
+import { functionName, type ChatRequest } from '../openai/chat-request-schema.ts'
 import type { Notices } from '../request-notices.ts'
 import { parseMcpTool, type ListedMcpTool, type McpServerTools, type McpToolRequest } from './response-mcp-tools.ts'
 
@@ -114,12 +114,13 @@ export class ResponseTools {
   }
 
   /** `tools`, `tool_choice` and `parallel_tool_calls` for the chat request. */
-  chatFields(choice: unknown, parallel: boolean | null | undefined): Record<string, unknown> {
+  chatFields(choice: unknown, parallel: boolean | null | undefined): Pick<ChatRequest, 'tools' | 'tool_choice' | 'parallel_tool_calls'> {
     let tools = this.visible
-    let toolChoice: unknown
-    if (typeof choice === 'string') toolChoice = choice
+    let toolChoice: ChatRequest['tool_choice']
+    // The Responses schema let only these through (responses-request.ts).
+    if (typeof choice === 'string') toolChoice = choice as 'none' | 'auto' | 'required'
     else if (choice && typeof choice === 'object') {
-      const c = choice as { type: string; name?: string; mode?: string; tools?: Array<{ type: string; name?: string }> }
+      const c = choice as { type: string; name?: string; mode?: 'auto' | 'required'; tools?: Array<{ type: string; name?: string }> }
       if ((c.type === 'function' || c.type === 'custom') && c.name) toolChoice = { type: 'function', function: { name: this.flatNameOf(c.name) } }
       else if (c.type === 'mcp' && this.mcpByFlatName.size > 0) {
         // `{type: "mcp", server_label, name?}`: that tool, or any of that server's (once connected).

@@ -7,7 +7,10 @@
 import { z } from 'zod'
 import { refusedFields, setAsideFields } from '../field-decisions.ts'
 import { invalidRequest, unsupportedParameter } from '../http-errors.ts'
-import { parseChatRequest, type ChatRequest } from '../openai/chat-request.ts'
+import { checkChatRequest, type ChatRequest } from '../openai/chat-request.ts'
+import type { ChatRequestMessage } from '../openai/chat-request-schema.ts'
+
+type ChatContentPart = Exclude<Extract<ChatRequestMessage, { role: 'user' }>['content'], string>[number]
 import { parseOrThrow } from '../openai/validation.ts'
 import type { ReasoningSeal } from '../reasoning-seal.ts'
 import type { Notices } from '../request-notices.ts'
@@ -236,9 +239,9 @@ export interface ConvertedResponse {
  */
 export function toChatRequest(request: ResponsesRequest, earlier: readonly InputItem[], seal: ReasoningSeal, notices: Notices, extras: ConversionExtras = {}): ConvertedResponse {
   const tools = new ResponseTools((request.tools ?? []) as ResponseTool[], notices, extras.mcp)
-  const messages: Array<Record<string, unknown>> = []
+  const messages: ChatRequestMessage[] = []
   if (request.instructions) messages.push({ role: 'system', content: request.instructions })
-  let assistant: { role: 'assistant'; content: string | null; tool_calls?: unknown[]; reasoning_content?: string } | undefined
+  let assistant: Extract<ChatRequestMessage, { role: 'assistant' }> | undefined
   let reasoning = ''
   const flush = () => {
     if (assistant) messages.push(assistant)
@@ -327,8 +330,9 @@ export function toChatRequest(request: ResponsesRequest, earlier: readonly Input
   })
   flush()
 
+  // Built typed from what the Responses schema checked: only the checks across fields remain.
   const textFormat = request.text?.format
-  const chat = parseChatRequest(
+  const chat = checkChatRequest(
     {
       model: request.model,
       messages,
@@ -431,13 +435,16 @@ function mcpCallText(c: z.infer<typeof mcpCallItem>): string {
   return c.output || '(the tool returned nothing)'
 }
 
-function chatContent(content: string | z.infer<typeof contentPart>[], where: string): unknown {
+function chatContent(content: string | z.infer<typeof contentPart>[], where: string): string | ChatContentPart[] {
   if (typeof content === 'string') return content
-  return content.map((part, k) => {
+  if (content.length === 0) throw invalidRequest('A message needs content: a string, or at least one part', `${where}.content`)
+  return content.map((part, k): ChatContentPart => {
     switch (part.type) {
       case 'input_text':
       case 'output_text':
         return { type: 'text', text: part.text }
+      case 'refusal':
+        throw invalidRequest(`A '${part.type}' part cannot be input`, `${where}.content[${k}].type`)
       case 'input_image':
         return { type: 'image_url', image_url: { url: part.image_url } }
       case 'input_file':
@@ -445,8 +452,6 @@ function chatContent(content: string | z.infer<typeof contentPart>[], where: str
           throw unsupportedParameter(`${where}.content[${k}].file_url`, "Hearth does not fetch files from the network; upload the file to /v1/files and send its 'file_id', or send it as 'file_data'")
         }
         return { type: 'file', file: { ...(part.file_id != null ? { file_id: part.file_id } : {}), ...(part.file_data != null ? { file_data: part.file_data } : {}), ...(part.filename != null ? { filename: part.filename } : {}) } }
-      default:
-        throw invalidRequest(`A '${part.type}' part cannot be input`, `${where}.content[${k}].type`)
     }
   })
 }

@@ -50,13 +50,14 @@ export function responsesRoute(ctx: ServerContext, library: DocumentLibrary): Ro
     const lifetime = requestLifetime(res, ctx.settings.requestTimeoutMs)
     try {
       const documents = await DocumentInputs.read(chat, model, { library, folder: ctx.folder, scheduler: ctx.scheduler, owner, signal: lifetime.signal })
-      const firstPlan = await planChat(documents.apply(chat), model, key)
+      const images = new Map<string, Buffer>()
+      const firstPlan = await planChat(documents.apply(chat), model, key, images)
       const servers = await connectMcpServers(tools.mcpRequests, ctx.mcp, { req, res }, notices, lifetime.signal)
       const approved = approvedCallsOn(approvals, servers)
       sendNotices(res, notices)
       const shape: ResponseShape = { tools, seal, encryptedReasoning: includesEncryptedReasoning(request), sources: documents.sources }
       const who: ResponseIdentity = { id: `resp_${randomBytes(12).toString('hex')}`, createdAt: Math.floor(Date.now() / 1000), model: model.id }
-      const loop = new McpToolLoop({ ctx, res, request, earlier: earlierItems, shape, model, conversationKey: key, firstPlan, documents, documentsItem: includesFileResults(request) && documents.sources.length ? fileSearchCallItem(documents.sources, documents.query) : undefined, servers, approved, signal: lifetime.signal })
+      const loop = new McpToolLoop({ ctx, res, request, earlier: earlierItems, shape, model, conversationKey: key, firstPlan, images, documents, documentsItem: includesFileResults(request) && documents.sources.length ? fileSearchCallItem(documents.sources, documents.query) : undefined, servers, approved, signal: lifetime.signal })
       const keep = async (output: OutputItem[], response: Record<string, unknown>) => {
         if (request.store === false) return
         const fileIds = documents.fileIds.slice(fileParts(earlierItems))
