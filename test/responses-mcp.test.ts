@@ -303,6 +303,23 @@ describe('the mcp tool', () => {
     expect(spent.output.filter((i) => i.type === 'mcp_call')).toHaveLength(2)
   })
 
+  it('keeps the calls a turn cut at its token limit finished writing: runs or asks about them, drops the cut one, and ends there', async () => {
+    // Two calls in one turn, the second cut off by the limit (a small model writing parallel calls).
+    script = (job) => {
+      const chat = job as ChatJob
+      if (chat.messages.at(-1)!.role !== 'user') return result({ text: 'never reached' })
+      const whole: ToolCall = { id: `call_${++callNumber}`, type: 'function', function: { name: 'add', arguments: '{"a":2,"b":3}' } }
+      const cut: ToolCall = { id: `call_${++callNumber}`, type: 'function', function: { name: 'add', arguments: '{"a":' } }
+      return result({ toolCalls: [whole, cut], finishReason: 'length', completionTokens: 40 })
+    }
+    const ran = await client.responses.create({ model: MODEL, input: 'Add', tools: [calc({ require_approval: 'never' })], max_output_tokens: 40, store: false })
+    expect(ran.output.map((i) => (i.type === 'mcp_call' ? `${i.status}:${i.output}` : i.type))).toEqual(['mcp_list_tools', 'completed:5'])
+    expect(ran.incomplete_details).toEqual({ reason: 'max_output_tokens' })
+    const asked = await client.responses.create({ model: MODEL, input: 'Add', tools: [calc()], max_output_tokens: 40, store: false })
+    expect(asked.output.map((i) => i.type)).toEqual(['mcp_list_tools', 'mcp_approval_request'])
+    expect((asked.output[1] as OpenAI.Responses.ResponseOutputItem.McpApprovalRequest).arguments).toBe('{"a":2,"b":3}')
+  })
+
   it('runs MCP calls and hands function calls back in the same turn, names clashing tools label__tool', async () => {
     script = (job, { emit }) => {
       const chat = job as ChatJob
