@@ -164,7 +164,8 @@ export const responsesRequestSchema = z.object({
   text: z.object({ format: format.optional(), verbosity: z.string().nullish() }).nullish(),
   max_output_tokens: z.int().min(1).nullish(),
   max_tool_calls: z.int().min(1).nullish(),
-  temperature: z.number().min(0).max(2).nullish(),
+  // [0, 1], as the contract has it for chat completions (OpenAI's APIs take up to 2).
+  temperature: z.number().min(0).max(1).nullish(),
   top_p: z.number().min(0).max(1).nullish(),
   /** Hearth's own, as in its chat completions (llama.cpp's samplers): the web UI's parameters. */
   top_k: z.int().min(0).nullish(),
