@@ -113,6 +113,12 @@ describe('tools in the request', () => {
     ])
   })
 
+  it('sends a call kept before the server ran the tools (its server named on the result only) as an mcp_call', () => {
+    const old = assistant('', { toolCalls: [{ id: 'call_7', name: 'add', arguments: '{}' }] })
+    const body = buildResponsesRequest('m', [user('2+3?'), old, result('call_7', '5'), assistant('5.'), user('ok')], DEFAULT_PARAMETERS)
+    expect(body.input[1]).toEqual({ type: 'mcp_call', id: 'call_7', server_label: 'test', name: 'add', arguments: '{}', output: '5', error: null })
+  })
+
   it('sends a call to a typed function as a function_call', () => {
     const turns = [user('weather?'), assistant('', { toolCalls: [{ id: 'call_1', name: 'f', arguments: '{}' }] }), user('thanks')]
     expect(buildResponsesRequest('m', turns, { ...DEFAULT_PARAMETERS, tools: typed }).input[1]).toEqual({ type: 'function_call', call_id: 'call_1', name: 'f', arguments: '{}' })

@@ -186,11 +186,14 @@ export function buildResponsesRequest(model: string, turns: readonly ChatTurn[],
     }
     // Failed answers have nothing to say; a stopped one said what it said.
     if (turn.text) input.push({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: turn.text }] })
-    for (const call of turn.toolCalls ?? []) {
-      if (!call.server) {
-        input.push({ type: 'function_call', call_id: call.id, name: call.name, arguments: call.arguments })
+    for (const stored of turn.toolCalls ?? []) {
+      // Conversations kept before the server ran the tools name the server on the result only.
+      const server = stored.server ?? results.get(stored.id)?.server
+      if (!server) {
+        input.push({ type: 'function_call', call_id: stored.id, name: stored.name, arguments: stored.arguments })
         continue
       }
+      const call = { ...stored, server }
       const approve = answered.get(call.id)
       if (approve !== undefined) {
         input.push({ type: 'mcp_approval_request', id: call.id, server_label: call.server, name: call.name, arguments: call.arguments })
