@@ -236,6 +236,20 @@ export interface McpCallResponse {
   duration_ms: number
 }
 
+/** An MCP tool call the Responses API's loop ran (or could not run). */
+export interface McpCallItem {
+  type: 'mcp_call'
+  id: string
+  server_label: string
+  name: string
+  arguments: string
+  output: string | null
+  /** What went wrong, as a sentence (openai-node reads it as a string). */
+  error: string | null
+  approval_request_id: string | null
+  status: 'in_progress' | 'calling' | 'completed' | 'failed' | 'incomplete'
+}
+
 /** An output item of a `/v1/responses` stream, as far as the web UI reads it. */
 export type ResponseItem =
   | { type: 'message'; id: string; content: Array<{ type: 'output_text'; text: string }> }
@@ -243,17 +257,7 @@ export type ResponseItem =
   | { type: 'function_call'; id: string; call_id: string; name: string; arguments: string }
   | { type: 'mcp_list_tools'; id: string }
   | { type: 'mcp_approval_request'; id: string; server_label: string; name: string; arguments: string }
-  | {
-      type: 'mcp_call'
-      id: string
-      server_label: string
-      name: string
-      arguments: string
-      output: string | null
-      error: string | null
-      approval_request_id: string | null
-      status: string
-    }
+  | McpCallItem
   | {
       type: 'file_search_call'
       id: string

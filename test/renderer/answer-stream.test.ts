@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest'
 import { readResponse } from '../../renderer/src/lib/services/answer-stream.ts'
 import type { ChatTurn } from '../../renderer/src/lib/services/chat-messages.ts'
-import type { ResponseEvent, ResponseItem } from '../../main/server/wire-types.ts'
+import type { McpCallItem, ResponseEvent, ResponseItem } from '../../main/server/wire-types.ts'
 
 async function* from(events: ResponseEvent[], fail?: Error): AsyncGenerator<ResponseEvent> {
   for (const e of events) yield e
@@ -19,7 +19,7 @@ const completed = (reason?: string): ResponseEvent => ({
   response: { status: reason ? 'incomplete' : 'completed', incomplete_details: reason ? { reason } : null, usage: { input_tokens: 9, output_tokens: 3 } },
 })
 const message: ResponseItem = { type: 'message', id: 'msg_1', content: [] }
-const call = (id: string, status = 'completed', approval: string | null = null): ResponseItem => ({
+const call = (id: string, status: McpCallItem['status'] = 'completed', approval: string | null = null): ResponseItem => ({
   type: 'mcp_call',
   id,
   server_label: 'test',

@@ -8,6 +8,7 @@ import type { ChatResult, JobProgress } from '../../../engines/engine-jobs.ts'
 import { citationsIn, type FileCitation } from '../documents/document-citations.ts'
 import type { DocumentSource } from '../documents/document-inputs.ts'
 import type { ReasoningSeal } from '../reasoning-seal.ts'
+import type { McpCallItem } from '../wire-types.ts'
 import { customInput, type CustomCallOutput, type FunctionCallOutput, type ResponseTools } from './response-tools.ts'
 import type { McpServerTools } from './response-mcp-tools.ts'
 import type { ResponsesRequest } from './responses-request.ts'
@@ -93,18 +94,7 @@ export interface McpApprovalRequestOutput {
   arguments: string
 }
 
-export interface McpCallOutput {
-  type: 'mcp_call'
-  id: string
-  server_label: string
-  name: string
-  arguments: string
-  output: string | null
-  /** What went wrong, as a sentence (openai-node reads it as a string). */
-  error: string | null
-  approval_request_id: string | null
-  status: 'in_progress' | 'calling' | 'completed' | 'failed' | 'incomplete'
-}
+export type McpCallOutput = McpCallItem
 
 export function mcpListToolsItem(server: McpServerTools): McpListToolsOutput {
   return {
