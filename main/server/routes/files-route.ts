@@ -11,6 +11,7 @@ import { fileName, type DocumentLibrary } from '../documents/document-library.ts
 import { documentTooLarge, fileNotFound, MAX_DOCUMENT_BYTES } from '../documents/document-errors.ts'
 import type { StoredDocument } from '../documents/document-store.ts'
 import { ApiError, invalidRequest } from '../http-errors.ts'
+import { listPage } from '../list-page.ts'
 import type { ServerContext } from '../server-context.ts'
 import type { DocumentFormat, FileList, FileObject } from '../wire-types.ts'
 
@@ -36,16 +37,10 @@ export function filesRoute(ctx: ServerContext, library: DocumentLibrary): Router
   })
 
   router.get('/files', async (req, res) => {
-    const { purpose, order, limit, after } = parseListQuery(req.query)
-    let files = (await library.list(ownerOf(res))).filter((d) => purpose === undefined || (d.purpose ?? 'user_data') === purpose)
-    if (order === 'desc') files = files.reverse()
-    if (after !== undefined) {
-      const at = files.findIndex((d) => d.id === after)
-      if (at < 0) throw invalidRequest(`No file has the id '${after}'`, 'after')
-      files = files.slice(at + 1)
-    }
-    const page = files.slice(0, limit).map(fileObject)
-    const list: FileList = { object: 'list', data: page, first_id: page[0]?.id ?? null, last_id: page.at(-1)?.id ?? null, has_more: files.length > page.length }
+    const purpose = req.query.purpose
+    if (purpose !== undefined && typeof purpose !== 'string') throw invalidRequest("'purpose' must be a string", 'purpose')
+    const files = (await library.list(ownerOf(res))).filter((d) => purpose === undefined || (d.purpose ?? 'user_data') === purpose)
+    const list: FileList = listPage(files, req.query, { noun: 'file', anId: 'a file id', defaultLimit: 10_000, maxLimit: 10_000 }, fileObject)
     res.json(list)
   })
 
@@ -123,14 +118,4 @@ function fileObject(d: StoredDocument): FileObject {
     status: 'processed',
     status_details: null,
   }
-}
-
-function parseListQuery(query: Record<string, unknown>): { purpose: string | undefined; order: 'asc' | 'desc'; limit: number; after: string | undefined } {
-  const order = query.order ?? 'desc'
-  if (order !== 'asc' && order !== 'desc') throw invalidRequest("'order' must be 'asc' or 'desc'", 'order')
-  const limit = query.limit === undefined ? 10_000 : Number(query.limit)
-  if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw invalidRequest("'limit' must be an integer from 1 to 10000", 'limit')
-  if (query.after !== undefined && typeof query.after !== 'string') throw invalidRequest("'after' must be a file id", 'after')
-  if (query.purpose !== undefined && typeof query.purpose !== 'string') throw invalidRequest("'purpose' must be a string", 'purpose')
-  return { purpose: query.purpose as string | undefined, order, limit, after: query.after as string | undefined }
 }

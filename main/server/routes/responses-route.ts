@@ -15,6 +15,7 @@ import { ApiError, invalidRequest } from '../http-errors.ts'
 import { requireJsonBody } from '../json-body.ts'
 import { requireModel } from '../model-lookup.ts'
 import { planChat } from '../openai/chat-request.ts'
+import { listPage } from '../list-page.ts'
 import { ReasoningSeal } from '../reasoning-seal.ts'
 import { Notices, sendNotices } from '../request-notices.ts'
 import { requestLifetime } from '../request-lifetime.ts'
@@ -97,16 +98,7 @@ export function responsesRoute(ctx: ServerContext, library: DocumentLibrary): Ro
   router.get('/responses/:id/input_items', async (req, res) => {
     const stored = await store.load(req.params.id, ownerOf(res))
     if (!stored) throw notFound(req.params.id)
-    const { order, limit, after } = parseListQuery(req.query)
-    let items = stored.items.slice(0, stored.inputCount ?? stored.items.length)
-    if (order === 'desc') items = items.reverse()
-    if (after !== undefined) {
-      const at = items.findIndex((item) => item.id === after)
-      if (at < 0) throw invalidRequest(`No input item has the id '${after}'`, 'after')
-      items = items.slice(at + 1)
-    }
-    const page = items.slice(0, limit)
-    res.json({ object: 'list', data: page, first_id: page[0]?.id ?? null, last_id: page.at(-1)?.id ?? null, has_more: items.length > page.length })
+    res.json(listPage(stored.items.slice(0, stored.inputCount ?? stored.items.length), req.query, { noun: 'input item', anId: 'an item id', defaultLimit: 20, maxLimit: 100 }, (item) => item))
   })
 
   router.delete('/responses/:id', async (req, res) => {
@@ -115,15 +107,6 @@ export function responsesRoute(ctx: ServerContext, library: DocumentLibrary): Ro
   })
 
   return router
-}
-
-function parseListQuery(query: Record<string, unknown>): { order: 'asc' | 'desc'; limit: number; after: string | undefined } {
-  const order = query.order ?? 'desc'
-  if (order !== 'asc' && order !== 'desc') throw invalidRequest("'order' must be 'asc' or 'desc'", 'order')
-  const limit = query.limit === undefined ? 20 : Number(query.limit)
-  if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw invalidRequest("'limit' must be an integer from 1 to 100", 'limit')
-  if (query.after !== undefined && typeof query.after !== 'string') throw invalidRequest("'after' must be an item id", 'after')
-  return { order, limit, after: query.after as string | undefined }
 }
 
 /** Input items get ids when stored, as OpenAI's list of them has. */
