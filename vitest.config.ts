@@ -33,6 +33,7 @@ const FAST = [
   'test/metrics.test.ts',
   'test/model-folder.test.ts',
   'test/patch-rebase.test.ts',
+  'test/pinned-source.test.ts',
   'test/quiet-stretches.test.ts',
   'test/responses-mcp.test.ts',
   'test/route-contract.test.ts',

@@ -6,10 +6,10 @@
  * them before building anything. PyPI's llama-cpp-python carries upstream's own commit
  * (pypi-source.ts), where `npm run engines:rebase` takes newer ones from (docs/engines.md).
  */
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
-import { basename, join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 export const LLAMA_SOURCE = {
@@ -101,10 +101,14 @@ function patchesHash(patches: readonly string[]): string {
   return hash.digest('hex').slice(0, 12)
 }
 
-function applyPatches(tree: string, patches: readonly string[], log: (line: string) => void): void {
+export function applyPatches(tree: string, patches: readonly string[], log: (line: string) => void): void {
   for (const patch of patches) {
     try {
-      quietly('git', ['-C', tree, 'apply', '--whitespace=nowarn', patch])
+      // As `patch` would, whatever repository the cache sits in (a home folder kept in git, say):
+      // inside one, git applies only what lies under the folder, and skips the rest in silence.
+      const said = quietly('git', ['-C', tree, 'apply', '--verbose', '--whitespace=nowarn', patch], { GIT_CEILING_DIRECTORIES: dirname(tree) })
+      const skipped = /^Skipped patch '([^']+)'/m.exec(said)
+      if (skipped) throw new EngineBuildError(`git skipped ${skipped[1]}`)
     } catch (e) {
       throw new EngineBuildError(`${basename(patch)} does not apply: ${(e as Error).message} (npm run engines:rebase shows where)`)
     }
@@ -112,10 +116,13 @@ function applyPatches(tree: string, patches: readonly string[], log: (line: stri
   log(`patched: ${patches.map((p) => basename(p, '.patch')).join(', ')}`)
 }
 
-/** Runs a tool with its output kept off the screen; a failure carries what it said. */
-function quietly(tool: string, args: string[]): void {
+/** Runs a tool with its output kept off the screen, and returns what it said on stderr; a failure carries it. */
+function quietly(tool: string, args: string[], env: NodeJS.ProcessEnv = {}): string {
   try {
-    execFileSync(tool, args, { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' })
+    const ran = spawnSync(tool, args, { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8', env: { ...process.env, ...env } })
+    if (ran.error) throw ran.error
+    if (ran.status !== 0) throw Object.assign(new Error(`${tool} exited with ${ran.status ?? ran.signal}`), { stderr: ran.stderr })
+    return ran.stderr
   } catch (e) {
     const said = String((e as { stderr?: string }).stderr ?? '').trim()
     throw new EngineBuildError(said || (e as Error).message)
