@@ -51,7 +51,11 @@ i=1
 while [ $i -le 40 ]; do echo "[$i/40] Building CXX object src/file$i.cpp.o"; i=$((i+1)); done
 for program in "$@"; do
   echo "[40/40] Linking CXX executable bin/$program"
-  case "$program" in llama-bench|hearth-whisper-self-test) body="$crash" ;; *) body="" ;; esac
+  # The runners say how they were called (ARGS_LOG), and a GPU's run dies where CRASH_ON_GPU says so.
+  runner='if [ -n "$ARGS_LOG" ]; then echo "$(basename "$0") $*" >> "$ARGS_LOG"; fi
+case " $* " in *" -ngl "*|*" gpu "*) if [ -n "$CRASH_ON_GPU" ]; then kill -ILL $$; fi ;; esac'
+  case "$program" in llama-bench|hearth-whisper-self-test) body="$runner
+$crash" ;; *) body="" ;; esac
   printf '#!/bin/sh\\n%s\\n' "$body" > "$dir/bin/$program"; chmod +x "$dir/bin/$program"
 done
 `
@@ -108,6 +112,31 @@ describe.skipIf(!haveSources)('the engine build as a person sees it', () => {
     expect(manifest.cmakeFlags).toEqual(expect.arrayContaining(fallback.flags))
     expect(manifest.selfTest).toMatchObject({ engine: 'llama', passed: true })
     expect(manifest.selfTest.runs).toHaveLength(30)
+  })
+
+  it('runs a GPU\'s build on the CPU alone and on the GPU, and blames no CPU feature for a crash on the GPU', () => {
+    const argsLog = join(mkdtempSync(join(tmpdir(), 'hearth-runner-args-')), 'args')
+    const { status, stdout, stderr } = buildWith({ HEARTH_ENGINE_GPU: 'cuda', ARGS_LOG: argsLog })
+    expect(status, stderr).toBe(0)
+    expect(stdout).toMatch(/llama: self-test passed: 15 weight types ran at 1 and 2 threads, and on the GPU \(CUDA\)/)
+    expect(stdout).toMatch(/whisper: self-test passed: 11 weight types ran at 1 and 2 threads, and on the GPU \(CUDA\)/)
+    const calls = readFileSync(argsLog, 'utf8').trim().split('\n')
+    const bench = calls.filter((c) => c.startsWith('llama-bench '))
+    // Each type three times: on the CPU alone at 1 and 2 threads, then on the GPU, every layer offloaded.
+    expect(bench).toHaveLength(45)
+    expect(bench.filter((c) => / -t 1 .*-dev none /.test(c))).toHaveLength(15)
+    expect(bench.filter((c) => / -t 2 .*-dev none /.test(c))).toHaveLength(15)
+    expect(bench.filter((c) => / -ngl 99 /.test(c) && !c.includes('-dev none'))).toHaveLength(15)
+    const whisper = calls.filter((c) => c.startsWith('hearth-whisper-self-test '))
+    expect(whisper.filter((c) => c.endsWith(' cpu'))).toHaveLength(22)
+    expect(whisper.filter((c) => c.endsWith(' gpu'))).toHaveLength(11)
+
+    const crashing = buildWith({ HEARTH_ENGINE_GPU: 'cuda', CRASH_ON_GPU: '1' })
+    expect(crashing.status, crashing.stderr).toBe(0)
+    expect(crashing.stdout).toContain('llama:   Q4_K on the GPU: killed by SIGILL')
+    expect(crashing.stdout).toMatch(/llama: self-test failed: F16, .* of 15 weight types \(on the GPU: killed by SIGILL\)/)
+    // Building without AMX or AVX-512 would not mend the GPU's kernels: the build is kept, and said to have failed.
+    expect(crashing.stdout).not.toContain('building again')
   })
 
   it('leaves out a portable build\'s CPU backend that crashes, and ggml takes the next best', () => {

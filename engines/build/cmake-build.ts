@@ -298,15 +298,17 @@ export async function cmakeBuild(
   throw new EngineBuildError(`${recipe.name} does not run on this CPU however it is built (${failures.join('; ')}). Please report it with the output of: grep -m1 flags /proc/cpuinfo`)
 }
 
+/** A run on the CPU died: building without a CPU feature may cure it (a GPU's crash it would not). */
 function crashed(report: SelfTestReport): boolean {
-  return report.runs.some((r) => r.outcome === 'crashed')
+  return report.runs.some((r) => r.outcome === 'crashed' && !r.gpu)
 }
 
 /** Runs the recipe's self-test on the programs in `dir`, saying what it does and what it found. */
 function runSelfTest(recipe: BuildRecipe, dir: string, scratch: string, log: (line: string) => void): SelfTestReport {
-  log(`${recipe.name}: self-test: every weight type at 1 and 2 threads`)
+  log(`${recipe.name}: self-test: every weight type at 1 and 2 threads (and on the GPU, for a GPU's build)`)
   const report = recipe.selfTest!(dir, scratch, (run) => {
-    if (run.outcome !== 'ran') log(`${recipe.name}:   ${run.weightType} at ${run.threads} thread${run.threads > 1 ? 's' : ''}: ${run.outcome === 'crashed' ? `killed by ${run.signal}` : run.detail}`)
+    const where = run.gpu ? 'on the GPU' : `at ${run.threads} thread${run.threads > 1 ? 's' : ''}`
+    if (run.outcome !== 'ran') log(`${recipe.name}:   ${run.weightType} ${where}: ${run.outcome === 'crashed' ? `killed by ${run.signal}` : run.detail}`)
   })
   log(`${recipe.name}: ${selfTestVerdict(report)}`)
   return report
@@ -357,7 +359,8 @@ async function compileIntoStaging(recipe: BuildRecipe, gpu: GpuToolkit, flags: s
       else copyFileSync(from, join(staging, file))
     }
   }
-  rmSync(buildDir, { recursive: true, force: true })
+  // Kept on request: the benchmark rebuilds it without Hearth's patches in minutes (comparison-builds.ts).
+  if (!env.HEARTH_KEEP_CMAKE_BUILD) rmSync(buildDir, { recursive: true, force: true })
   rmSync(logFile, { force: true })
   return staging
 }
@@ -433,7 +436,7 @@ export function nativeCpuFeatures(cmakeFlags: readonly string[] = []): string[] 
   return features.filter(([macro]) => defined.has(macro)).map(([, name]) => name)
 }
 
-function compilerId(): string {
+export function compilerId(): string {
   for (const cxx of [process.env.CXX, 'c++', 'g++', 'clang++'].filter(Boolean) as string[]) {
     const out = spawnSync(cxx, ['--version'], { encoding: 'utf8' })
     if (out.status === 0) return out.stdout.split('\n')[0]!.trim()

@@ -38,7 +38,7 @@ export function llamaRecipe(gpu: GpuToolkit, portable = false): BuildRecipe {
       `-DGGML_METAL=${gpu === 'metal' ? 'ON' : 'OFF'}`,
     ],
     source: patchedLlamaSource,
-    selfTest: (dir, scratch, onRun) => selfTestLlama((program) => programPath(dir, program), scratch, onRun),
+    selfTest: (dir, scratch, onRun) => selfTestLlama((program) => programPath(dir, program), scratch, onRun, gpu === 'none' ? {} : { gpu }),
   }
 }
 

@@ -19,7 +19,7 @@ export function whisperRecipe(gpu: GpuToolkit, portable = false): BuildRecipe {
     // Our CMakeLists.txt (native-build/whisper/) builds what Hearth runs, nothing else.
     flags: ggmlFlags(gpu, portable),
     source: pinnedWhisperSource,
-    selfTest: (dir, scratch, onRun) => selfTestWhisper((program) => programPath(dir, program), scratch, onRun),
+    selfTest: (dir, scratch, onRun) => selfTestWhisper((program) => programPath(dir, program), scratch, onRun, gpu === 'none' ? {} : { gpu }),
   }
 }
 

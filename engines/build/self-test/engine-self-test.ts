@@ -2,7 +2,9 @@
  * A build is ready only once it has run: every weight type people download, quantized here from
  * a small random model and run at one and two threads (a prompt long enough for the batched
  * matrix kernels, then a few decode steps). A kernel the compiler or the CPU gets wrong (ggml's AMX
- * tiles, say) dies here, at install, instead of on a user's first question.
+ * tiles, say) dies here, at install, instead of on a user's first question. A build for a GPU runs
+ * each type twice over: on the CPU alone (the path of a model too big for the GPU, or of
+ * `--backend cpu`), then once on the GPU.
  */
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, rmSync } from 'node:fs'
@@ -13,6 +15,8 @@ export interface SelfTestRun {
   /** ggml's name for the weights' type (Q4_K, IQ4_XS, …). */
   weightType: string
   threads: number
+  /** Run on the build's GPU, every layer offloaded; absent for a run on the CPU alone. */
+  gpu?: true
   /** ran: the prompt and the decode steps finished; crashed: a signal killed it; failed: it exited with an error. */
   outcome: 'ran' | 'crashed' | 'failed'
   signal?: string
@@ -28,6 +32,8 @@ export interface SelfTestReport {
   runs: SelfTestRun[]
   /** Portable builds: the CPU backend variant ggml chose here (`sapphirerapids`, `haswell`, …). */
   cpuVariant?: string
+  /** The GPU toolkit whose kernels ran too (cuda, vulkan, metal); absent for a build for the CPU. */
+  gpu?: string
   seconds: number
   at: string
 }
@@ -73,9 +79,14 @@ const RUN_LIMIT_MS = 120_000
 
 export type Programs = (name: string) => string
 
+/** A build's GPU toolkit, where it has one: its kernels are run as well as the CPU's. */
+export interface SelfTestOptions {
+  gpu?: string
+}
+
 /** Runs llama.cpp's self-test with the build's own llama-quantize and llama-bench; `scratch` is removed after. */
-export function selfTestLlama(program: Programs, scratch: string, onRun: (run: SelfTestRun) => void = () => undefined): SelfTestReport {
-  return selfTest('llama', scratch, LLAMA_WEIGHT_TYPES, onRun, {
+export function selfTestLlama(program: Programs, scratch: string, onRun: (run: SelfTestRun) => void = () => undefined, options: SelfTestOptions = {}): SelfTestReport {
+  return selfTest('llama', scratch, LLAMA_WEIGHT_TYPES, onRun, options, {
     writeSource: (dir) => {
       const path = join(dir, 'self-test-f32.gguf')
       writeSelfTestLlama(path)
@@ -85,15 +96,17 @@ export function selfTestLlama(program: Programs, scratch: string, onRun: (run: S
       const out = join(dir, `self-test-${type.name}.gguf`)
       return { out, result: run(program('llama-quantize'), ['--pure', source, out, type.quantizeAs ?? type.name, '1']) }
     },
-    // 64 prompt tokens take the batched (tiled) products, the 4 decode steps the one-row ones.
-    bench: (model, threads) => run(program('llama-bench'), ['-m', model, '-p', '64', '-n', '4', '-r', '1', '-t', String(threads), '-o', 'json', '-v']),
+    // 64 prompt tokens take the batched (tiled) products, the 4 decode steps the one-row ones;
+    // `-dev none` keeps every weight on the CPU, where llama-bench would offload them all.
+    bench: (model, threads, onGpu) =>
+      run(program('llama-bench'), ['-m', model, '-p', '64', '-n', '4', '-r', '1', '-t', String(threads), ...(onGpu ? ['-ngl', '99'] : ['-dev', 'none']), '-o', 'json', '-v']),
     usedAmx: (log) => /AMX model buffer size/.test(log),
   })
 }
 
 /** Runs whisper.cpp's self-test with the build's own whisper-quantize and Hearth's whisper/whisper-self-test.cpp (the encoder's 1,500 frames, the decoder's batch and single tokens). */
-export function selfTestWhisper(program: Programs, scratch: string, onRun: (run: SelfTestRun) => void = () => undefined): SelfTestReport {
-  return selfTest('whisper', scratch, WHISPER_WEIGHT_TYPES, onRun, {
+export function selfTestWhisper(program: Programs, scratch: string, onRun: (run: SelfTestRun) => void = () => undefined, options: SelfTestOptions = {}): SelfTestReport {
+  return selfTest('whisper', scratch, WHISPER_WEIGHT_TYPES, onRun, options, {
     writeSource: (dir) => {
       const path = join(dir, 'ggml-self-test-f16.bin')
       writeSelfTestWhisper(path)
@@ -104,7 +117,7 @@ export function selfTestWhisper(program: Programs, scratch: string, onRun: (run:
       const out = join(dir, `ggml-self-test-${type.name}.bin`)
       return { out, result: run(program('whisper-quantize'), [source, out, type.quantizeAs]) }
     },
-    bench: (model, threads) => run(program('hearth-whisper-self-test'), [model, String(threads)]),
+    bench: (model, threads, onGpu) => run(program('hearth-whisper-self-test'), [model, String(threads), onGpu ? 'gpu' : 'cpu']),
     usedAmx: (log) => /\bAMX\b.*(buffer|size)/.test(log),
   })
 }
@@ -112,11 +125,11 @@ export function selfTestWhisper(program: Programs, scratch: string, onRun: (run:
 interface Harness {
   writeSource: (dir: string) => string
   quantize: (source: string, type: WeightType, dir: string) => { out: string; result?: Ran }
-  bench: (model: string, threads: number) => Ran
+  bench: (model: string, threads: number, onGpu: boolean) => Ran
   usedAmx: (log: string) => boolean
 }
 
-function selfTest(engine: SelfTestReport['engine'], scratch: string, types: readonly WeightType[], onRun: (run: SelfTestRun) => void, harness: Harness): SelfTestReport {
+function selfTest(engine: SelfTestReport['engine'], scratch: string, types: readonly WeightType[], onRun: (run: SelfTestRun) => void, options: SelfTestOptions, harness: Harness): SelfTestReport {
   const started = performance.now()
   rmSync(scratch, { recursive: true, force: true })
   mkdirSync(scratch, { recursive: true })
@@ -136,11 +149,12 @@ function selfTest(engine: SelfTestReport['engine'], scratch: string, types: read
         continue
       }
       for (const threads of SELF_TEST_THREADS) {
-        const ran = harness.bench(out, threads)
+        const ran = harness.bench(out, threads, false)
         cpuVariant ??= /libggml-cpu-([\w-]+)\.(?:so|dylib|dll)/.exec(ran.log)?.[1]
         const amx = AMX_KERNEL_TYPES.has(type.name) && harness.usedAmx(ran.log)
         record({ weightType: type.name, threads, ...outcomeOf(ran), ...(amx ? { amx } : {}) })
       }
+      if (options.gpu) record({ weightType: type.name, threads: 1, gpu: true, ...outcomeOf(harness.bench(out, 1, true)) })
       if (out !== source) rmSync(out, { force: true })
     }
   } finally {
@@ -151,6 +165,7 @@ function selfTest(engine: SelfTestReport['engine'], scratch: string, types: read
     passed: runs.every((r) => r.outcome === 'ran'),
     runs,
     ...(cpuVariant ? { cpuVariant } : {}),
+    ...(options.gpu ? { gpu: options.gpu } : {}),
     seconds: Math.round((performance.now() - started) / 100) / 10,
     at: new Date().toISOString(),
   }
@@ -188,15 +203,16 @@ function lastLine(ran: Ran): string {
 /** One line for install and the Server page: what ran, what used AMX, or what broke and how. */
 export function selfTestVerdict(report: SelfTestReport): string {
   const types = [...new Set(report.runs.map((r) => r.weightType))]
-  const threads = [...new Set(report.runs.map((r) => r.threads))].join(' and ')
+  const threads = [...new Set(report.runs.filter((r) => !r.gpu).map((r) => r.threads))].join(' and ')
   if (report.passed) {
     const amx = [...new Set(report.runs.filter((r) => r.amx).map((r) => r.weightType))]
     const units = amx.length > 0 ? `; AMX ran ${amx.join(' ')}` : '; no AMX here'
     const variant = report.cpuVariant ? ` on its ${report.cpuVariant} CPU backend` : ''
-    return `self-test passed: ${types.length} weight types ran at ${threads} threads${variant}${units} (${report.seconds} s)`
+    const gpu = report.gpu ? `, and on the GPU (${report.gpu.toUpperCase()})` : ''
+    return `self-test passed: ${types.length} weight types ran at ${threads} threads${variant}${gpu}${units} (${report.seconds} s)`
   }
   const broken = report.runs.filter((r) => r.outcome !== 'ran')
-  const how = [...new Set(broken.map((r) => (r.outcome === 'crashed' ? `killed by ${r.signal}` : r.detail)))].join('; ')
+  const how = [...new Set(broken.map((r) => `${r.gpu ? 'on the GPU: ' : ''}${r.outcome === 'crashed' ? `killed by ${r.signal}` : r.detail}`))].join('; ')
   const brokenTypes = [...new Set(broken.map((r) => r.weightType))]
   return `self-test failed: ${brokenTypes.join(', ')} of ${types.length} weight types (${how})`
 }
