@@ -1,19 +1,28 @@
 /**
- * The builds the AMX figures compare Hearth's with, made from the same pinned source and options
- * and cached beside it (each about ten minutes of two cores, once):
+ * The builds the benchmarks compare Hearth's with, made from the same pinned source and options
+ * and cached beside it (each about ten minutes of two cores, once; a CUDA one much longer):
  * - `llama-upstream`: llama.cpp as upstream ships it, without Hearth's patches, so without the fix
  *   to ggml's AMX kernels (on a CPU with AMX its quantized models crash, and the bench says so);
  * - `llama-without-amx`: Hearth's build with AMX left out, ggml's best path on this CPU without
  *   the matrix units (AVX-512 and its repacked weights), as install builds it where AMX crashes.
+ *
+ * Where Hearth's own CMake build folder was kept (`HEARTH_KEEP_CMAKE_BUILD=1` at build time), the
+ * upstream build is that folder rebuilt with the patches taken back out: only the patched files
+ * compile again, minutes instead of a CUDA hour, and nothing else can differ.
  */
-import { cmakeBuild, cpuLevels, nativeCpuFeatures, type NativeBuild } from '../engines/build/cmake-build.ts'
+import { spawnSync } from 'node:child_process'
+import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
+import { dirname, join } from 'node:path'
+import { buildKey, cmakeBuild, compilerId, cpuLevels, engineCacheDir, findBuild, nativeCpuFeatures, programPath, type BuildRecipe, type GpuToolkit, type NativeBuild } from '../engines/build/cmake-build.ts'
 import { llamaRecipe } from '../engines/build/llama-build.ts'
-import { pinnedLlamaSource } from '../engines/build/pinned-source.ts'
+import { LLAMA_PATCHES, pinnedLlamaSource } from '../engines/build/pinned-source.ts'
 
-export function upstreamLlamaBuild(log: (line: string) => void = console.log): Promise<NativeBuild> {
-  const hearth = llamaRecipe('none')
-  const { selfTest: _, ...recipe } = hearth
-  return cmakeBuild({ ...recipe, name: 'llama-upstream', sourceId: `${hearth.commit}+unpatched`, source: pinnedLlamaSource }, 'none', log)
+export async function upstreamLlamaBuild(log: (line: string) => void = console.log, gpu: GpuToolkit = 'none'): Promise<NativeBuild> {
+  const hearth = llamaRecipe(gpu)
+  const { selfTest: _, ...rest } = hearth
+  const recipe = { ...rest, name: 'llama-upstream', sourceId: `${hearth.commit}+unpatched`, source: pinnedLlamaSource }
+  return findBuild(recipe) ?? rebuiltWithoutPatches(gpu, recipe, log) ?? cmakeBuild(recipe, gpu, log)
 }
 
 /** Undefined on a CPU without AMX. */
@@ -22,4 +31,59 @@ export async function llamaBuildWithoutAmx(log: (line: string) => void = console
   if (!level) return undefined
   const hearth = llamaRecipe('none')
   return cmakeBuild({ ...hearth, name: 'llama-without-amx', flags: [...hearth.flags, ...level.flags] }, 'none', log)
+}
+
+/**
+ * Hearth's kept build folder compiled again with the patched source's patches reversed (then
+ * applied again), its programs cached as `upstream`; undefined where no folder was kept.
+ */
+function rebuiltWithoutPatches(gpu: GpuToolkit, upstream: BuildRecipe, log: (line: string) => void): NativeBuild | undefined {
+  const hearth = llamaRecipe(gpu)
+  const cache = engineCacheDir()
+  const buildDir = join(cache, `build-${hearth.name}-${buildKey(hearth)}`)
+  if (!existsSync(join(buildDir, 'CMakeCache.txt'))) return undefined
+  const tree = hearth.source(cache, log)
+  // As `patch` would: never as part of a repository the cache happens to sit in, whose paths git
+  // would skip in silence ("Skipped patch" in its verbose output is refused all the same).
+  const git = (args: string[]) => {
+    const ran = spawnSync('git', ['-C', tree, ...args, '--verbose'], { encoding: 'utf8', env: { ...process.env, GIT_CEILING_DIRECTORIES: dirname(tree) } })
+    return { ...ran, status: /^Skipped patch/m.test(ran.stderr) ? 1 : ran.status }
+  }
+  log(`${upstream.name}: Hearth's build folder without its ${LLAMA_PATCHES.length} patches, compiled again`)
+  const started = Date.now()
+  const reversed: string[] = []
+  try {
+    for (const patch of [...LLAMA_PATCHES].reverse()) {
+      const undone = git(['apply', '-R', '--whitespace=nowarn', patch])
+      if (undone.status !== 0) throw new Error(`${patch} does not reverse: ${undone.stderr}`)
+      reversed.push(patch)
+    }
+    const built = spawnSync('cmake', ['--build', buildDir, '--config', 'Release', '-j', String(availableParallelism()), '--target', ...upstream.programs], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 })
+    if (built.status !== 0) throw new Error(`the rebuild failed: ${(built.stdout + built.stderr).slice(-2000)}`)
+    const final = join(cache, `${upstream.name}-${buildKey(upstream)}`)
+    const staging = `${final}.partial`
+    rmSync(staging, { recursive: true, force: true })
+    mkdirSync(staging, { recursive: true })
+    for (const program of upstream.programs) copyFileSync(join(buildDir, 'bin', program), programPath(staging, program))
+    const manifest: Omit<NativeBuild, 'dir'> = {
+      commit: upstream.commit,
+      sourceVersion: upstream.sourceVersion,
+      gpu,
+      cpuFeatures: nativeCpuFeatures(upstream.flags),
+      compiler: compilerId(),
+      cmakeFlags: upstream.flags,
+      builtAt: new Date().toISOString(),
+      withheld: [],
+    }
+    writeFileSync(join(staging, 'build.json'), JSON.stringify(manifest, null, 2))
+    rmSync(final, { recursive: true, force: true })
+    renameSync(staging, final)
+    log(`${upstream.name}: ready in ${Math.round((Date.now() - started) / 1000)} s: ${final}`)
+    return { ...manifest, dir: final }
+  } finally {
+    for (const patch of reversed.reverse()) {
+      // A tree left half-patched must not pass for the patched source: it is made again next time.
+      if (git(['apply', '--whitespace=nowarn', patch]).status !== 0) rmSync(join(tree, '.hearth-complete'), { force: true })
+    }
+  }
 }
