@@ -13,10 +13,10 @@
 import { spawnSync } from 'node:child_process'
 import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import { buildKey, cmakeBuild, compilerId, cpuLevels, engineCacheDir, findBuild, nativeCpuFeatures, programPath, type BuildRecipe, type GpuToolkit, type NativeBuild } from '../engines/build/cmake-build.ts'
 import { llamaRecipe } from '../engines/build/llama-build.ts'
-import { LLAMA_PATCHES, pinnedLlamaSource } from '../engines/build/pinned-source.ts'
+import { applyPatch, LLAMA_PATCHES, pinnedLlamaSource } from '../engines/build/pinned-source.ts'
 
 export async function upstreamLlamaBuild(log: (line: string) => void = console.log, gpu: GpuToolkit = 'none'): Promise<NativeBuild> {
   const hearth = llamaRecipe(gpu)
@@ -43,19 +43,12 @@ function rebuiltWithoutPatches(gpu: GpuToolkit, upstream: BuildRecipe, log: (lin
   const buildDir = join(cache, `build-${hearth.name}-${buildKey(hearth)}`)
   if (!existsSync(join(buildDir, 'CMakeCache.txt'))) return undefined
   const tree = hearth.source(cache, log)
-  // As `patch` would: never as part of a repository the cache happens to sit in, whose paths git
-  // would skip in silence ("Skipped patch" in its verbose output is refused all the same).
-  const git = (args: string[]) => {
-    const ran = spawnSync('git', ['-C', tree, ...args, '--verbose'], { encoding: 'utf8', env: { ...process.env, GIT_CEILING_DIRECTORIES: dirname(tree) } })
-    return { ...ran, status: /^Skipped patch/m.test(ran.stderr) ? 1 : ran.status }
-  }
   log(`${upstream.name}: Hearth's build folder without its ${LLAMA_PATCHES.length} patches, compiled again`)
   const started = Date.now()
   const reversed: string[] = []
   try {
     for (const patch of [...LLAMA_PATCHES].reverse()) {
-      const undone = git(['apply', '-R', '--whitespace=nowarn', patch])
-      if (undone.status !== 0) throw new Error(`${patch} does not reverse: ${undone.stderr}`)
+      applyPatch(tree, patch, { reverse: true })
       reversed.push(patch)
     }
     const built = spawnSync('cmake', ['--build', buildDir, '--config', 'Release', '-j', String(availableParallelism()), '--target', ...upstream.programs], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 })
@@ -81,9 +74,11 @@ function rebuiltWithoutPatches(gpu: GpuToolkit, upstream: BuildRecipe, log: (lin
     log(`${upstream.name}: ready in ${Math.round((Date.now() - started) / 1000)} s: ${final}`)
     return { ...manifest, dir: final }
   } finally {
-    for (const patch of reversed.reverse()) {
+    try {
+      for (const patch of reversed.reverse()) applyPatch(tree, patch)
+    } catch {
       // A tree left half-patched must not pass for the patched source: it is made again next time.
-      if (git(['apply', '--whitespace=nowarn', patch]).status !== 0) rmSync(join(tree, '.hearth-complete'), { force: true })
+      rmSync(join(tree, '.hearth-complete'), { force: true })
     }
   }
 }

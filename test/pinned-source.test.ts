@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { applyPatches } from '../engines/build/pinned-source.ts'
+import { applyPatch, applyPatches } from '../engines/build/pinned-source.ts'
 
 // As git writes it (the engine patches are): inside a repository, git reads its paths from the top.
 const PATCH = `diff --git a/src/answer.txt b/src/answer.txt
@@ -34,6 +34,19 @@ describe('applying the engine patches', () => {
     const patch = join(home, 'fix.patch')
     writeFileSync(patch, PATCH)
     applyPatches(tree, [patch], () => undefined)
+    expect(readFileSync(join(tree, 'src', 'answer.txt'), 'utf8')).toBe('patched\n')
+  })
+
+  it('takes a patch back out and puts it in again (the benchmark\'s unpatched build)', () => {
+    const home = mkdtempSync(join(tmpdir(), 'hearth-home-in-git-'))
+    execFileSync('git', ['init', '--quiet', home])
+    const tree = sourceTreeIn(home)
+    const patch = join(home, 'fix.patch')
+    writeFileSync(patch, PATCH)
+    applyPatch(tree, patch)
+    applyPatch(tree, patch, { reverse: true })
+    expect(readFileSync(join(tree, 'src', 'answer.txt'), 'utf8')).toBe('upstream\n')
+    applyPatch(tree, patch)
     expect(readFileSync(join(tree, 'src', 'answer.txt'), 'utf8')).toBe('patched\n')
   })
 

@@ -104,16 +104,24 @@ function patchesHash(patches: readonly string[]): string {
 export function applyPatches(tree: string, patches: readonly string[], log: (line: string) => void): void {
   for (const patch of patches) {
     try {
-      // As `patch` would, whatever repository the cache sits in (a home folder kept in git, say):
-      // inside one, git applies only what lies under the folder, and skips the rest in silence.
-      const said = quietly('git', ['-C', tree, 'apply', '--verbose', '--whitespace=nowarn', patch], { GIT_CEILING_DIRECTORIES: dirname(tree) })
-      const skipped = /^Skipped patch '([^']+)'/m.exec(said)
-      if (skipped) throw new EngineBuildError(`git skipped ${skipped[1]}`)
+      applyPatch(tree, patch)
     } catch (e) {
       throw new EngineBuildError(`${basename(patch)} does not apply: ${(e as Error).message} (npm run engines:rebase shows where)`)
     }
   }
   log(`patched: ${patches.map((p) => basename(p, '.patch')).join(', ')}`)
+}
+
+/**
+ * Applies one patch to `tree` (or takes it back out), as `patch` would, whatever repository the
+ * cache sits in (a home folder kept in git, say): inside one, git applies only what lies under the
+ * folder and skips the rest in silence, which is refused here.
+ */
+export function applyPatch(tree: string, patch: string, options: { reverse?: boolean } = {}): void {
+  const args = ['-C', tree, 'apply', ...(options.reverse ? ['-R'] : []), '--verbose', '--whitespace=nowarn', patch]
+  const said = quietly('git', args, { GIT_CEILING_DIRECTORIES: dirname(tree) })
+  const skipped = /^Skipped patch '([^']+)'/m.exec(said)
+  if (skipped) throw new EngineBuildError(`git skipped ${skipped[1]}`)
 }
 
 /** Runs a tool with its output kept off the screen, and returns what it said on stderr; a failure carries it. */
