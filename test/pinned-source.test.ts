@@ -26,28 +26,30 @@ function sourceTreeIn(outer: string): string {
   return tree
 }
 
+/** A source tree inside a folder that is a git repository of its own, with the patch beside it. */
+function treeInsideRepository(): { tree: string; patch: string; answer: () => string } {
+  const home = mkdtempSync(join(tmpdir(), 'hearth-home-in-git-'))
+  execFileSync('git', ['init', '--quiet', home])
+  const tree = sourceTreeIn(home)
+  const patch = join(home, 'fix.patch')
+  writeFileSync(patch, PATCH)
+  return { tree, patch, answer: () => readFileSync(join(tree, 'src', 'answer.txt'), 'utf8') }
+}
+
 describe('applying the engine patches', () => {
   it('patches a tree that sits inside another git repository', () => {
-    const home = mkdtempSync(join(tmpdir(), 'hearth-home-in-git-'))
-    execFileSync('git', ['init', '--quiet', home])
-    const tree = sourceTreeIn(home)
-    const patch = join(home, 'fix.patch')
-    writeFileSync(patch, PATCH)
+    const { tree, patch, answer } = treeInsideRepository()
     applyPatches(tree, [patch], () => undefined)
-    expect(readFileSync(join(tree, 'src', 'answer.txt'), 'utf8')).toBe('patched\n')
+    expect(answer()).toBe('patched\n')
   })
 
   it('takes a patch back out and puts it in again (the benchmark\'s unpatched build)', () => {
-    const home = mkdtempSync(join(tmpdir(), 'hearth-home-in-git-'))
-    execFileSync('git', ['init', '--quiet', home])
-    const tree = sourceTreeIn(home)
-    const patch = join(home, 'fix.patch')
-    writeFileSync(patch, PATCH)
+    const { tree, patch, answer } = treeInsideRepository()
     applyPatch(tree, patch)
     applyPatch(tree, patch, { reverse: true })
-    expect(readFileSync(join(tree, 'src', 'answer.txt'), 'utf8')).toBe('upstream\n')
+    expect(answer()).toBe('upstream\n')
     applyPatch(tree, patch)
-    expect(readFileSync(join(tree, 'src', 'answer.txt'), 'utf8')).toBe('patched\n')
+    expect(answer()).toBe('patched\n')
   })
 
   it('fails, naming the patch, where a patch does not apply', () => {
