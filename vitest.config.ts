@@ -16,6 +16,7 @@ const FAST = [
   'test/agent-replay.test.ts',
   'test/agents-docs.test.ts',
   'test/audio-decode.test.ts',
+  'test/client-params.test.ts',
   'test/cors.test.ts',
   'test/docs-links.test.ts',
   'test/documents.test.ts',

@@ -419,6 +419,19 @@ describe('/v1/files and documents in chats', () => {
     expect(res.json.error.message).toMatch(/Models page.*npm run models -- pull hf:\/\/\S+ --id nomic-embed-text-v1\.5/)
   })
 
+  /** Mistakes in a Responses request's file parts, as its own field names. */
+  const responsesCases = (fileId: string): Array<[string, unknown, number, string | undefined, string | null]> => {
+    const part = (file: object, earlier: object[] = []) => ({ model: 'tiny', instructions: 'Answer from the file.', input: [...earlier, { role: 'user', content: [{ type: 'input_text', text: 'x' }, { type: 'input_file', ...file }] }] })
+    const turn = [{ role: 'user', content: 'Hello' }, { role: 'assistant', content: 'Hi' }]
+    return [
+      ['/v1/responses', part({ file_id: 'file-000000000000000000000000' }), 404, 'file_not_found', 'input[0].content[1].file_id'],
+      ['/v1/responses', part({}, turn), 400, 'missing_required_parameter', 'input[2].content[1]'],
+      ['/v1/responses', part({ file_id: fileId, file_data: 'QQ==' }), 400, 'invalid_value', 'input[0].content[1]'],
+      ['/v1/responses', part({ file_data: 'not base64!' }, turn), 400, 'invalid_value', 'input[2].content[1].file_data'],
+      ['/v1/responses', { model: 'tiny', input: [{ role: 'system', content: [{ type: 'input_file', file_id: fileId }] }, { role: 'user', content: 'x' }] }, 400, 'invalid_value', 'input[0].content[0]'],
+    ]
+  }
+
   it('refuses files it cannot read in a chat by name, never with a 500', async () => {
     const a = await client.files.create({ file: await toFile(Buffer.from('Alpha.'), 'a.txt'), purpose: 'user_data' })
     const part = (file: unknown) => ({ model: 'tiny', messages: [{ role: 'user', content: [{ type: 'file', file }, { type: 'text', text: 'x' }] }] })
@@ -430,6 +443,8 @@ describe('/v1/files and documents in chats', () => {
       ['/v1/chat/completions', part({ file_data: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 0]).toString('base64'), filename: 'p.png' }), 400, 'unsupported_document_type', 'messages[0].content[0].file.file_data'],
       ['/v1/chat/completions', { model: 'tiny', messages: [{ role: 'system', content: [{ type: 'file', file: { file_id: a.id } }] }, { role: 'user', content: 'x' }] }, 400, 'invalid_value', 'messages[0].content[0].file'],
       ['/v1/responses', { model: 'tiny', input: [{ role: 'user', content: [{ type: 'input_file', file_url: 'https://example.com/a.pdf' }] }] }, 400, 'unsupported_parameter', 'input[0].content[0].file_url'],
+      // the same mistakes through /v1/responses name its own fields, whatever comes before them
+      ...responsesCases(a.id),
     ]
     for (const [path, body, status, code, param] of cases) {
       const res = await postJson(server, path, body)

@@ -277,6 +277,21 @@ describe('vision models', () => {
       const ok = await streamed(VISION, ask(png), 4)
       expect(ok.text.length).toBeGreaterThan(0)
     })
+
+    it("through /v1/responses, names the Responses request's own fields", async () => {
+      const askItem = (url: string) => ({ role: 'user', content: [{ type: 'input_text', text: 'What is in this image?' }, { type: 'input_image', image_url: url }] })
+      const cases: Array<[body: object, code: string, param: string]> = [
+        [{ input: [askItem('data:image/png;base64,iVBORw0KGgo*&^%$#@!')] }, 'invalid_image', 'input[0].content[1].image_url'],
+        // instructions become the chat's first message: the input's items keep their own numbers
+        [{ instructions: 'Be brief.', input: [askItem('https://example.com/cat.png')] }, 'invalid_image', 'input[0].content[1].image_url'],
+        [{ input: [askItem(png), { role: 'assistant', content: 'ok' }, askItem(png)] }, 'too_many_images', 'input[2].content[1].image_url'],
+        [{ input: [{ role: 'system', content: [{ type: 'input_image', image_url: png }] }, { role: 'user', content: 'Hi' }] }, 'invalid_value', 'input[0].content[0]'],
+      ]
+      for (const [body, code, param] of cases) {
+        const res = await postJson(server, '/v1/responses', { model: VISION, max_output_tokens: 4, ...body })
+        expect([res.status, res.json.error], JSON.stringify(body).slice(0, 200)).toEqual([400, { message: expect.any(String), type: 'invalid_request_error', param, code }])
+      }
+    })
   })
 })
 

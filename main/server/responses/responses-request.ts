@@ -5,6 +5,7 @@
  * is in docs/agents.md ("Which fields are honoured").
  */
 import { z } from 'zod'
+import { ClientParams } from '../client-params.ts'
 import { refusedFields, setAsideFields } from '../field-decisions.ts'
 import { invalidRequest, unsupportedParameter } from '../http-errors.ts'
 import { checkChatRequest, type ChatRequest } from '../openai/chat-request.ts'
@@ -231,7 +232,12 @@ export interface ConvertedResponse {
   chat: ChatRequest
   /** The tools as the model sees them, and how its calls are named back to the client. */
   tools: ResponseTools
+  /** The request's own names for the chat's fields, for the 400s found once it is a chat. */
+  params: ClientParams
 }
+
+/** Chat's names for the fields a Responses request names otherwise. */
+const RESPONSES_FIELDS = { max_tokens: 'max_output_tokens', response_format: 'text.format', reasoning_effort: 'reasoning.effort' }
 
 /**
  * The conversation as a chat completions request: `instructions` as the system message, then the
@@ -241,17 +247,36 @@ export interface ConvertedResponse {
 export function toChatRequest(request: ResponsesRequest, earlier: readonly InputItem[], seal: ReasoningSeal, notices: Notices, extras: ConversionExtras = {}): ConvertedResponse {
   const tools = new ResponseTools((request.tools ?? []) as ResponseTool[], notices, extras.mcp)
   const messages: ChatRequestMessage[] = []
-  if (request.instructions) messages.push({ role: 'system', content: request.instructions })
+  const params = new ClientParams()
+  for (const [chat, responses] of Object.entries(RESPONSES_FIELDS)) params.set(chat, responses)
+  /** A chat message, and the input item it came from. */
+  const push = (message: ChatRequestMessage, where: string) => {
+    params.set(`messages[${messages.length}]`, where)
+    messages.push(message)
+  }
+  if (request.instructions) push({ role: 'system', content: request.instructions }, 'instructions')
   let assistant: Extract<ChatRequestMessage, { role: 'assistant' }> | undefined
+  let assistantItem = '' // the item the assistant's message began with
+  let callItems: string[] = [] // the item of each of its calls
   let reasoning = ''
   const flush = () => {
-    if (assistant) messages.push(assistant)
+    if (assistant) {
+      callItems.forEach((where, j) => {
+        // chat's `function: {name, arguments}` is the call item itself
+        params.set(`messages[${messages.length}].tool_calls[${j}]`, where)
+        params.set(`messages[${messages.length}].tool_calls[${j}].function`, where)
+      })
+      push(assistant, assistantItem)
+    }
     assistant = undefined
+    callItems = []
   }
-  const call = (id: string, name: string, args: string) => {
+  const call = (id: string, name: string, args: string, where: string) => {
+    if (!assistant) assistantItem = where
     assistant ??= { role: 'assistant', content: null, ...(reasoning ? { reasoning_content: reasoning } : {}) }
     reasoning = ''
     ;(assistant.tool_calls ??= []).push({ id, type: 'function', function: { name, arguments: args } })
+    callItems.push(where)
   }
   const items = [...earlier, ...inputItemsOf(request), ...(extras.produced ?? [])]
   const offset = earlier.length
@@ -259,9 +284,11 @@ export function toChatRequest(request: ResponsesRequest, earlier: readonly Input
   checkApprovals(items, offset)
   // An approval request is a call the model made once it is answered (denied, or run); unanswered, the model never sees it.
   const answered = answeredApprovals(items)
-  const toolResult = (callId: string, content: string) => {
+  const toolResult = (callId: string, content: string, where: string) => {
     flush()
-    messages.push({ role: 'tool', tool_call_id: callId, content })
+    params.set(`messages[${messages.length}].tool_call_id`, `${where}.call_id`)
+    params.set(`messages[${messages.length}].content`, `${where}.output`)
+    push({ role: 'tool', tool_call_id: callId, content }, where)
   }
   items.forEach((item, n) => {
     const where = `input[${n - offset}]`
@@ -275,40 +302,39 @@ export function toChatRequest(request: ResponsesRequest, earlier: readonly Input
       }
       case 'function_call': {
         const c = item as z.infer<typeof functionCallItem>
-        call(c.call_id, tools.flatName(c.name, c.namespace), c.arguments)
+        call(c.call_id, tools.flatName(c.name, c.namespace), c.arguments, where)
         return
       }
       case 'custom_tool_call': {
         const c = item as z.infer<typeof customToolCallItem>
-        call(c.call_id, tools.flatName(c.name, c.namespace), JSON.stringify({ input: c.input }))
+        call(c.call_id, tools.flatName(c.name, c.namespace), JSON.stringify({ input: c.input }), where)
         return
       }
       case 'function_call_output':
       case 'custom_tool_call_output': {
         const o = item as z.infer<typeof functionCallOutputItem>
-        flush()
         const output = typeof o.output === 'string' ? o.output : o.output.map((p) => ('text' in p ? p.text : '(a picture)')).join('\n')
-        messages.push({ role: 'tool', tool_call_id: o.call_id, content: output })
+        toolResult(o.call_id, output, where)
         return
       }
       case 'mcp_list_tools':
         return // the tools themselves are in this request's `tools`
       case 'mcp_approval_request': {
         const r = item as McpApprovalRequestItem
-        if (answered.has(r.id)) call(r.id, tools.mcpFlatName(r.server_label, r.name), r.arguments)
+        if (answered.has(r.id)) call(r.id, tools.mcpFlatName(r.server_label, r.name), r.arguments, where)
         return
       }
       case 'mcp_approval_response': {
         const a = item as z.infer<typeof mcpApprovalResponseItem>
         // An approved call's result comes as the `mcp_call` that ran it.
-        if (!a.approve) toolResult(a.approval_request_id, `The user did not approve this call, so it did not run${a.reason ? `: ${a.reason}` : '.'}`)
+        if (!a.approve) toolResult(a.approval_request_id, `The user did not approve this call, so it did not run${a.reason ? `: ${a.reason}` : '.'}`, where)
         return
       }
       case 'mcp_call': {
         const c = item as z.infer<typeof mcpCallItem>
         const callId = c.approval_request_id ?? c.id
-        if (!c.approval_request_id || !answered.has(c.approval_request_id)) call(callId, tools.mcpFlatName(c.server_label, c.name), c.arguments)
-        toolResult(callId, mcpCallText(c))
+        if (!c.approval_request_id || !answered.has(c.approval_request_id)) call(callId, tools.mcpFlatName(c.server_label, c.name), c.arguments, where)
+        toolResult(callId, mcpCallText(c), where)
         return
       }
       case 'web_search_call':
@@ -324,16 +350,25 @@ export function toChatRequest(request: ResponsesRequest, earlier: readonly Input
     if (message.role === 'assistant') {
       const text = typeof message.content === 'string' ? message.content : message.content.map((p) => ('text' in p ? p.text : 'refusal' in p ? p.refusal : '')).join('')
       assistant = { role: 'assistant', content: text, ...(reasoning ? { reasoning_content: reasoning } : {}) }
+      assistantItem = where
       reasoning = ''
       return
     }
-    messages.push({ role: message.role, content: chatContent(message.content, where) })
+    if (typeof message.content !== 'string') {
+      message.content.forEach((part, k) => {
+        const chatPart = `messages[${messages.length}].content[${k}]`
+        // chat's `image_url: {url}` is Responses' `image_url`; its `file: {…}` the part itself
+        if (part.type === 'input_image') params.set(`${chatPart}.image_url.url`, `${where}.content[${k}].image_url`)
+        if (part.type === 'input_file') params.set(`${chatPart}.file`, `${where}.content[${k}]`)
+      })
+    }
+    push({ role: message.role, content: chatContent(message.content, where) }, where)
   })
   flush()
 
   // Built typed from what the Responses schema checked: only the checks across fields remain.
   const textFormat = request.text?.format
-  const chat = checkChatRequest(
+  const chat = checkedAs(params, () => checkChatRequest(
     {
       model: request.model,
       messages,
@@ -348,8 +383,17 @@ export function toChatRequest(request: ResponsesRequest, earlier: readonly Input
       ...(request.reasoning?.effort ? { reasoning_effort: request.reasoning.effort } : {}),
     },
     notices,
-  )
-  return { chat, tools }
+  ))
+  return { chat, tools, params }
+}
+
+/** What `check` returns, or its error naming the client's field. */
+function checkedAs<T>(params: ClientParams, check: () => T): T {
+  try {
+    return check()
+  } catch (e) {
+    throw params.renamed(e)
+  }
 }
 
 /**

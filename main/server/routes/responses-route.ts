@@ -43,7 +43,7 @@ export function responsesRoute(ctx: ServerContext, library: DocumentLibrary): Ro
     }
     const earlierItems = earlier?.items ?? []
     // Checked whole before any MCP server is reached; the loop converts again as the answer grows.
-    const { chat, tools } = toChatRequest(request, earlierItems, seal, notices)
+    const { chat, tools, params } = toChatRequest(request, earlierItems, seal, notices)
     const model = await requireModel(ctx.folder, chat.model)
     const key = conversationKey(req, request)
     const approvals = approvedCalls(request, earlierItems)
@@ -82,7 +82,7 @@ export function responsesRoute(ctx: ServerContext, library: DocumentLibrary): Ro
       send(events)
       sse.end()
     } catch (e) {
-      throw lifetime.explain(e)
+      throw params.renamed(lifetime.explain(e))
     } finally {
       lifetime.dispose()
     }
