@@ -38,5 +38,8 @@ describe("reading llama-server's errors", () => {
   it('anything else keeps its message, and a body that is not JSON is the message', () => {
     expect(readUpstreamError(500, body('out of memory', 'server_error'))).toEqual({ kind: 'other', message: 'out of memory' })
     expect(readUpstreamError(502, 'Bad gateway')).toEqual({ kind: 'other', message: 'Bad gateway' })
+    // a streaming parser's failure quotes the model's words, which are no sign of an image or a template
+    const parser = "Invalid diff: 'Sanford immediately' not found at start of 'an image template'"
+    expect(readUpstreamError(500, body(parser, 'server_error'))).toEqual({ kind: 'other', message: parser })
   })
 })

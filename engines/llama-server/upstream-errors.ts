@@ -40,6 +40,9 @@ export function readUpstreamError(status: number, body: string): UpstreamError {
   const pattern = /Invalid pattern (.+?): (.+)$/m.exec(message)
   if (pattern) return { kind: 'schema_pattern', message, pattern: pattern[1]!, reason: pattern[2]! }
   if (/JSON schema conversion failed/.test(message)) return { kind: 'schema', message, reason: message.replace(/^JSON schema conversion failed:\s*/, '') }
+  // The engine's parser of the model's own output gave up (common/chat.cpp); its message quotes
+  // that output, which may hold any word ("immediately", "template"), so no word below may read it.
+  if (/^Invalid diff\b/.test(message)) return { kind: 'other', message }
   if (/image|media|mtmd|bitmap/i.test(message)) return { kind: 'image', message }
   if (/template|jinja|While executing|Unable to generate parser/i.test(message) || (status === 400 && /role/i.test(message))) return { kind: 'template', message }
   // Completions name an over-long prompt only in words.
