@@ -249,9 +249,11 @@ export function toChatRequest(request: ResponsesRequest, earlier: readonly Input
   const messages: ChatRequestMessage[] = []
   const params = new ClientParams()
   for (const [chat, responses] of Object.entries(RESPONSES_FIELDS)) params.set(chat, responses)
+  /** The chat's name for the message pushed next. */
+  const next = () => `messages[${messages.length}]`
   /** A chat message, and the input item it came from. */
   const push = (message: ChatRequestMessage, where: string) => {
-    params.set(`messages[${messages.length}]`, where)
+    params.set(next(), where)
     messages.push(message)
   }
   if (request.instructions) push({ role: 'system', content: request.instructions }, 'instructions')
@@ -263,8 +265,8 @@ export function toChatRequest(request: ResponsesRequest, earlier: readonly Input
     if (assistant) {
       callItems.forEach((where, j) => {
         // chat's `function: {name, arguments}` is the call item itself
-        params.set(`messages[${messages.length}].tool_calls[${j}]`, where)
-        params.set(`messages[${messages.length}].tool_calls[${j}].function`, where)
+        params.set(`${next()}.tool_calls[${j}]`, where)
+        params.set(`${next()}.tool_calls[${j}].function`, where)
       })
       push(assistant, assistantItem)
     }
@@ -286,8 +288,8 @@ export function toChatRequest(request: ResponsesRequest, earlier: readonly Input
   const answered = answeredApprovals(items)
   const toolResult = (callId: string, content: string, where: string) => {
     flush()
-    params.set(`messages[${messages.length}].tool_call_id`, `${where}.call_id`)
-    params.set(`messages[${messages.length}].content`, `${where}.output`)
+    params.set(`${next()}.tool_call_id`, `${where}.call_id`)
+    params.set(`${next()}.content`, `${where}.output`)
     push({ role: 'tool', tool_call_id: callId, content }, where)
   }
   items.forEach((item, n) => {
@@ -356,7 +358,7 @@ export function toChatRequest(request: ResponsesRequest, earlier: readonly Input
     }
     if (typeof message.content !== 'string') {
       message.content.forEach((part, k) => {
-        const chatPart = `messages[${messages.length}].content[${k}]`
+        const chatPart = `${next()}.content[${k}]`
         // chat's `image_url: {url}` is Responses' `image_url`; its `file: {…}` the part itself
         if (part.type === 'input_image') params.set(`${chatPart}.image_url.url`, `${where}.content[${k}].image_url`)
         if (part.type === 'input_file') params.set(`${chatPart}.file`, `${where}.content[${k}]`)
