@@ -38,6 +38,7 @@ const FAST = [
   'test/quiet-stretches.test.ts',
   'test/responses-mcp.test.ts',
   'test/route-contract.test.ts',
+  'test/run-scratch.test.ts',
   'test/scheduler.test.ts',
   'test/security.test.ts',
   'test/settings.test.ts',
@@ -68,6 +69,8 @@ export default defineConfig({
     reporters: ['default'],
     maxWorkers: 2,
     sequence: { sequencer: SlowestFirst },
+    // Runs once for the whole run and again per project (a no-op then): TMPDIR → the run's folder.
+    globalSetup: ['test/support/scratch-setup.ts'],
     projects: [
       { extends: true, test: { name: 'fast', include: FAST } },
       { extends: true, test: { name: 'engines', include: ['test/**/*.test.ts'], exclude: FAST, globalSetup: ['test/support/engines-setup.ts'] } },

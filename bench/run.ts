@@ -19,6 +19,12 @@ import { COMPARE_FLAGS, compareFromFlags } from './compare.ts'
 import { runRemoteBench } from './remote-bench.ts'
 import { runSpeechBench, speechBenchInputs } from './speech-bench.ts'
 import { runUpstreamBench } from './upstream-bench.ts'
+import { useRunScratch } from '../test/support/run-scratch.ts'
+
+// The model copies and data folders below go into this run's own folder, removed at exit.
+const removeScratch = useRunScratch('bench')
+process.on('exit', removeScratch)
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130))
 
 // The same flags as the two-server comparison, which takes over when two --base-url are given.
 const { values: flags } = parseArgs({ options: { ...COMPARE_FLAGS, runs: { type: 'string', default: '5' }, 'agents-model': { type: 'string', default: 'real-size' } } })
