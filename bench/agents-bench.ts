@@ -191,7 +191,7 @@ function line(name: string, hearth: number, upstream: number, unit: string, targ
  * The parts run alone with `--only agents-session` or `--only agents-together` (all four shapes of
  * sessions together; `agents-together-3-unshared` and the like pick one); `agents` runs all.
  */
-export async function runAgentBench(parts: { session: boolean; together: readonly TogetherShape[]; model?: AgentBenchModel }): Promise<Record<string, number>> {
+export async function runAgentBench(parts: { session: boolean; together: readonly TogetherShape[]; model?: AgentBenchModel; hearthFirst?: boolean }): Promise<Record<string, number>> {
   const build = findLlamaBuild()
   if (!build) throw new Error('llama.cpp is not built on this machine: npm run build:engines')
   const file = agentBenchModel(build, parts.model)
@@ -200,7 +200,7 @@ export async function runAgentBench(parts: { session: boolean; together: readonl
   copyFileSync(file, join(modelsDir, `${MODEL}.gguf`))
   const figures: Record<string, number> = {}
   if (parts.session) Object.assign(figures, await benchOneSession(build, file, modelsDir))
-  if (parts.together.length > 0) Object.assign(figures, await benchSessionsTogether(build, file, modelsDir, parts.together))
+  if (parts.together.length > 0) Object.assign(figures, await benchSessionsTogether(build, file, modelsDir, parts.together, parts.hearthFirst ?? false))
   return figures
 }
 
@@ -273,7 +273,7 @@ async function benchOneSession(build: LlamaBuild, file: string, modelsDir: strin
  * turns (llama-server: 55 min). Three and five sessions, sharing Claude Code's system prompt (one
  * project) or nothing (each its own project first in the prompt).
  */
-async function benchSessionsTogether(build: LlamaBuild, file: string, modelsDir: string, shapes: readonly TogetherShape[]): Promise<Record<string, number>> {
+async function benchSessionsTogether(build: LlamaBuild, file: string, modelsDir: string, shapes: readonly TogetherShape[], hearthFirst: boolean): Promise<Record<string, number>> {
   const figures: Record<string, number> = {}
   const tasks = ['Add tests for the step functions.', 'Document the step functions.', 'Make the step functions faster.', 'Rename the step functions.', 'Find dead code in the step functions.']
   const projects = ['harbor-api', 'quill-editor', 'tessellate', 'orchard-cli', 'lumen-charts']
@@ -286,10 +286,19 @@ async function benchSessionsTogether(build: LlamaBuild, file: string, modelsDir:
       const runs = await Promise.all(sessions.map((s) => replay(side, s)))
       return { ms: performance.now() - started, cachedTokens: runs.reduce((n, r) => n + r.cachedTokens, 0), promptTokens: runs.reduce((n, r) => n + r.promptTokens, 0) }
     }
-    const two = await startUpstream(build, file, ['--parallel', '2', '--ctx-size', String(2 * CONTEXT)])
-    const upstream = await together(two.side).finally(() => two.stop())
-    const hearthTwo = await startHearth(modelsDir, mkdtempSync(join(tmpdir(), 'hearth-agent-bench-data-')), ['--parallel', '2'])
-    const hearth = await together(hearthTwo.side).finally(() => hearthTwo.server.stop())
+    const runUpstream = async () => {
+      const two = await startUpstream(build, file, ['--parallel', '2', '--ctx-size', String(2 * CONTEXT)])
+      return await together(two.side).finally(() => two.stop())
+    }
+    const runHearth = async () => {
+      const two = await startHearth(modelsDir, mkdtempSync(join(tmpdir(), 'hearth-agent-bench-data-')), ['--parallel', '2'])
+      return await together(two.side).finally(() => two.server.stop())
+    }
+    // One side after the other, each most of an hour at five sessions, on machines whose speed
+    // drifts within the hour: --hearth-first turns the order round, for an ABBA pair of runs.
+    const first = await (hearthFirst ? runHearth() : runUpstream())
+    const second = await (hearthFirst ? runUpstream() : runHearth())
+    const [upstream, hearth] = hearthFirst ? [second, first] : [first, second]
     const key = `${count}_sessions_${shared ? 'shared' : 'unshared'}`
     figures[`${key}_speedup`] = line(name, hearth.ms, upstream.ms, 's', '≥ 1.0×')
     console.log(`${''.padEnd(44)} cache reads: hearth ${hearth.cachedTokens} of ${hearth.promptTokens}, llama-server ${upstream.cachedTokens} of ${upstream.promptTokens}; computed again: ${hearth.promptTokens - hearth.cachedTokens} against ${upstream.promptTokens - upstream.cachedTokens}`)

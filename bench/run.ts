@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- [--runs N] [--only real-size,grammar,overhead,embeddings,remote,speech,real-weights,amx,gpu,agents,agents-session,agents-together,agents-together-{3,5}-{shared,unshared}] [--agents-model tiny]`
+ * `npm run bench -- [--runs N] [--only real-size,grammar,overhead,embeddings,remote,speech,real-weights,amx,gpu,agents,agents-session,agents-together,agents-together-{3,5}-{shared,unshared}] [--agents-model tiny] [--hearth-first]`
  * Measures Hearth against the upstream programs it runs, built from the same source (see
  * bench/upstream-bench.ts and bench/speech-bench.ts), and prints each figure with its target. Not
  * a test: numbers vary with the machine.
@@ -27,7 +27,7 @@ process.on('exit', removeScratch)
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130))
 
 // The same flags as the two-server comparison, which takes over when two --base-url are given.
-const { values: flags } = parseArgs({ options: { ...COMPARE_FLAGS, runs: { type: 'string', default: '5' }, 'agents-model': { type: 'string', default: 'real-size' } } })
+const { values: flags } = parseArgs({ options: { ...COMPARE_FLAGS, runs: { type: 'string', default: '5' }, 'agents-model': { type: 'string', default: 'real-size' }, 'hearth-first': { type: 'boolean', default: false } } })
 
 if ((flags['base-url']?.length ?? 0) >= 2) {
   await compareFromFlags(flags)
@@ -71,7 +71,7 @@ if (wanted('remote')) results.remote = await runRemoteBench({ smallChatModel: aw
 const togetherShapes = TOGETHER_SHAPES.filter((t) => wanted('agents') || wanted('agents-together') || wanted(`agents-together-${t.count}-${t.shared ? 'shared' : 'unshared'}`))
 if (wanted('agents') || wanted('agents-session') || togetherShapes.length > 0) {
   const model = flags['agents-model'] === 'tiny' ? 'tiny' : 'real-size'
-  results.agents = await runAgentBench({ session: wanted('agents') || wanted('agents-session'), together: togetherShapes, model })
+  results.agents = await runAgentBench({ session: wanted('agents') || wanted('agents-session'), together: togetherShapes, model, hearthFirst: flags['hearth-first'] })
 }
 if (wanted('speech') || wanted('translation')) {
   const inputs = await speechBenchInputs()

@@ -172,5 +172,23 @@ describe.skipIf(!llamaBuild || !haveTemplates)('tool calling across model famili
       const listed = await fetch(`${server.url}/v1/models/${encodeURIComponent(model)}`, { headers: { authorization: `Bearer ${server.apiKey}` } })
       expect(((await listed.json()) as { capabilities: string[] }).capabilities).not.toContain('tools')
     })
+
+    // Codex and Claude Code stream: a refusal that came after the stream opened reached them as a
+    // dropped stream, which they retry, five times, before saying only "stream disconnected".
+    it('refuses tools before a stream opens, on each API an agent streams from', async () => {
+      const weatherTool = tools[0]!.function
+      const refusals = {
+        chat: await chat(model, { messages: ask, tools, max_tokens: 4, stream: true }),
+        responses: await postJson(server, '/v1/responses', { model, input: ask, tools: [{ type: 'function', ...weatherTool }], max_output_tokens: 4, stream: true }),
+        messages: await postJson(server, '/v1/messages', { model, messages: ask, tools: [{ name: weatherTool.name, input_schema: weatherTool.parameters }], max_tokens: 4, stream: true }),
+      }
+      for (const [api, res] of Object.entries(refusals)) {
+        expect(res.status, `${api}: ${res.text}`).toBe(400)
+        expect(res.headers.get('content-type'), api).toContain('application/json')
+        expect(res.json.error.message, api).toContain('has no tool calling')
+      }
+      expect(refusals.responses.json.error).toMatchObject({ code: 'model_not_compatible', param: 'tools' })
+      expect(refusals.messages.json.type).toBe('error')
+    })
   })
 })

@@ -74,8 +74,14 @@ export function responsesRoute(ctx: ServerContext, library: DocumentLibrary): Ro
       }
       const sse = new SseStream(res)
       const writer = new ResponseStreamWriter(who, request, shape)
-      const send = (events: Array<{ type: string }>) => events.forEach((e) => sse.send(e, e.type))
-      send(writer.start())
+      // response.created leaves with the loop's first event (the engine took the prompt, or an MCP
+      // server was reached): a request the engine refuses before that (tools on a template without
+      // tool calling) is then a plain 400, as on the chat route, not a stream cut after a 200.
+      let opening: Array<{ type: string }> = writer.start()
+      const send = (events: Array<{ type: string }>) => {
+        for (const e of [...opening, ...events]) sse.send(e, e.type)
+        opening = []
+      }
       const outcome = await loop.run(streamingSink(writer, send))
       const { events, output } = writer.finish(outcome.result, outcome.stoppedAt)
       await keep(output, (events.at(-1) as unknown as { response: Record<string, unknown> }).response)
