@@ -7,9 +7,9 @@
  */
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
 import { homedir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { PROJECT_ROOT } from './server-process.ts'
 
 const AGENTS_DIR = join(PROJECT_ROOT, 'test/agents')
@@ -68,5 +68,15 @@ export function installAgents(log: (line: string) => void = console.log): string
   }
   execFileSync('touch', [join(dir, '.complete')])
   log(`coding agents installed in ${Math.round((performance.now() - started) / 1000)} s`)
+  removeEarlierInstalls(dir)
   return undefined
+}
+
+/** An earlier lockfile's agents (1 to 3 GB) go once this one's are in: a full disk failed CI. */
+function removeEarlierInstalls(current: string): void {
+  const cache = dirname(current)
+  for (const name of readdirSync(cache)) {
+    const other = join(cache, name)
+    if (other !== current && existsSync(join(other, '.complete'))) rmSync(other, { recursive: true, force: true })
+  }
 }
