@@ -296,9 +296,9 @@ async function benchSessionsTogether(build: LlamaBuild, file: string, modelsDir:
     }
     // One side after the other, each most of an hour at five sessions, on machines whose speed
     // drifts within the hour: --hearth-first turns the order round, for an ABBA pair of runs.
-    const first = await (hearthFirst ? runHearth() : runUpstream())
-    const second = await (hearthFirst ? runUpstream() : runHearth())
-    const [upstream, hearth] = hearthFirst ? [second, first] : [first, second]
+    const earlyHearth = hearthFirst ? await runHearth() : undefined
+    const upstream = await runUpstream()
+    const hearth = earlyHearth ?? (await runHearth())
     const key = `${count}_sessions_${shared ? 'shared' : 'unshared'}`
     figures[`${key}_speedup`] = line(name, hearth.ms, upstream.ms, 's', '≥ 1.0×')
     console.log(`${''.padEnd(44)} cache reads: hearth ${hearth.cachedTokens} of ${hearth.promptTokens}, llama-server ${upstream.cachedTokens} of ${upstream.promptTokens}; computed again: ${hearth.promptTokens - hearth.cachedTokens} against ${upstream.promptTokens - upstream.cachedTokens}`)

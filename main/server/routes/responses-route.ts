@@ -77,10 +77,11 @@ export function responsesRoute(ctx: ServerContext, library: DocumentLibrary): Ro
       // response.created leaves with the loop's first event (the engine took the prompt, or an MCP
       // server was reached): a request the engine refuses before that (tools on a template without
       // tool calling) is then a plain 400, as on the chat route, not a stream cut after a 200.
-      let opening: Array<{ type: string }> = writer.start()
+      let opening: Array<{ type: string }> | undefined = writer.start()
       const send = (events: Array<{ type: string }>) => {
-        for (const e of [...opening, ...events]) sse.send(e, e.type)
-        opening = []
+        opening?.forEach((e) => sse.send(e, e.type))
+        opening = undefined
+        events.forEach((e) => sse.send(e, e.type))
       }
       const outcome = await loop.run(streamingSink(writer, send))
       const { events, output } = writer.finish(outcome.result, outcome.stoppedAt)
