@@ -59,16 +59,19 @@ async function measureType(file: string, runs: number, upstream: LlamaBuild): Pr
   })
   if (typeof other === 'string') figures.upstream = other
   else sides.push(other)
-  const samples = new Map(sides.map((s) => [s.name, { prompt: [] as number[], decode: [] as number[], promptTokens: 0 }]))
+  const fresh = () => ({ prompt: [] as number[], decode: [] as number[], beyondEngine: [] as number[], promptTokens: 0 })
+  const samples = new Map(sides.map((s) => [s.name, fresh()]))
   try {
     // Two untimed rounds first: Hearth's server is Node, whose code runs its fastest once warm.
     for (let run = -2; run < runs; run++) {
       for (const side of sides) {
-        const sample = run < 0 ? { prompt: [] as number[], decode: [] as number[], promptTokens: 0 } : samples.get(side.name)!
+        const sample = run < 0 ? fresh() : samples.get(side.name)!
         // A prompt no cache holds (its first words are this run's own).
         const first = await stream(side.endpoint, say(words(PROMPT_WORDS, `${side.name}-${run}-${Math.random()}`)), 1)
         sample.promptTokens = first.promptTokens
         sample.prompt.push(((first.promptTokens - first.cachedTokens) * 1000) / first.ttftMs)
+        // What the first token waited beyond the engine's own prompt time: the way there and back.
+        sample.beyondEngine.push(first.ttftMs - first.enginePromptMs)
         sample.decode.push((await stream(side.endpoint, say(`run ${run}: tell a story`), DECODE_TOKENS)).decodePerSecond)
       }
     }
@@ -78,6 +81,7 @@ async function measureType(file: string, runs: number, upstream: LlamaBuild): Pr
   for (const [name, s] of samples) {
     figures[`${name}_prompt_tps`] = median(s.prompt)
     figures[`${name}_decode_tps`] = median(s.decode)
+    figures[`${name}_beyond_engine_ms`] = median(s.beyondEngine)
   }
   const promptTokens = samples.get('hearth')!.promptTokens
   const reference = llamaBenchFigures(upstream, file, promptTokens)
@@ -92,6 +96,12 @@ async function measureType(file: string, runs: number, upstream: LlamaBuild): Pr
   }
   row(`prompt (${promptTokens} tokens)`, 'prompt')
   row(`decode (${DECODE_TOKENS} tokens)`, 'decode')
+  // The engines' own prompt times vary from run to run; what each first token waited beyond its
+  // engine's time does not, and the difference is what Hearth's layer costs a request.
+  if (typeof figures.upstream_beyond_engine_ms === 'number') {
+    figures.hearth_added_ms = (figures.hearth_beyond_engine_ms as number) - figures.upstream_beyond_engine_ms
+    console.log(`${''.padEnd(28)} first token beyond the engine's prompt time: hearth ${fmt(figures.hearth_beyond_engine_ms as number, 2)} ms, llama-server ${fmt(figures.upstream_beyond_engine_ms, 2)} ms: Hearth adds ${fmt(figures.hearth_added_ms, 2)} ms`)
+  }
   return figures
 }
 

@@ -36,6 +36,8 @@ export interface Endpoint {
 
 interface Stream {
   ttftMs: number
+  /** The engine's own time for the prompt (its `timings.prompt_ms`): the first token's wait, less the way to and from it. */
+  enginePromptMs: number
   decodePerSecond: number
   promptTokens: number
   cachedTokens: number
@@ -132,6 +134,7 @@ export async function stream(endpoint: Endpoint, messages: unknown[], maxTokens:
   let last = 0
   let usage: { prompt_tokens: number; completion_tokens: number; prompt_tokens_details?: { cached_tokens?: number } } | undefined
   let cacheN = 0
+  let enginePromptMs = NaN
   let buffered = ''
   const decoder = new TextDecoder()
   for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
@@ -148,11 +151,13 @@ export async function stream(endpoint: Endpoint, messages: unknown[], maxTokens:
       }
       usage = event.usage ?? usage
       cacheN = event.timings?.cache_n ?? cacheN
+      enginePromptMs = event.timings?.prompt_ms ?? enginePromptMs
     }
   }
   const completion = usage?.completion_tokens ?? 0
   return {
     ttftMs: first - started,
+    enginePromptMs,
     decodePerSecond: completion > 1 ? ((completion - 1) * 1000) / (last - first) : 0,
     promptTokens: usage?.prompt_tokens ?? 0,
     cachedTokens: usage?.prompt_tokens_details?.cached_tokens ?? cacheN,
