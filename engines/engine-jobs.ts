@@ -164,7 +164,8 @@ export interface ChatResult {
 /** Text continued as it is, no chat template: `/v1/completions`, with fill-in-the-middle where `suffix` is set. */
 export interface CompleteJob extends Sampling {
   type: 'complete'
-  prompt: string
+  /** Text, or the model's own token ids (OpenAI's token-array prompts), continued as they are. */
+  prompt: string | number[]
   /** Text after the gap (fill-in-the-middle); needs a model with FIM tokens. */
   suffix: string | undefined
   maxTokens: number

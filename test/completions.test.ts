@@ -1,7 +1,8 @@
 /**
  * POST /v1/completions through openai-node: text continued without a chat template, several
- * prompts, echo, legacy logprobs, streaming, and fill-in-the-middle with `suffix` on a model that
- * has FIM tokens (Qwen's vocabulary does), refused by name on one that has none.
+ * prompts, prompts of token ids (as evaluation harnesses send them), echo, legacy logprobs,
+ * streaming, and fill-in-the-middle with `suffix` on a model that has FIM tokens (Qwen's vocabulary
+ * does), refused by name on one that has none.
  */
 import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -11,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { familyModel } from './support/family-models.ts'
 import { PROJECT_ROOT, postJson, startTestServer, type TestServer } from './support/server-process.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
-import { writeTinyBert, writeTinyLlama } from './support/tiny-models.ts'
+import { buildSpmVocab, writeTinyBert, writeTinyLlama } from './support/tiny-models.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
 import { cannotRun } from './support/skips.ts'
 
@@ -57,6 +58,22 @@ describe.skipIf(!llamaBuild)('/v1/completions', () => {
     const one = await client.completions.create({ model: 'plain', prompt: 'a tree by the river', max_tokens: 3 })
     expect(completion.choices[1]!.text).toBe(one.choices[0]!.text)
     expect(completion.usage!.completion_tokens).toBe(6)
+  })
+
+  it('continues a prompt of token ids as it does the same prompt in text, one or several, streamed or not', async () => {
+    // "the sea" in the tiny model's vocabulary, as its tokenizer reads it: <s> the ▁sea.
+    const vocabulary = buildSpmVocab().tokens
+    const ids = ['<s>', 'the', '\u2581sea'].map((t) => vocabulary.indexOf(t))
+    const text = await client.completions.create({ model: 'plain', prompt: 'the sea', max_tokens: 4 })
+    const tokens = await client.completions.create({ model: 'plain', prompt: ids, max_tokens: 4 })
+    expect(tokens.choices[0]!.text).toBe(text.choices[0]!.text)
+    expect(tokens.usage!.prompt_tokens).toBe(text.usage!.prompt_tokens)
+    const several = await client.completions.create({ model: 'plain', prompt: [ids, ids.slice(0, 2)], max_tokens: 4 })
+    expect(several.choices.map((c) => c.text)[0]).toBe(text.choices[0]!.text)
+    expect(several.usage!.prompt_tokens).toBe(ids.length * 2 - 1)
+    let streamed = ''
+    for await (const chunk of await client.completions.create({ model: 'plain', prompt: ids, max_tokens: 4, stream: true })) streamed += chunk.choices[0]?.text ?? ''
+    expect(streamed).toBe(text.choices[0]!.text)
   })
 
   it('echo puts the prompt before the text; logprobs come in the legacy shape', async () => {
@@ -116,6 +133,14 @@ describe.skipIf(!llamaBuild)('/v1/completions', () => {
     ['stream_options without stream', { model: 'plain', prompt: 'a', stream_options: { include_usage: true } }, 'stream_options', 'invalid_value'],
     ['an embedding model', { model: 'bert', prompt: 'a' }, 'model', 'model_not_compatible'],
     ['a token id the model does not have', { model: 'plain', prompt: 'a', logit_bias: { '999999': 1 } }, 'logit_bias.999999', 'invalid_value'],
+    ['a prompt token id the model does not have', { model: 'plain', prompt: [1, 263, 999999] }, 'prompt', 'invalid_value'],
+    ['a negative prompt token id', { model: 'plain', prompt: [1, -4] }, 'prompt[1]', 'invalid_value'],
+    ['an empty prompt of token ids', { model: 'plain', prompt: [[1, 263], []] }, 'prompt[1]', 'invalid_value'],
+    ['17 prompts', { model: 'plain', prompt: Array.from({ length: 17 }, () => 'a') }, 'prompt', 'invalid_value'],
+    ['17 prompts of token ids', { model: 'plain', prompt: Array.from({ length: 17 }, () => [1, 263]) }, 'prompt', 'invalid_value'],
+    ['echo with token ids', { model: 'plain', prompt: [1, 263], echo: true }, 'echo', 'unsupported_parameter'],
+    ['suffix with token ids', { model: 'plain', prompt: [1, 263], suffix: 'b' }, 'suffix', 'unsupported_parameter'],
+    ['several prompts of token ids streamed', { model: 'plain', prompt: [[1, 263], [1, 269]], stream: true }, 'prompt', 'invalid_value'],
   ])('%s is a 400 naming the field', async (_name, body, param, code) => {
     const res = await postJson(server, '/v1/completions', body)
     expect(res.status).toBe(400)

@@ -247,6 +247,7 @@ export class LlamaServerEngine extends ServerEngine {
    */
   private async complete(job: CompleteJob, { onProgress, signal }: RunOptions): Promise<CompleteResult> {
     this.checkLogitBias(job)
+    this.checkPromptTokens(job)
     const limit = this.contextLength
     const upstream = new AbortController()
     const cancel = () => upstream.abort()
@@ -317,6 +318,16 @@ export class LlamaServerEngine extends ServerEngine {
         `Invalid token id ${bad} in 'logit_bias': this model's vocabulary has ${vocabulary} tokens (ids 0 to ${vocabulary - 1})`,
         `logit_bias.${bad}`,
       )
+    }
+  }
+
+  /** A prompt of token ids holds only this model's (llama-server would refuse it without naming one). */
+  private checkPromptTokens(job: CompleteJob): void {
+    if (typeof job.prompt === 'string') return
+    const vocabulary = this.meta.vocabularySize
+    const at = job.prompt.findIndex((id) => id >= vocabulary)
+    if (at >= 0) {
+      throw new ModelError('invalid_value', `Invalid token id ${job.prompt[at]} in 'prompt': this model's vocabulary has ${vocabulary} tokens (ids 0 to ${vocabulary - 1})`, 'prompt')
     }
   }
 

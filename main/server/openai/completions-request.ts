@@ -10,9 +10,14 @@ import { CHAT_DEFAULTS } from './chat-request.ts'
 import { samplingShape } from './chat-request-schema.ts'
 import { parseOrThrow } from './validation.ts'
 
+const MAX_PROMPTS = 16
+const tokenIds = z.array(z.int().min(0)).min(1)
+
 export const completionsRequestSchema = z.object({
   model: z.string().min(1),
-  prompt: z.union([z.string(), z.array(z.string()).min(1).max(16)]),
+  // Text, or token ids of the model's own vocabulary (checked against it by the engine), as
+  // OpenAI takes them: one prompt, or up to 16 of either kind.
+  prompt: z.union([z.string(), z.array(z.string()).min(1).max(MAX_PROMPTS), tokenIds, z.array(tokenIds).min(1).max(MAX_PROMPTS)]),
   suffix: z.string().nullish(),
   // OpenAI's default for this route is 16 tokens.
   max_tokens: z.int().min(1).nullish(),
@@ -30,7 +35,8 @@ export type CompletionsRequest = z.infer<typeof completionsRequestSchema>
 
 export interface CompletionsPlan {
   request: CompletionsRequest
-  prompts: string[]
+  /** Each prompt's text where the client asked for it back (`echo`; refused with token ids). */
+  echoed: string[] | undefined
   stream: boolean
   includeUsage: boolean
   /** One job per prompt, in order. */
@@ -44,6 +50,11 @@ export function parseCompletionsRequest(body: unknown): CompletionsRequest {
     const { n, best_of: bestOf } = body as { n?: unknown; best_of?: unknown }
     if (Number.isInteger(n) && (n as number) > 1) throw unsupportedParameter('n', 'only n = 1 is supported (one answer per prompt)')
     if (Number.isInteger(bestOf) && (bestOf as number) > 1) throw unsupportedParameter('best_of', 'only best_of = 1 is supported')
+    // Said before the schema: its kinds of prompt would each explain the list in their own way.
+    const { prompt } = body as { prompt?: unknown }
+    if (Array.isArray(prompt) && prompt.length > MAX_PROMPTS && typeof prompt[0] !== 'number') {
+      throw invalidRequest(`'prompt' holds ${prompt.length} prompts; one request takes at most ${MAX_PROMPTS}`, 'prompt')
+    }
   }
   const request = parseOrThrow(completionsRequestSchema, body)
   if (request.stream_options != null && request.stream !== true) {
@@ -53,7 +64,12 @@ export function parseCompletionsRequest(body: unknown): CompletionsRequest {
     throw unsupportedParameter('logprobs', "'logprobs' together with 'echo' (log probabilities of the prompt) is not supported")
   }
   if (request.echo === true && request.suffix != null) throw invalidRequest("'echo' cannot be combined with 'suffix'", 'echo')
-  if (Array.isArray(request.prompt) && request.stream === true && request.prompt.length > 1) {
+  const tokenPrompt = Array.isArray(request.prompt) && request.prompt.some((p) => typeof p !== 'string')
+  // The prompt's text would have to be made from its ids, which need not give them back.
+  if (tokenPrompt && request.echo === true) throw unsupportedParameter('echo', "'echo' is not supported with a prompt of token ids; send the prompt as text")
+  // llama.cpp fills in the middle of text only.
+  if (tokenPrompt && request.suffix != null) throw unsupportedParameter('suffix', "'suffix' takes a text prompt, not token ids")
+  if (request.stream === true && promptsOf(request.prompt).length > 1) {
     throw invalidRequest('Streaming takes one prompt; send the prompts as separate requests', 'prompt')
   }
   return request
@@ -65,12 +81,12 @@ export function planCompletions(request: CompletionsRequest, model: ModelRecord)
   if (maxTokens > model.maxCompletionTokens) {
     throw invalidRequest(`'max_tokens' is too large: ${maxTokens}. This model supports at most ${model.maxCompletionTokens} completion tokens`, 'max_tokens')
   }
-  const prompts = typeof request.prompt === 'string' ? [request.prompt] : request.prompt
+  const prompts = promptsOf(request.prompt)
   const stop = request.stop == null ? [] : typeof request.stop === 'string' ? [request.stop] : request.stop
   const logitBias = request.logit_bias == null ? undefined : Object.fromEntries(Object.entries(request.logit_bias).map(([id, bias]) => [Number(id), bias]))
   return {
     request,
-    prompts,
+    echoed: request.echo === true ? prompts.map((p) => (typeof p === 'string' ? p : '')) : undefined,
     stream: request.stream === true,
     includeUsage: request.stream_options?.include_usage === true,
     jobs: prompts.map((prompt) => ({
@@ -90,4 +106,11 @@ export function planCompletions(request: CompletionsRequest, model: ModelRecord)
       logprobs: request.logprobs ?? undefined,
     })),
   }
+}
+
+/** One prompt (text or one array of ids) or several, as a list. */
+function promptsOf(prompt: CompletionsRequest['prompt']): Array<string | number[]> {
+  if (typeof prompt === 'string') return [prompt]
+  if (prompt.every((p) => typeof p === 'number')) return [prompt as number[]]
+  return prompt as Array<string | number[]>
 }

@@ -29,16 +29,17 @@ export function completionsUsage(results: readonly CompleteResult[]) {
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion }
 }
 
-export function textCompletion(who: CompletionIdentity, prompts: readonly string[], results: readonly CompleteResult[], echo: boolean) {
+/** `echoed`: each prompt's text, where the client asked for it back (`echo`). */
+export function textCompletion(who: CompletionIdentity, results: readonly CompleteResult[], echoed: readonly string[] | undefined) {
   return {
     id: who.id,
     object: 'text_completion' as const,
     created: who.created,
     model: who.model,
     choices: results.map((r, index) => ({
-      text: echo ? prompts[index]! + r.text : r.text,
+      text: (echoed?.[index] ?? '') + r.text,
       index,
-      logprobs: r.logprobs ? legacyLogprobs(r.logprobs, echo ? prompts[index]!.length : 0) : null,
+      logprobs: r.logprobs ? legacyLogprobs(r.logprobs, echoed?.[index]?.length ?? 0) : null,
       finish_reason: r.finishReason,
     })),
     usage: completionsUsage(results),

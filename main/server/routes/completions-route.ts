@@ -20,7 +20,6 @@ export function completionsRoute(ctx: ServerContext): Router {
     const plan = planCompletions(request, model)
     res.locals.model = model.id
     const who: CompletionIdentity = { id: `cmpl-${randomBytes(12).toString('base64url')}`, created: Math.floor(Date.now() / 1000), model: model.id }
-    const echo = request.echo === true
     const lifetime = requestLifetime(res, ctx.settings.requestTimeoutMs)
     try {
       if (!plan.stream) {
@@ -31,11 +30,11 @@ export function completionsRoute(ctx: ServerContext): Router {
           recordUsage(res, result)
           results.push(result)
         }
-        res.json(textCompletion(who, plan.prompts, results, echo))
+        res.json(textCompletion(who, results, plan.echoed))
         return
       }
       const sse = new SseStream(res)
-      const writer = new CompletionStreamWriter(who, plan.includeUsage, echo ? plan.prompts[0]! : undefined)
+      const writer = new CompletionStreamWriter(who, plan.includeUsage, plan.echoed?.[0])
       const send = (chunks: CompletionStreamChunk[]) => chunks.forEach((c) => sse.send(c))
       send(writer.start())
       const result = await ctx.scheduler.run(model, plan.jobs[0]!, { signal: lifetime.signal, onProgress: (p) => send(writer.progress(p)) })
