@@ -310,25 +310,19 @@ export class LlamaServerEngine extends ServerEngine {
 
   /** Token ids must be this model's; llama-server would ignore the others without a word. */
   private checkLogitBias(job: ChatJob | CompleteJob): void {
-    const vocabulary = this.meta.vocabularySize
-    const bad = Object.keys(job.logitBias ?? {}).find((id) => Number(id) >= vocabulary)
-    if (bad !== undefined) {
-      throw new ModelError(
-        'invalid_value',
-        `Invalid token id ${bad} in 'logit_bias': this model's vocabulary has ${vocabulary} tokens (ids 0 to ${vocabulary - 1})`,
-        `logit_bias.${bad}`,
-      )
-    }
+    for (const id of Object.keys(job.logitBias ?? {})) this.checkTokenId(Number(id), 'logit_bias', `logit_bias.${id}`)
   }
 
   /** A prompt of token ids holds only this model's (llama-server would refuse it without naming one). */
   private checkPromptTokens(job: CompleteJob): void {
-    if (typeof job.prompt === 'string') return
+    if (typeof job.prompt !== 'string') for (const id of job.prompt) this.checkTokenId(id, 'prompt')
+  }
+
+  /** A token id a client sent, in the field named `where`, must be in this model's vocabulary. */
+  private checkTokenId(id: number, where: string, param = where): void {
     const vocabulary = this.meta.vocabularySize
-    const at = job.prompt.findIndex((id) => id >= vocabulary)
-    if (at >= 0) {
-      throw new ModelError('invalid_value', `Invalid token id ${job.prompt[at]} in 'prompt': this model's vocabulary has ${vocabulary} tokens (ids 0 to ${vocabulary - 1})`, 'prompt')
-    }
+    if (id < vocabulary) return
+    throw new ModelError('invalid_value', `Invalid token id ${id} in '${where}': this model's vocabulary has ${vocabulary} tokens (ids 0 to ${vocabulary - 1})`, param)
   }
 
   private async embed(job: EmbedJob, { signal }: RunOptions): Promise<EmbedResult> {
@@ -339,16 +333,7 @@ export class LlamaServerEngine extends ServerEngine {
       throw new ModelError('invalid_value', `'dimensions' is too large: ${dimensions}. This model's embeddings have ${native} dimensions`, 'dimensions')
     }
     job.inputs.forEach((input, i) => {
-      if (typeof input === 'string') return
-      const vocabulary = this.meta.vocabularySize
-      const bad = input.findIndex((id) => id >= vocabulary)
-      if (bad >= 0) {
-        throw new ModelError(
-          'invalid_value',
-          `Invalid token id ${input[bad]} in '${name(i)}[${bad}]': this model's vocabulary has ${vocabulary} tokens (ids 0 to ${vocabulary - 1})`,
-          `${name(i)}[${bad}]`,
-        )
-      }
+      if (typeof input !== 'string') input.forEach((id, at) => this.checkTokenId(id, `${name(i)}[${at}]`))
     })
     if (job.inputs.length === 0) return { type: 'embed', vectors: new Float32Array(0), dimensions, promptTokens: 0 }
     // Token ids mean the text they spell, wrapped in the model's special tokens like any text

@@ -64,12 +64,13 @@ export function parseCompletionsRequest(body: unknown): CompletionsRequest {
     throw unsupportedParameter('logprobs', "'logprobs' together with 'echo' (log probabilities of the prompt) is not supported")
   }
   if (request.echo === true && request.suffix != null) throw invalidRequest("'echo' cannot be combined with 'suffix'", 'echo')
-  const tokenPrompt = Array.isArray(request.prompt) && request.prompt.some((p) => typeof p !== 'string')
+  const prompts = promptsOf(request.prompt)
+  const tokenPrompt = prompts.some((p) => typeof p !== 'string')
   // The prompt's text would have to be made from its ids, which need not give them back.
   if (tokenPrompt && request.echo === true) throw unsupportedParameter('echo', "'echo' is not supported with a prompt of token ids; send the prompt as text")
   // llama.cpp fills in the middle of text only.
   if (tokenPrompt && request.suffix != null) throw unsupportedParameter('suffix', "'suffix' takes a text prompt, not token ids")
-  if (request.stream === true && promptsOf(request.prompt).length > 1) {
+  if (request.stream === true && prompts.length > 1) {
     throw invalidRequest('Streaming takes one prompt; send the prompts as separate requests', 'prompt')
   }
   return request
