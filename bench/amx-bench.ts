@@ -5,13 +5,17 @@
  * - Hearth on its build without AMX (comparison-builds.ts: AVX-512 and its repacked weights, what
  *   install builds where AMX crashes);
  * - upstream llama-server built from the same source without Hearth's patches, which crashes on
- *   these files here: the crash is recorded as its figure.
+ *   these files here: the crash is recorded as its figure;
+ * - and, for reference, llama-bench from Hearth's build on the same number of prompt tokens (no
+ *   HTTP, no server): what the engine itself reads, which Hearth's prompt should match.
  * One thread, every engine pinned to the engine core, runs interleaved, medians. Target: AMX gives at
  * least 2× the prompt throughput of the path without it, and decode is no slower.
  */
-import { readFileSync } from 'node:fs'
-import { basename } from 'node:path'
-import { findLlamaBuild, type LlamaBuild } from '../engines/build/llama-build.ts'
+import { execFileSync } from 'node:child_process'
+import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { basename, join } from 'node:path'
+import { findLlamaBuild, programPath, type LlamaBuild } from '../engines/build/llama-build.ts'
 import { llamaServerArgs } from '../engines/llama-server/llama-server-args.ts'
 import { startTestServer, type TestServer } from '../test/support/server-process.ts'
 import { startUpstreamProgram } from '../test/support/upstream-servers.ts'
@@ -19,9 +23,6 @@ import { fmt, median } from './bench-server.ts'
 import { llamaBuildWithoutAmx, upstreamLlamaBuild } from './comparison-builds.ts'
 import { CLIENT_CORES, ENGINE_CORE, pinEngines, pinProcess } from './cores.ts'
 import { realSizeModel, say, spec, stream, trainedContext, words, type Endpoint } from './upstream-bench.ts'
-import { copyFileSync, mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 
 const WEIGHT_TYPES = ['Q8_0', 'Q4_0', 'Q4_K_M'] as const
 const PROMPT_WORDS = 660
@@ -45,12 +46,12 @@ export async function runAmxBench(runs: number): Promise<Record<string, Record<s
   const results: Record<string, Record<string, number | string>> = {}
   for (const type of WEIGHT_TYPES) {
     const file = realSizeModel(build, type)
-    results[type] = await measureType(file, runs, withoutAmx!, upstream)
+    results[type] = await measureType(file, runs, build, withoutAmx!, upstream)
   }
   return results
 }
 
-async function measureType(file: string, runs: number, withoutAmx: LlamaBuild, upstream: LlamaBuild): Promise<Record<string, number | string>> {
+async function measureType(file: string, runs: number, build: LlamaBuild, withoutAmx: LlamaBuild, upstream: LlamaBuild): Promise<Record<string, number | string>> {
   const id = basename(file, '.gguf')
   const context = await trainedContext(file)
   const figures: Record<string, number | string> = {}
@@ -59,14 +60,20 @@ async function measureType(file: string, runs: number, withoutAmx: LlamaBuild, u
   const sides = [await hearthSide('hearth', file, id), await hearthSide('hearth-without-amx', file, id, withoutAmx)]
   try {
     const samples = new Map(sides.map((s) => [s.name, { prompt: [] as number[], decode: [] as number[] }]))
+    const reference: number[] = []
     for (let run = 0; run < runs; run++) {
+      let promptTokens = 0
       for (const side of sides) {
         // A prompt no cache holds (its first words are this run's own).
         const first = await stream(side.endpoint, say(words(PROMPT_WORDS, `${side.name}-${run}-${Math.random()}`)), 1)
-        samples.get(side.name)!.prompt.push(((first.promptTokens - first.cachedTokens) * 1000) / first.ttftMs)
+        promptTokens = first.promptTokens - first.cachedTokens
+        samples.get(side.name)!.prompt.push((promptTokens * 1000) / first.ttftMs)
         samples.get(side.name)!.decode.push((await stream(side.endpoint, say(`run ${run}: tell a story`), 32)).decodePerSecond)
       }
+      reference.push(llamaBenchPrompt(build, file, promptTokens))
     }
+    const engineItself = median(reference)
+    figures.llama_bench_prompt_tps = engineItself
     for (const [name, s] of samples) {
       figures[`${name}_prompt_tps`] = median(s.prompt)
       figures[`${name}_decode_tps`] = median(s.decode)
@@ -75,12 +82,15 @@ async function measureType(file: string, runs: number, withoutAmx: LlamaBuild, u
     const decodeRatio = (figures.hearth_decode_tps as number) / (figures['hearth-without-amx_decode_tps'] as number)
     figures.amx_prompt_gain = promptGain
     figures.amx_decode_ratio = decodeRatio
+    const ofEngine = (figures.hearth_prompt_tps as number) / engineItself
+    figures.prompt_of_llama_bench = ofEngine
     const row = (what: string, unit: string, key: 'prompt' | 'decode', ratio: number, target: string) =>
       console.log(
         `${id.padEnd(28)} ${what.padEnd(7)} hearth ${fmt(figures[`hearth_${key}_tps`] as number, 1).padStart(7)}  without AMX ${fmt(figures[`hearth-without-amx_${key}_tps`] as number, 1).padStart(7)} ${unit}  ratio ${fmt(ratio, 2)} (target ${target})  llama-server: ${figures.upstream}`,
       )
     row('prompt', 'tok/s', 'prompt', promptGain, '≥ 2')
     row('decode', 'tok/s', 'decode', decodeRatio, '≥ 1.0')
+    console.log(`${id.padEnd(28)} prompt  llama-bench (Hearth's build, AMX) ${fmt(engineItself, 1)} tok/s: Hearth reads at ${fmt(ofEngine, 2)} of it`)
   } finally {
     for (const side of sides) await side.stop()
   }
@@ -97,6 +107,15 @@ async function hearthSide(name: string, file: string, id: string, build?: LlamaB
   await stream(endpoint, say('warm up'), 2)
   pinEngines(server.process.pid!)
   return { name, endpoint, stop: async () => void (await server.stop()) }
+}
+
+/** llama-bench's prompt throughput on `build`, `tokens` long, one thread on the engine core. */
+function llamaBenchPrompt(build: LlamaBuild, file: string, tokens: number): number {
+  const out = execFileSync('taskset', ['-c', ENGINE_CORE, programPath(build.dir, 'llama-bench'), '-m', file, '-p', String(tokens), '-n', '0', '-r', '1', '-t', '1', '-o', 'json'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  })
+  return (JSON.parse(out) as Array<{ avg_ts: number }>)[0]!.avg_ts
 }
 
 /** What upstream llama-server does with `file`: its prompt throughput, or how it died. */
