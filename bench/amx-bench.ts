@@ -11,16 +11,16 @@
  * One thread, every engine pinned to the engine core, runs interleaved, medians. Target: AMX gives at
  * least 2× the prompt throughput of the path without it, and decode is no slower.
  */
-import { execFileSync } from 'node:child_process'
 import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
-import { findLlamaBuild, programPath, type LlamaBuild } from '../engines/build/llama-build.ts'
+import { findLlamaBuild, type LlamaBuild } from '../engines/build/llama-build.ts'
 import { llamaServerArgs } from '../engines/llama-server/llama-server-args.ts'
 import { startTestServer, type TestServer } from '../test/support/server-process.ts'
 import { startUpstreamProgram } from '../test/support/upstream-servers.ts'
 import { fmt, median } from './bench-server.ts'
 import { llamaBuildWithoutAmx, upstreamLlamaBuild } from './comparison-builds.ts'
+import { llamaBench } from './llama-bench.ts'
 import { CLIENT_CORES, ENGINE_CORE, pinEngines, pinProcess } from './cores.ts'
 import { realSizeModel, say, spec, stream, trainedContext, words, type Endpoint } from './upstream-bench.ts'
 
@@ -70,7 +70,9 @@ async function measureType(file: string, runs: number, build: LlamaBuild, withou
         samples.get(side.name)!.prompt.push((promptTokens * 1000) / first.ttftMs)
         samples.get(side.name)!.decode.push((await stream(side.endpoint, say(`run ${run}: tell a story`), 32)).decodePerSecond)
       }
-      reference.push(llamaBenchPrompt(build, file, promptTokens))
+      const measured = llamaBench(build, file, { promptTokens, decodeTokens: 0, repetitions: 1, cpus: ENGINE_CORE }).prompt
+      if (typeof measured !== 'number') throw new Error(`llama-bench on ${id}: ${measured}`)
+      reference.push(measured)
     }
     const engineItself = median(reference)
     figures.llama_bench_prompt_tps = engineItself
@@ -107,15 +109,6 @@ async function hearthSide(name: string, file: string, id: string, build?: LlamaB
   await stream(endpoint, say('warm up'), 2)
   pinEngines(server.process.pid!)
   return { name, endpoint, stop: async () => void (await server.stop()) }
-}
-
-/** llama-bench's prompt throughput on `build`, `tokens` long, one thread on the engine core. */
-function llamaBenchPrompt(build: LlamaBuild, file: string, tokens: number): number {
-  const out = execFileSync('taskset', ['-c', ENGINE_CORE, programPath(build.dir, 'llama-bench'), '-m', file, '-p', String(tokens), '-n', '0', '-r', '1', '-t', '1', '-o', 'json'], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'ignore'],
-  })
-  return (JSON.parse(out) as Array<{ avg_ts: number }>)[0]!.avg_ts
 }
 
 /** What upstream llama-server does with `file`: its prompt throughput, or how it died. */

@@ -10,16 +10,16 @@
  * Two untimed rounds each (Node runs its fastest once warm), then the servers interleaved, medians.
  * Target: Hearth at least 0.97× llama-server on both figures.
  */
-import { execFileSync } from 'node:child_process'
 import { copyFileSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
-import { findLlamaBuild, programPath, type LlamaBuild } from '../engines/build/llama-build.ts'
+import { findLlamaBuild, type LlamaBuild } from '../engines/build/llama-build.ts'
 import { llamaServerArgs } from '../engines/llama-server/llama-server-args.ts'
 import { startTestServer } from '../test/support/server-process.ts'
 import { startUpstreamProgram } from '../test/support/upstream-servers.ts'
 import { fmt, median } from './bench-server.ts'
 import { upstreamLlamaBuild } from './comparison-builds.ts'
+import { llamaBench } from './llama-bench.ts'
 import { realSizeModel, say, spec, stream, trainedContext, words, type Endpoint } from './upstream-bench.ts'
 
 const WEIGHT_TYPES = ['Q4_K_M', 'Q8_0', 'F16'] as const
@@ -84,7 +84,8 @@ async function measureType(file: string, runs: number, upstream: LlamaBuild): Pr
     figures[`${name}_beyond_engine_ms`] = median(s.beyondEngine)
   }
   const promptTokens = samples.get('hearth')!.promptTokens
-  const reference = llamaBenchFigures(upstream, file, promptTokens)
+  // Every layer on the GPU, flash attention on.
+  const reference = llamaBench(upstream, file, { promptTokens, decodeTokens: DECODE_TOKENS, repetitions: 3, args: ['-ngl', '99', '-fa', '1'] })
   figures.llama_bench_prompt_tps = reference.prompt
   figures.llama_bench_decode_tps = reference.decode
   const row = (what: string, key: 'prompt' | 'decode') => {
@@ -125,20 +126,4 @@ async function upstreamSide(build: LlamaBuild, file: string, id: string, context
   const endpoint = { url: server.url, headers: {}, model: id }
   await stream(endpoint, say('warm up'), 2)
   return { name: 'upstream', endpoint, stop: () => server.stop() }
-}
-
-/** llama-bench's own prompt and decode throughput, every layer on the GPU, flash attention on. */
-function llamaBenchFigures(build: LlamaBuild, file: string, promptTokens: number): { prompt: number | string; decode: number | string } {
-  let out
-  try {
-    out = execFileSync(programPath(build.dir, 'llama-bench'), ['-m', file, '-p', String(promptTokens), '-n', String(DECODE_TOKENS), '-r', '3', '-t', '1', '-ngl', '99', '-fa', '1', '-o', 'json'], {
-    encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    })
-  } catch (e) {
-    const how = (e as { signal?: string }).signal ? `killed by ${(e as { signal?: string }).signal}` : 'failed'
-    return { prompt: how, decode: how }
-  }
-  const tests = JSON.parse(out) as Array<{ n_prompt: number; n_gen: number; avg_ts: number }>
-  return { prompt: tests.find((t) => t.n_prompt > 0)?.avg_ts ?? NaN, decode: tests.find((t) => t.n_gen > 0)?.avg_ts ?? NaN }
 }
