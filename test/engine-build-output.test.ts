@@ -5,18 +5,20 @@
  * talks like Ninja under CMake; the sources are the real pinned ones, from the engine cache.
  */
 import { spawnSync } from 'node:child_process'
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { cpuLevels, engineCacheDir, nativeCpuFeatures } from '../engines/build/cmake-build.ts'
+import { pinnedSourceNames } from '../engines/build/pinned-source.ts'
 import { PROJECT_ROOT, postJson, startTestServer } from './support/server-process.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
 import { cannotRun } from './support/skips.ts'
 
 const realCache = engineCacheDir()
-const sources = existsSync(realCache) ? readdirSync(realCache).filter((name) => /^(whisper-)?src-/.test(name) && !name.endsWith('.partial')) : []
+// Today's pinned sources (not whatever earlier versions left there).
+const sources = pinnedSourceNames().filter((name) => /^(whisper-)?src-/.test(name) && existsSync(join(realCache, name)))
 const haveSources = sources.some((n) => n.startsWith('src-') && n.includes('-patched-')) && sources.some((n) => n.startsWith('whisper-src-'))
 if (!haveSources) cannotRun('the pinned engine sources are not in the engine cache (npm run build:engines); the build output suite cannot run')
 
@@ -60,12 +62,13 @@ $crash" ;; *) body="" ;; esac
 done
 `
 
-function buildWith(env: Record<string, string>, args: string[] = []): { status: number | null; stdout: string; stderr: string; cache: string } {
+function buildWith(env: Record<string, string>, args: string[] = [], prepareCache?: (cache: string) => void): { status: number | null; stdout: string; stderr: string; cache: string } {
   const bin = mkdtempSync(join(tmpdir(), 'hearth-fake-cmake-'))
   writeFileSync(join(bin, 'cmake'), FAKE_CMAKE)
   chmodSync(join(bin, 'cmake'), 0o755)
   const cache = mkdtempSync(join(tmpdir(), 'hearth-build-output-cache-'))
   for (const name of sources) symlinkSync(join(realCache, name), join(cache, name))
+  prepareCache?.(cache)
   const result = spawnSync(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'main/cli/build-engines.ts'), ...args], {
     cwd: PROJECT_ROOT,
     // The fake builds are recorded in a file of their own, not in the project's record.
@@ -148,6 +151,54 @@ describe.skipIf(!haveSources)('the engine build as a person sees it', () => {
     const built = readdirSync(cache).find((f) => /^llama-portable-\w+$/.test(f))!
     expect(readdirSync(join(cache, built)).filter((f) => f.startsWith('libggml-cpu-')).sort()).toEqual(['libggml-cpu-haswell.so', 'libggml-cpu-icelake.so'])
     expect(JSON.parse(readFileSync(join(cache, built, 'build.json'), 'utf8')).withheld).toEqual(['sapphirerapids'])
+  })
+
+  it('clears what earlier versions left in the cache once the engines are ready, and says so in one line', () => {
+    const daysAgo = (days: number) => new Date(Date.now() - days * 24 * 3600 * 1000)
+    const aged = (path: string, days: number) => utimesSync(path, daysAgo(days), daysAgo(days))
+    const { status, stdout, stderr, cache } = buildWith({}, [], (cache) => {
+      // An earlier version's patched source and tarball, made yesterday: no build here needs them.
+      mkdirSync(join(cache, 'src-0123456789ab-patched-000000000000'))
+      writeFileSync(join(cache, 'src-0123456789ab-patched-000000000000/ggml.c'), 'x'.repeat(3 * 1024 * 1024))
+      writeFileSync(join(cache, 'node-llama-cpp-3.0.0.tgz'), 'old')
+      // A build last found 40 days ago; one built 40 days ago but found by a server last week
+      // (another clone's); one made two days ago for another CPU sharing this home folder.
+      for (const [name, built, used] of [['llama-0000000000000040', 40, 40], ['llama-0000000000000007', 40, 7], ['whisper-0000000000000002', 2, 2]] as const) {
+        mkdirSync(join(cache, name))
+        writeFileSync(join(cache, name, 'build.json'), '{}')
+        aged(join(cache, name, 'build.json'), built)
+        writeFileSync(join(cache, name, '.last-used'), '')
+        aged(join(cache, name, '.last-used'), used)
+      }
+      // An interrupted build's CMake folder from ten days ago, and one that may be running now.
+      mkdirSync(join(cache, 'build-llama-00000000000000aa'))
+      aged(join(cache, 'build-llama-00000000000000aa'), 10)
+      mkdirSync(join(cache, 'build-whisper-00000000000000bb'))
+      // Not the cache's own: left alone.
+      mkdirSync(join(cache, 'bench-models'))
+    })
+    expect(status, stderr).toBe(0)
+    expect(stdout).toMatch(/hearth engines: cache: removed 2 sources no build here needs, 1 build unused for 30 days, 1 leftover of an interrupted build \(3 MB freed\)\n/)
+    const left = readdirSync(cache)
+    expect(left).not.toContain('src-0123456789ab-patched-000000000000')
+    expect(left).not.toContain('node-llama-cpp-3.0.0.tgz')
+    expect(left).not.toContain('llama-0000000000000040')
+    expect(left).not.toContain('build-llama-00000000000000aa')
+    expect(left).toEqual(expect.arrayContaining(['llama-0000000000000007', 'whisper-0000000000000002', 'build-whisper-00000000000000bb', 'bench-models']))
+    // Today's sources (links to the real cache here) and builds stay, and the real trees were not touched.
+    const todays = left.filter((n) => /^(llama|whisper)-[0-9a-f]{16}$/.test(n) && (existsSync(join(cache, n, 'llama-server')) || existsSync(join(cache, n, 'whisper-server'))))
+    expect(todays).toHaveLength(2)
+    expect(left).toEqual(expect.arrayContaining(sources))
+    for (const name of sources) expect(existsSync(join(realCache, name)), name).toBe(true)
+
+    // Run again: nothing more to clear, nothing said.
+    const again = spawnSync(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'main/cli/build-engines.ts')], {
+      cwd: PROJECT_ROOT,
+      env: { ...process.env, HEARTH_ENGINE_CACHE: cache, HEARTH_ENGINE_RECORD: join(cache, 'record.json'), HEARTH_ENGINE_GPU: 'none' },
+      encoding: 'utf8',
+    })
+    expect(again.status, again.stderr).toBe(0)
+    expect(again.stdout).not.toContain('cache: removed')
   })
 
   it('names the log when a step fails, and the log holds what the tool said', () => {

@@ -12,6 +12,7 @@ import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSy
 import { availableParallelism, homedir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { stampBuildUsed } from './engine-cache-tidy.ts'
 import { EngineBuildError, installHint, requireTool } from './pinned-source.ts'
 import { selfTestVerdict, type SelfTestReport, type SelfTestRun } from './self-test/engine-self-test.ts'
 
@@ -207,6 +208,7 @@ export function findBuild(recipe: BuildRecipe, explicitDir?: string, env: NodeJS
     const manifest = join(dir, 'build.json')
     if (!existsSync(manifest)) continue
     if (!recipe.programs.every((p) => existsSync(programPath(dir, p)))) continue
+    stampBuildUsed(dir)
     return { ...(JSON.parse(readFileSync(manifest, 'utf8')) as Omit<NativeBuild, 'dir'>), dir }
   }
   return undefined

