@@ -2,7 +2,8 @@
  * Hearth against the program it runs: llama.cpp's own llama-server, built from the same pinned
  * source with the same options, on the same model file, with the same command line (Hearth's
  * llama-server-args), one inference thread each, both engines pinned to the same core (taskset),
- * runs interleaved, medians. Hearth's own Node process and this client share the other core.
+ * runs interleaved (each side first in turn), medians. Hearth's own Node process and this client
+ * share the other core.
  *
  * Figures and targets (issue 11):
  * - real-size model (TinyLlama-1.1B shape, random weights, Q4_K_M): decode ≥ 0.97×, prompt
@@ -25,7 +26,7 @@ import { writeRealSizeLlama } from '../test/support/real-size-model.ts'
 import { startTestServer, type TestServer } from '../test/support/server-process.ts'
 import { startUpstreamProgram } from '../test/support/upstream-servers.ts'
 import { fmt, median } from './bench-server.ts'
-import { CLIENT_CORES, ENGINE_CORE, pinEngines, pinProcess } from './cores.ts'
+import { CLIENT_CORES, ENGINE_CORE, onClientCores, pinEngines, pinProcess } from './cores.ts'
 
 
 export interface Endpoint {
@@ -92,6 +93,17 @@ async function withBothSides<T>(
   warmUp: (endpoint: Endpoint) => Promise<unknown>,
   measure: (hearth: Hearth, upstream: Upstream, enginePid: number) => Promise<T>,
 ): Promise<T> {
+  return onClientCores(() => bothSides(build, file, spec, hearthArgs, warmUp, measure))
+}
+
+async function bothSides<T>(
+  build: LlamaBuild,
+  file: string,
+  spec: EngineLoadSpec,
+  hearthArgs: string[],
+  warmUp: (endpoint: Endpoint) => Promise<unknown>,
+  measure: (hearth: Hearth, upstream: Upstream, enginePid: number) => Promise<T>,
+): Promise<T> {
   const upstream = await startUpstream(build, spec)
   const hearth = await startHearth(file, spec.modelId, hearthArgs)
   try {
@@ -106,6 +118,14 @@ async function withBothSides<T>(
 }
 
 const warmChat = (endpoint: Endpoint) => stream(endpoint, say('warm up'), 2)
+
+/**
+ * The order of the two sides in one run, Hearth (0) and llama-server (1): turn about, so that
+ * neither always runs first (after the other's request, or the client's pause) or always second.
+ */
+function inTurns(run: number): readonly [0, 1] | readonly [1, 0] {
+  return run % 2 === 0 ? [0, 1] : [1, 0]
+}
 
 /** Hearth serving `file`, its Node process on the client cores and its engine on the engine core. */
 async function startHearth(file: string, modelId: string, extraArgs: string[]): Promise<{ endpoint: Endpoint; server: TestServer; pin: () => number }> {
@@ -212,7 +232,8 @@ async function realSizeSingle(build: LlamaBuild, file: string, runs: number): Pr
   return withBothSides(build, file, spec(id, file, 1, await trainedContext(file)), ['--parallel', '1'], warmChat, async (hearth, upstream) => {
     const samples = { decode: [[], []], prompt: [[], []], turn1: [[], []], turn2: [[], []] } as Record<string, [number[], number[]]>
     for (let run = 0; run < runs; run++) {
-      for (const [side, endpoint] of [[0, hearth.endpoint], [1, upstream.endpoint]] as const) {
+      for (const side of inTurns(run)) {
+        const endpoint = side ? upstream.endpoint : hearth.endpoint
         const decode = await stream(endpoint, say(`run ${run} tell a story`), 64)
         samples.decode![side].push(decode.decodePerSecond)
         // A prompt of about 700 tokens that no cache holds (it starts with this run's own words).
@@ -266,7 +287,8 @@ async function grammarCost(build: LlamaBuild, file: string, runs: number): Promi
   return withBothSides(build, file, spec(id, file, 1, await trainedContext(file)), ['--parallel', '1'], warmChat, async (hearth, upstream) => {
     const ttft: Record<string, [number[], number[]]> = { plain: [[], []], schema: [[], []] }
     for (let run = 0; run < runs; run++) {
-      for (const [side, endpoint] of [[0, hearth.endpoint], [1, upstream.endpoint]] as const) {
+      for (const side of inTurns(run)) {
+        const endpoint = side ? upstream.endpoint : hearth.endpoint
         // The same short prompt each time, so the prompt cache leaves only the grammar's work and the first token.
         // Whole answers of one token: a structured answer's first piece is held back until it parses.
         ttft.plain![side].push(await oneTokenMs(endpoint, say('The forecast, please.'), {}))
@@ -306,8 +328,7 @@ async function realSizeConcurrent(build: LlamaBuild, file: string, runs: number)
     const h: number[] = []
     const u: number[] = []
     for (let run = 0; run < runs; run++) {
-      h.push(await aggregate(hearth.endpoint, run))
-      u.push(await aggregate(upstream.endpoint, run))
+      for (const side of inTurns(run)) (side ? u : h).push(await aggregate(side ? upstream.endpoint : hearth.endpoint, run))
     }
     return { concurrent_ratio: ratioLine('4 concurrent streams, aggregate', median(h), median(u), 'tok/s', '≥ 0.95'), hearth_concurrent: median(h), upstream_concurrent: median(u) }
   })
@@ -320,7 +341,7 @@ async function overhead(build: LlamaBuild, file: string, runs: number): Promise<
     const ttft: [number[], number[]] = [[], []]
     const cpu: [number[], number[]] = [[], []]
     for (let run = 0; run < runs * 2; run++) {
-      for (const side of [0, 1] as const) {
+      for (const side of inTurns(run)) {
         const endpoint = side ? upstream.endpoint : hearth.endpoint
         const pids = side ? [upstream.pid] : [hearth.server.process.pid!, enginePid]
         ttft[side].push((await stream(endpoint, say(`Once upon a time ${run}`), 1)).ttftMs)
@@ -356,8 +377,7 @@ async function embeddings(build: LlamaBuild, file: string, runs: number): Promis
     const h: number[] = []
     const u: number[] = []
     for (let run = 0; run < runs; run++) {
-      h.push(await embed(hearth.endpoint))
-      u.push(await embed(upstream.endpoint))
+      for (const side of inTurns(run)) (side ? u : h).push(await embed(side ? upstream.endpoint : hearth.endpoint))
     }
     return { embeddings_ratio: ratioLine('embeddings, 256 texts in one request', median(h), median(u), '/s', '≥ 0.95'), hearth_eps: median(h), upstream_eps: median(u) }
   })
