@@ -83,7 +83,8 @@ type Hearth = Awaited<ReturnType<typeof startHearth>>
 
 /**
  * Both sides on `file`: upstream with `spec`, Hearth with `hearthArgs`. Hearth's engine is loaded by
- * `warmUp`, then pinned to the engine core; `measure` gets both (and the engine's pid); both stop after.
+ * `warmUp`, then pinned to the engine core; `measure` gets both (and the engine's pid), with this
+ * client on the client cores; both stop after.
  */
 async function withBothSides<T>(
   build: LlamaBuild,
@@ -93,28 +94,19 @@ async function withBothSides<T>(
   warmUp: (endpoint: Endpoint) => Promise<unknown>,
   measure: (hearth: Hearth, upstream: Upstream, enginePid: number) => Promise<T>,
 ): Promise<T> {
-  return onClientCores(() => bothSides(build, file, spec, hearthArgs, warmUp, measure))
-}
-
-async function bothSides<T>(
-  build: LlamaBuild,
-  file: string,
-  spec: EngineLoadSpec,
-  hearthArgs: string[],
-  warmUp: (endpoint: Endpoint) => Promise<unknown>,
-  measure: (hearth: Hearth, upstream: Upstream, enginePid: number) => Promise<T>,
-): Promise<T> {
-  const upstream = await startUpstream(build, spec)
-  const hearth = await startHearth(file, spec.modelId, hearthArgs)
-  try {
-    await warmUp(hearth.endpoint)
-    const enginePid = hearth.pin()
-    await warmUp(upstream.endpoint)
-    return await measure(hearth, upstream, enginePid)
-  } finally {
-    await hearth.server.stop()
-    await upstream.stop()
-  }
+  return onClientCores(async () => {
+    const upstream = await startUpstream(build, spec)
+    const hearth = await startHearth(file, spec.modelId, hearthArgs)
+    try {
+      await warmUp(hearth.endpoint)
+      const enginePid = hearth.pin()
+      await warmUp(upstream.endpoint)
+      return await measure(hearth, upstream, enginePid)
+    } finally {
+      await hearth.server.stop()
+      await upstream.stop()
+    }
+  })
 }
 
 const warmChat = (endpoint: Endpoint) => stream(endpoint, say('warm up'), 2)
