@@ -47,7 +47,8 @@ describe('the engine cache, tidied', () => {
     const hourAgo = new Date(stamped - 3600 * 1000)
     utimesSync(join(dir, '.last-used'), hourAgo, hourAgo)
     findBuild(recipe, dir)
-    expect(statSync(join(dir, '.last-used')).mtimeMs).toBe(hourAgo.getTime())
+    // Still an hour old, not moved to now (file times round to the filesystem's precision).
+    expect(Math.abs(statSync(join(dir, '.last-used')).mtimeMs - hourAgo.getTime())).toBeLessThan(1000)
   })
 
   it('removes a link to an earlier source, never what it points at', () => {
