@@ -43,7 +43,8 @@ export function pinnedSourceNames(): string[] {
   return [LLAMA_TREE, patchedLlamaTree(), whisperTree(), tarballName(LLAMA_SOURCE), tarballName(WHISPER_SOURCE)]
 }
 
-const LLAMA_TREE = `src-${LLAMA_SOURCE.commit.slice(0, 12)}`
+const LLAMA_COMMIT_SHORT = LLAMA_SOURCE.commit.slice(0, 12)
+const LLAMA_TREE = `src-${LLAMA_COMMIT_SHORT}`
 
 function patchedLlamaTree(): string {
   return LLAMA_PATCHES.length === 0 ? LLAMA_TREE : `${LLAMA_TREE}-patched-${patchesHash(LLAMA_PATCHES)}`
@@ -51,7 +52,7 @@ function patchedLlamaTree(): string {
 
 function whisperTree(): string {
   const patched = WHISPER_PATCHES.length > 0 ? `-patched-${whisperPatchesId()}` : ''
-  return `whisper-src-${WHISPER_SOURCE.version}-${LLAMA_SOURCE.commit.slice(0, 12)}${patched}`
+  return `whisper-src-${WHISPER_SOURCE.version}-${LLAMA_COMMIT_SHORT}${patched}`
 }
 
 function tarballName(pinned: PinnedPackage): string {
