@@ -4,7 +4,7 @@
  * other conversations take the slot that is cheapest to give up.
  */
 import { describe, expect, it } from 'vitest'
-import { promptPieces, SlotAffinity, SWAP_SHARE } from '../engines/llama-server/slot-affinity.ts'
+import { piecesOf, promptPieces, promptText, SlotAffinity, SWAP_SHARE } from '../engines/llama-server/slot-affinity.ts'
 
 const SYSTEM = { role: 'system', content: 'You are a coding agent. '.repeat(200) }
 const tools = [{ type: 'function', function: { name: 'read', parameters: { type: 'object' } } }]
@@ -55,6 +55,22 @@ describe('slot affinity', () => {
     const words = 'the quick brown fox jumps over the lazy dog '.repeat(100)
     const first = serve(affinity, promptPieces({ messages: [{ role: 'user', content: `${words} first` }] }))
     expect(serve(affinity, promptPieces({ messages: [{ role: 'user', content: `${words} second` }] }))).toBe(first)
+  })
+
+  it('tells short prompts apart to the character: four streams at once each come back to their own slot', () => {
+    const affinity = new SlotAffinity(4)
+    // Each shorter than a piece: by pieces alone the four slots look alike, and the least recently used wins.
+    const prompt = (stream: number, run: number) => promptText({ messages: [{ role: 'user', content: `stream ${stream} run ${run}` }] })
+    /** The streams' requests all taken before any is over, as when they run at once. */
+    const serveAtOnce = (streams: number[], run: number) => {
+      const taken = streams.map((k) => ({ text: prompt(k, run), slot: affinity.take(piecesOf(prompt(k, run)), undefined, prompt(k, run)) }))
+      for (const { text, slot } of taken) affinity.release(slot!, piecesOf(text), undefined, text)
+      return taken.map((t) => t.slot)
+    }
+    const slots = serveAtOnce([0, 1, 2, 3], 0)
+    expect(new Set(slots).size).toBe(4)
+    // The next run, in another order: slot 0 is the least recently used, but stream 3's slot is the one holding "stream 3".
+    expect(serveAtOnce([3, 2, 1, 0], 1)).toEqual([slots[3], slots[2], slots[1], slots[0]])
   })
 
   it('gives up a conversation that went stale before one that just paused', () => {

@@ -8,7 +8,7 @@
 import type { EngineLoadSpec } from '../engine-jobs.ts'
 import type { EngineServerProcess } from '../engine-server-process.ts'
 import { DEFAULT_PROMPT_CACHE_MIB } from './llama-server-args.ts'
-import { SlotAffinity, SWAP_SHARE, promptPieces, type PromptPiece } from './slot-affinity.ts'
+import { SlotAffinity, SWAP_SHARE, piecesOf, promptText, type PromptPiece } from './slot-affinity.ts'
 import { SlotCache } from './slot-cache.ts'
 
 /** The longest a request waits for llama-server to start the one whose pushed-out prompt it needs back. */
@@ -18,6 +18,7 @@ const SAVED_WAIT_MS = 30_000
 export interface TakenSlot {
   slot: number
   pieces: PromptPiece[]
+  text: string
   conversationKey: string | undefined
 }
 
@@ -55,9 +56,10 @@ export class SlotParking {
 
   /** Takes the idle slot that suits the request's prompt; undefined leaves the choice to llama-server. */
   take(body: { messages: unknown[]; tools?: unknown }, conversationKey: string | undefined): TakenSlot | undefined {
-    const pieces = promptPieces(body)
-    const slot = this.affinity.take(pieces, conversationKey)
-    return slot === undefined ? undefined : { slot, pieces, conversationKey }
+    const text = promptText(body)
+    const pieces = piecesOf(text)
+    const slot = this.affinity.take(pieces, conversationKey, text)
+    return slot === undefined ? undefined : { slot, pieces, text, conversationKey }
   }
 
   /**
@@ -85,6 +87,6 @@ export class SlotParking {
 
   /** The request is over: the slot holds its prompt where it was served, else nothing known. */
   release(taken: TakenSlot, served: boolean): void {
-    this.affinity.release(taken.slot, served ? taken.pieces : undefined, taken.conversationKey)
+    this.affinity.release(taken.slot, served ? taken.pieces : undefined, taken.conversationKey, taken.text)
   }
 }
