@@ -10,13 +10,15 @@ import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_pr
 import { readFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 // Streams go over plain node:http: per token it costs a fraction of fetch's web streams.
-import { request as httpRequest, type IncomingMessage } from 'node:http'
+import { Agent, request as httpRequest, type IncomingMessage } from 'node:http'
 import { createServer } from 'node:net'
 import { EngineDiedError, ModelError } from './errors.ts'
 
 const LOG_TAIL_BYTES = 8192
 const HEALTH_POLL_MS = 15
 const MAX_SEND_ATTEMPTS = 3
+/** What a request sent on a kept connection met when the engine had just closed it. */
+const CLOSED_ON_REUSE = Symbol('closed on reuse')
 
 export interface EngineServerStart {
   program: string
@@ -42,14 +44,21 @@ export class EngineServerProcess {
   private exitReason = 'stopped'
   private killedBy: string | null = null
   private readonly exitListeners: Array<() => void> = []
+  /**
+   * The connections streams go over, kept open between them (patch llama-17: llama-server no
+   * longer closes one after a stream), so a request does not wait for a new connection.
+   */
+  private readonly streams = new Agent({ keepAlive: true })
+  private readonly baseUrl: string
 
   private constructor(
     private readonly child: ChildProcess,
-    readonly baseUrl: string,
+    private readonly port: number,
     private readonly key: string,
     private readonly modelId: string,
     forwardLog: boolean,
   ) {
+    this.baseUrl = `http://127.0.0.1:${port}`
     const keepTail = (chunk: Buffer) => {
       this.loggedBytes += chunk.length
       this.logTail = (this.logTail + chunk.toString('utf8')).slice(-LOG_TAIL_BYTES)
@@ -62,6 +71,7 @@ export class EngineServerProcess {
       this.exited = true
       this.exitReason = signal ? `was killed by ${signal}` : `exited with code ${code}`
       this.killedBy = signal
+      this.streams.destroy()
       for (const listener of this.exitListeners.splice(0)) listener()
     })
   }
@@ -76,7 +86,7 @@ export class EngineServerProcess {
       // The key stays out of `ps`: llama-server reads it from the environment.
       env: options.apiKeyVariable ? { ...process.env, [options.apiKeyVariable]: key } : process.env,
     })
-    const engine = new EngineServerProcess(child, `http://127.0.0.1:${port}`, key, options.modelId, options.forwardLog)
+    const engine = new EngineServerProcess(child, port, key, options.modelId, options.forwardLog)
     try {
       await engine.waitUntilHealthy(options.loadTimeoutMs)
     } catch (e) {
@@ -130,38 +140,47 @@ export class EngineServerProcess {
   /**
    * POSTs `body` and hands back the response as node:http gives it (status, headers, a byte
    * stream), for answers read as they arrive. Closing the response (or `signal`) ends the work
-   * upstream: llama-server cancels a request whose connection is gone. Each stream has a connection
-   * of its own: llama-server closes a connection after a streamed answer, whatever its Keep-Alive
-   * header says, so a kept one would fail on its next use.
+   * upstream: llama-server cancels a request whose connection is gone. A stream read to its end
+   * leaves its connection for the next one.
    */
   async streamRequest(path: string, body: unknown, signal?: AbortSignal): Promise<IncomingMessage> {
-    if (this.exited) throw this.crashError()
-    if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-    const payload = JSON.stringify(body)
-    try {
-      return await new Promise<IncomingMessage>((resolve, reject) => {
-        const req = httpRequest(
-          `${this.baseUrl}${path}`,
-          {
-            method: 'POST',
-            agent: false,
-            signal,
-            headers: {
-              authorization: `Bearer ${this.key}`,
-              'content-type': 'application/json',
-              'content-length': Buffer.byteLength(payload),
-            },
-          },
-          resolve,
-        )
-        req.setNoDelay(true)
-        req.once('error', reject)
-        req.end(payload)
-      })
-    } catch (e) {
+    // Encoded once: its length is the byte count, with no second pass over a long prompt.
+    const payload = Buffer.from(JSON.stringify(body))
+    for (let attempt = 1; ; attempt++) {
+      if (this.exited) throw this.crashError()
       if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-      throw await this.failureOf(e)
+      let res: IncomingMessage | typeof CLOSED_ON_REUSE
+      try {
+        res = await this.post(path, payload, signal)
+      } catch (e) {
+        if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
+        throw await this.failureOf(e)
+      }
+      if (res !== CLOSED_ON_REUSE) return res
+      // A kept connection the engine closed just as it was reused: the request never reached it,
+      // so it goes again (on a fresh connection, as the closed one has left the pool).
+      if (attempt === MAX_SEND_ATTEMPTS) throw await this.failureOf(new Error('the engine closed each connection the request was sent on'))
     }
+  }
+
+  private post(path: string, payload: Buffer, signal: AbortSignal | undefined): Promise<IncomingMessage | typeof CLOSED_ON_REUSE> {
+    return new Promise((resolve, reject) => {
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port: this.port,
+          path,
+          method: 'POST',
+          agent: this.streams,
+          signal,
+          headers: { authorization: `Bearer ${this.key}`, 'content-type': 'application/json', 'content-length': payload.length },
+        },
+        resolve,
+      )
+      req.setNoDelay(true)
+      req.once('error', (e) => (req.reusedSocket && isClosedConnection(e) ? resolve(CLOSED_ON_REUSE) : reject(e)))
+      req.end(payload)
+    })
   }
 
   /** What a failed exchange means: the engine died (wait briefly for its exit to know), or it broke. */
@@ -249,9 +268,9 @@ export class EngineServerProcess {
   }
 }
 
-/** A kept-alive connection the other side had closed: the request never reached it. */
+/** A kept-alive connection the other side had closed (fetch's error, or node:http's): the request never reached it. */
 export function isClosedConnection(e: unknown): boolean {
-  const code = (e as { cause?: { code?: string } }).cause?.code
+  const code = (e as { cause?: { code?: string } }).cause?.code ?? (e as { code?: string }).code
   return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE'
 }
 
