@@ -108,7 +108,7 @@ describe('npm run launch', () => {
     expect(JSON.parse(readFileSync(join(agentsDir, 'continue.yaml'), 'utf8'))).toMatchObject({
       name: 'Hearth',
       version: '1.0.0',
-      models: [{ provider: 'openai', model: 'tiny', apiBase: `${server.url}/v1`, defaultCompletionOptions: { contextLength: 2048, maxTokens: 2048 } }],
+      models: [{ provider: 'openai', model: 'tiny', apiBase: `${server.url}/v1`, defaultCompletionOptions: { contextLength: 2048, maxTokens: 512 } }],
     })
     const kilo = await run('kilo')
     expect(JSON.parse(kilo.env.KILO_CONFIG_CONTENT!)).toMatchObject({ model: 'hearth/tiny', provider: { hearth: { options: { baseURL: `${server.url}/v1` }, models: { tiny: { limit: { context: 2048, output: 2048 } } } } } })

@@ -158,7 +158,10 @@ export const AGENTS: readonly AgentSetup[] = [
     api: 'OpenAI chat completions',
     launch: (t) => {
       // name and version are required; the CLI reads the window and the output limit from
-      // defaultCompletionOptions only (a top-level contextLength is ignored: it assumes 200k).
+      // defaultCompletionOptions only (a top-level contextLength is ignored: it assumes 200k). It
+      // keeps the output limit free twice (the answer, and as much again before it compacts), and
+      // refuses to start where that leaves no room ("max_tokens is larger than context_length"):
+      // an 8k model's whole-window limit did. A quarter of the window leaves half for the prompt.
       const file = writeConfig(t.configDir, 'continue.yaml', {
         name: 'Hearth',
         version: '1.0.0',
@@ -172,7 +175,7 @@ export const AGENTS: readonly AgentSetup[] = [
             apiKey: t.key,
             roles: ['chat', 'edit', 'apply', 'summarize'],
             capabilities: ['tool_use'],
-            defaultCompletionOptions: { contextLength: t.contextLength, maxTokens: t.maxCompletionTokens },
+            defaultCompletionOptions: { contextLength: t.contextLength, maxTokens: Math.min(t.maxCompletionTokens, Math.floor(t.contextLength / 4)) },
           },
         ],
       })
