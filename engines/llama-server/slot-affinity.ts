@@ -151,9 +151,7 @@ export class SlotAffinity {
     const state = this.slots[slot]
     if (!state) return
     state.busy = false
-    state.pieces = pieces ? [...pieces] : []
-    state.text = pieces ? text : undefined
-    state.key = key
+    holds(state, pieces ? [...pieces] : [], key, pieces ? text : undefined)
     state.lastUsed = this.now()
   }
 
@@ -194,9 +192,7 @@ export class SlotAffinity {
     this.keptPrompts = this.keptPrompts.filter((k) => k !== loaded && !contains(state.pieces, k.pieces))
     if (state.pieces.length > 0) this.keptPrompts.unshift({ pieces: state.pieces, key: state.key, saved: started })
     this.keptPrompts.splice(KEPT_LIMIT)
-    state.pieces = loaded?.pieces ?? []
-    state.text = undefined
-    state.key = loaded?.key
+    holds(state, loaded?.pieces ?? [], loaded?.key)
     return loaded?.saved
   }
 
@@ -219,9 +215,7 @@ export class SlotAffinity {
     this.parkedPrompts = this.parkedPrompts.filter((p) => p !== prompt)
     const state = this.slots[slot]
     if (!state || !loaded) return
-    state.pieces = prompt.pieces
-    state.text = undefined
-    state.key = prompt.key
+    holds(state, prompt.pieces, prompt.key)
   }
 
   /** What the slots hold, for the slot cache to save; what llama-server keeps in RAM is gone with it. */
@@ -237,9 +231,7 @@ export class SlotAffinity {
     state.slots.forEach((saved, i) => {
       const slot = this.slots[i]
       if (!slot || !restored(i)) return
-      slot.pieces = saved.pieces
-      slot.text = undefined
-      slot.key = saved.key
+      holds(slot, saved.pieces, saved.key)
       slot.lastUsed = this.now()
     })
     this.parkedPrompts = (state.parked ?? []).filter((p) => fileKept(p.file)).map((p) => ({ ...p, lastUsed: this.now() }))
@@ -269,6 +261,13 @@ export class SlotAffinity {
     const size = totalSize(slot.pieces)
     return this.now() - slot.lastUsed > STALE_MS ? 0 : size
   }
+}
+
+/** What a slot holds now: its text only where this process served the prompt, so a loaded or restored one has none. */
+function holds(slot: SlotState, pieces: PromptPiece[], key: string | undefined, text?: string): void {
+  slot.pieces = pieces
+  slot.text = text
+  slot.key = key
 }
 
 function totalSize(pieces: readonly PromptPiece[]): number {
