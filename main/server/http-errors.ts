@@ -178,8 +178,6 @@ export function sendError(res: Response, e: unknown): void {
     // A stream is under way: the error becomes its last event, and the request counts as cut.
     if (res.writableEnded) return
     markCut(res, error.status, error.code ?? 'error', error.message)
-    // What the stream corked this turn goes first (a response ended while corked loses it since Node 22).
-    while (res.writableCorked > 0) res.uncork()
     res.end(anthropic ? `event: error\ndata: ${JSON.stringify(anthropicErrorBody(error))}\n\n` : `data: ${JSON.stringify(error.body())}\n\n`)
     return
   }

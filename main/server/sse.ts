@@ -17,7 +17,6 @@ function setEventStreamHeaders(res: Response): void {
 
 export class SseStream {
   private opened = false
-  private corked = false
   private keepAliveTimer: NodeJS.Timeout | undefined
 
   constructor(private readonly res: Response) {}
@@ -44,13 +43,10 @@ export class SseStream {
   send(event: unknown, name?: string): void {
     this.open()
     if (this.res.writableEnded) return
-    // Events written in one turn of the event loop (the role and the first token, say) leave in
-    // one packet: corked now, uncorked once the turn is over.
-    if (!this.corked) {
-      this.corked = true
-      this.res.cork()
-      process.nextTick(() => this.uncork())
-    }
+    // Node corks the socket for the rest of the event loop's turn at a response's first write in it,
+    // so events written in one turn (the role and the first token, say) leave in one packet. Never
+    // `res.cork()` on top: a corked response keeps its chunks aside and, uncorked, writes each
+    // chunk's length, data and line ends as four packets.
     this.res.write(`${name ? `event: ${name}\n` : ''}data: ${JSON.stringify(event)}\n\n`)
   }
 
@@ -63,7 +59,6 @@ export class SseStream {
   done(): void {
     clearInterval(this.keepAliveTimer)
     this.open()
-    this.uncork()
     if (!this.res.writableEnded) this.res.end('data: [DONE]\n\n')
   }
 
@@ -71,18 +66,7 @@ export class SseStream {
   end(): void {
     clearInterval(this.keepAliveTimer)
     this.open()
-    this.uncork()
     if (!this.res.writableEnded) this.res.end()
-  }
-
-  /**
-   * Lets the events corked this turn go. Before the stream ends too: since Node 22 a response
-   * ended while corked drops what was written under the cork (all but the first event).
-   */
-  private uncork(): void {
-    if (!this.corked) return
-    this.corked = false
-    this.res.uncork()
   }
 
   private open(): void {
