@@ -13,12 +13,11 @@ import { randomBytes } from 'node:crypto'
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http'
 import { createServer } from 'node:net'
 import { EngineDiedError, ModelError } from './errors.ts'
+import { isClosedConnection, postOnKeptConnection } from './kept-connections.ts'
 
 const LOG_TAIL_BYTES = 8192
 const HEALTH_POLL_MS = 15
 const MAX_SEND_ATTEMPTS = 3
-/** What a request sent on a kept connection met when the engine had just closed it. */
-const CLOSED_ON_REUSE = Symbol('closed on reuse')
 
 export interface EngineServerStart {
   program: string
@@ -144,43 +143,17 @@ export class EngineServerProcess {
    * leaves its connection for the next one.
    */
   async streamRequest(path: string, body: unknown, signal?: AbortSignal): Promise<IncomingMessage> {
+    if (this.exited) throw this.crashError()
+    if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
     // Encoded once: its length is the byte count, with no second pass over a long prompt.
     const payload = Buffer.from(JSON.stringify(body))
-    for (let attempt = 1; ; attempt++) {
-      if (this.exited) throw this.crashError()
+    const options = { host: '127.0.0.1', port: this.port, path, agent: this.streams, signal, headers: { authorization: `Bearer ${this.key}` } }
+    try {
+      return await postOnKeptConnection(httpRequest, options, payload)
+    } catch (e) {
       if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-      let res: IncomingMessage | typeof CLOSED_ON_REUSE
-      try {
-        res = await this.post(path, payload, signal)
-      } catch (e) {
-        if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-        throw await this.failureOf(e)
-      }
-      if (res !== CLOSED_ON_REUSE) return res
-      // A kept connection the engine closed just as it was reused: the request never reached it,
-      // so it goes again (on a fresh connection, as the closed one has left the pool).
-      if (attempt === MAX_SEND_ATTEMPTS) throw await this.failureOf(new Error('the engine closed each connection the request was sent on'))
+      throw await this.failureOf(e)
     }
-  }
-
-  private post(path: string, payload: Buffer, signal: AbortSignal | undefined): Promise<IncomingMessage | typeof CLOSED_ON_REUSE> {
-    return new Promise((resolve, reject) => {
-      const req = httpRequest(
-        {
-          host: '127.0.0.1',
-          port: this.port,
-          path,
-          method: 'POST',
-          agent: this.streams,
-          signal,
-          headers: { authorization: `Bearer ${this.key}`, 'content-type': 'application/json', 'content-length': payload.length },
-        },
-        resolve,
-      )
-      req.setNoDelay(true)
-      req.once('error', (e) => (req.reusedSocket && isClosedConnection(e) ? resolve(CLOSED_ON_REUSE) : reject(e)))
-      req.end(payload)
-    })
   }
 
   /** What a failed exchange means: the engine died (wait briefly for its exit to know), or it broke. */
@@ -266,12 +239,6 @@ export class EngineServerProcess {
     const telling = lines.findLast((l) => /error|failed|abort|exception|terminate/i.test(l)) ?? lines.at(-1)
     return telling ? ` (engine log: ${telling.trim().slice(0, 300)})` : ''
   }
-}
-
-/** A kept-alive connection the other side had closed (fetch's error, or node:http's): the request never reached it. */
-export function isClosedConnection(e: unknown): boolean {
-  const code = (e as { cause?: { code?: string } }).cause?.code ?? (e as { code?: string }).code
-  return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE'
 }
 
 /** A port nobody listens on now; llama-server binds it a moment later. */

@@ -30,6 +30,10 @@ let frontKeyFile: string
 let hanging: { server: Server; url: string; closed: number; received: number }
 /** A server that answers like a remote Hearth and keeps the headers it was sent. */
 let recorder: { server: Server; url: string; headers: IncomingMessage['headers'][] }
+/** Servers that count the connections chat requests came on (see connectionCounter's modes). */
+let keeps: ConnectionCounter
+let dropsReused: ConnectionCounter
+let lingers: ConnectionCounter
 
 beforeAll(async () => {
   const remoteModels = mkdtempSync(join(tmpdir(), 'hearth-remote-far-'))
@@ -45,6 +49,9 @@ beforeAll(async () => {
 
   hanging = await hangingServer()
   recorder = await recordingServer()
+  keeps = await connectionCounter('answers')
+  dropsReused = await connectionCounter('drops-reused')
+  lingers = await connectionCounter('lingers')
 
   const frontModels = mkdtempSync(join(tmpdir(), 'hearth-remote-front-'))
   const far = (model: string) => ({ base_url: `${remote.url}/v1`, model, api_key_env: 'FAR_KEY' })
@@ -61,6 +68,9 @@ beforeAll(async () => {
         { id: 'hangs', remote: { base_url: `${hanging.url}/v1`, model: 'slow' } },
         { id: 'recorded', remote: { base_url: `${recorder.url}/v1`, model: 'echo', api_key_env: 'RECORDER_KEY' } },
         { id: 'breaks', remote: { base_url: `${recorder.url}/v1`, model: 'breaks', api_key_env: 'RECORDER_KEY' } },
+        { id: 'kept', remote: { base_url: `${keeps.url}/v1`, model: 'echo' } },
+        { id: 'drops-reused', remote: { base_url: `${dropsReused.url}/v1`, model: 'echo' } },
+        { id: 'lingers', remote: { base_url: `${lingers.url}/v1`, model: 'echo' } },
         { id: 'no-key', remote: { base_url: `${remote.url}/v1`, model: 'tiny-chat', api_key_env: 'UNSET_VARIABLE_FOR_TEST' } },
         { id: 'not-a-url', remote: { base_url: 'file:///etc/passwd' } },
       ],
@@ -82,6 +92,8 @@ afterAll(async () => {
   await remote?.stop()
   hanging?.server.close()
   recorder?.server.close()
+  for (const counter of [keeps, dropsReused, lingers]) counter?.server.closeAllConnections()
+  for (const counter of [keeps, dropsReused, lingers]) counter?.server.close()
   hanging?.server.closeAllConnections()
 })
 
@@ -305,6 +317,43 @@ describe('forwarding', () => {
     }
   })
 
+  it('streams one request after another over one kept connection', async () => {
+    const before = keeps.connections
+    for (let i = 0; i < 3; i++) {
+      const stream = await client().chat.completions.create({ model: 'kept', messages: [{ role: 'user', content: `hi ${i}` }], stream: true })
+      let text = ''
+      for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? ''
+      expect(text).toBe('echo')
+    }
+    expect(keeps.connections - before).toBeLessThanOrEqual(1)
+    expect(keeps.answered).toBeGreaterThanOrEqual(3)
+  })
+
+  it('sends a request again on a fresh connection when the remote closed the kept one as it was reused', async () => {
+    const before = { ...dropsReused }
+    for (let i = 0; i < 3; i++) {
+      const answer = await client().chat.completions.create({ model: 'drops-reused', messages: [{ role: 'user', content: `hi ${i}` }] })
+      expect(answer.choices[0]?.message.content).toBe('echo')
+    }
+    // The second and third went out on the first's kept connection, were dropped, and went again.
+    expect(dropsReused.answered - before.answered).toBe(3)
+    expect(dropsReused.dropped - before.dropped).toBe(2)
+    expect(dropsReused.connections - before.connections).toBe(3)
+  })
+
+  it('answers at [DONE] from a remote that holds its response open after it, and lets that connection go', async () => {
+    const before = lingers.connections
+    for (let i = 0; i < 2; i++) {
+      const started = performance.now()
+      const answer = await client().chat.completions.create({ model: 'lingers', messages: [{ role: 'user', content: `hi ${i}` }] })
+      expect(answer.choices[0]?.message.content).toBe('echo')
+      expect(performance.now() - started).toBeLessThan(500)
+    }
+    // The first connection was still held when the second request went: it took a new one.
+    expect(lingers.connections - before).toBe(2)
+    await expect.poll(() => lingers.closed, { timeout: 5_000 }).toBeGreaterThanOrEqual(2)
+  })
+
   it('counts remote work in quotas and metrics', async () => {
     const created = await fetch(`${front.url}/api/keys`, {
       method: 'POST',
@@ -514,6 +563,56 @@ async function hangingServer(): Promise<{ server: Server; url: string; closed: n
     }
     state.received++
     res.on('close', () => state.closed++)
+  })
+  await new Promise<void>((r) => state.server.listen(0, '127.0.0.1', r))
+  state.url = `http://127.0.0.1:${(state.server.address() as { port: number }).port}`
+  return state
+}
+
+interface ConnectionCounter {
+  server: Server
+  url: string
+  /** Connections that carried a chat request (the health checks' own are not counted), and of those, closed. */
+  connections: number
+  closed: number
+  answered: number
+  dropped: number
+}
+
+/**
+ * Lists "echo" and streams "echo" to every chat request. `drops-reused`: a connection's second
+ * request is dropped unanswered (a kept connection whose idle time ran out as it was reused);
+ * `lingers`: the response is held open after its `[DONE]`.
+ */
+async function connectionCounter(mode: 'answers' | 'drops-reused' | 'lingers'): Promise<ConnectionCounter> {
+  const state = { server: undefined as unknown as Server, url: '', connections: 0, closed: 0, answered: 0, dropped: 0 }
+  const requestsOn = new WeakMap<object, number>()
+  state.server = createServer((req, res) => {
+    if (req.url?.endsWith('/models')) {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data: [{ id: 'echo', object: 'model' }] }))
+      return
+    }
+    const earlier = requestsOn.get(req.socket) ?? 0
+    requestsOn.set(req.socket, earlier + 1)
+    if (earlier === 0) {
+      state.connections++
+      req.socket.once('close', () => state.closed++)
+    }
+    req.resume()
+    req.on('end', () => {
+      if (mode === 'drops-reused' && earlier > 0) {
+        state.dropped++
+        req.socket.destroy()
+        return
+      }
+      state.answered++
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { role: 'assistant', content: 'echo' }, finish_reason: null }] })}\n\n`)
+      res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`)
+      res.write(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } })}\n\n`)
+      if (mode === 'lingers') res.write('data: [DONE]\n\n')
+      else res.end('data: [DONE]\n\n')
+    })
   })
   await new Promise<void>((r) => state.server.listen(0, '127.0.0.1', r))
   state.url = `http://127.0.0.1:${(state.server.address() as { port: number }).port}`

@@ -40,6 +40,8 @@ import type { RemoteReplica } from '../../models/catalog/remote-target.ts'
 
 /** Answers that mean "this copy cannot serve now": the next copy is tried. */
 const TRY_ANOTHER = new Set([502, 503, 504])
+/** How long a remote may hold a response open after its `[DONE]` before its connection is let go. */
+const LINGER_AFTER_DONE_MS = 1_000
 
 export class RemoteEngine implements Engine {
   readonly pid = undefined
@@ -345,11 +347,17 @@ async function readEvents(
   progress: ProgressBatch | undefined,
   onEvent: (event: unknown) => void,
 ): Promise<void> {
+  const batches = readEventBatches(res.body)
+  let whole = false
   try {
-    for await (const batch of readEventBatches(res.body)) {
-      for (const data of batch) {
+    for (let read = await batches.next(); !read.done; read = await batches.next()) {
+      for (const data of read.value) {
         if (signal?.aborted) throw cancelled()
-        if (data === '[DONE]') return
+        if (data === '[DONE]') {
+          whole = true
+          readToEnd(batches, res)
+          return
+        }
         const event = JSON.parse(data) as { error?: { message?: string } }
         if (event.error) throw new RemoteModelError(502, 'remote_error', `${where} failed part way: ${event.error.message ?? JSON.stringify(event.error)}`)
         onEvent(event)
@@ -358,7 +366,27 @@ async function readEvents(
     }
   } finally {
     progress?.flush()
+    // An answer left part way closes its connection, which stops the work on the remote.
+    if (!whole) await batches.return(undefined)
   }
+}
+
+/**
+ * The rest of an answer after its `[DONE]` (the response's end, usually in the same read), read in
+ * the background so its connection goes back to the pool for the next request; a remote that
+ * holds the response open after `[DONE]` loses the connection instead.
+ */
+function readToEnd(batches: AsyncGenerator<string[]>, res: RemoteAnswer): void {
+  const giveUp = setTimeout(() => res.discard(), LINGER_AFTER_DONE_MS).unref()
+  void (async () => {
+    try {
+      while (!(await batches.next()).done);
+    } catch {
+      // The connection is gone either way.
+    } finally {
+      clearTimeout(giveUp)
+    }
+  })()
 }
 
 function vectorOf(embedding: string | number[]): Float32Array {
