@@ -71,6 +71,7 @@ beforeAll(async () => {
         { id: 'kept', remote: { base_url: `${keeps.url}/v1`, model: 'echo' } },
         { id: 'drops-reused', remote: { base_url: `${dropsReused.url}/v1`, model: 'echo' } },
         { id: 'lingers', remote: { base_url: `${lingers.url}/v1`, model: 'echo' } },
+        { id: 'drops-reused-speech', kind: 'speech', remote: { base_url: `${dropsReused.url}/v1`, model: 'echo' } },
         { id: 'no-key', remote: { base_url: `${remote.url}/v1`, model: 'tiny-chat', api_key_env: 'UNSET_VARIABLE_FOR_TEST' } },
         { id: 'not-a-url', remote: { base_url: 'file:///etc/passwd' } },
       ],
@@ -341,6 +342,16 @@ describe('forwarding', () => {
     expect(dropsReused.connections - before.connections).toBe(3)
   })
 
+  it('sends an audio upload again when the remote closed the kept connection it went on', async () => {
+    const before = { ...dropsReused }
+    for (let i = 0; i < 3; i++) {
+      const answer = await client().audio.transcriptions.create({ model: 'drops-reused-speech', file: await toFile(speech(), 'speech.flac') })
+      expect(answer.text).toBe('echo')
+    }
+    expect(dropsReused.answered - before.answered).toBe(3)
+    expect(dropsReused.dropped - before.dropped).toBeGreaterThanOrEqual(1)
+  })
+
   it('answers at [DONE] from a remote that holds its response open after it, and lets that connection go', async () => {
     const before = lingers.connections
     for (let i = 0; i < 2; i++) {
@@ -580,7 +591,7 @@ interface ConnectionCounter {
 }
 
 /**
- * Lists "echo" and streams "echo" to every chat request. `drops-reused`: a connection's second
+ * Lists "echo", streams "echo" to every chat request and hears "echo" in any audio. `drops-reused`: a connection's second
  * request is dropped unanswered (a kept connection whose idle time ran out as it was reused);
  * `lingers`: the response is held open after its `[DONE]`.
  */
@@ -606,6 +617,10 @@ async function connectionCounter(mode: 'answers' | 'drops-reused' | 'lingers'): 
         return
       }
       state.answered++
+      if (req.url?.endsWith('/audio/transcriptions')) {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ text: 'echo', language: 'english', duration: 1, segments: [{ start: 0, end: 1, text: 'echo' }] }))
+        return
+      }
       res.writeHead(200, { 'content-type': 'text/event-stream' })
       res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { role: 'assistant', content: 'echo' }, finish_reason: null }] })}\n\n`)
       res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`)
