@@ -137,16 +137,16 @@ export class EngineServerProcess {
   }
 
   /**
-   * POSTs `body` and hands back the response as node:http gives it (status, headers, a byte
+   * POSTs `json` and hands back the response as node:http gives it (status, headers, a byte
    * stream), for answers read as they arrive. Closing the response (or `signal`) ends the work
    * upstream: llama-server cancels a request whose connection is gone. A stream read to its end
    * leaves its connection for the next one.
    */
-  async streamRequest(path: string, body: unknown, signal?: AbortSignal): Promise<IncomingMessage> {
+  async streamRequest(path: string, json: string, signal?: AbortSignal): Promise<IncomingMessage> {
     if (this.exited) throw this.crashError()
     if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
     // Encoded once: its length is the byte count, with no second pass over a long prompt.
-    const payload = Buffer.from(JSON.stringify(body))
+    const payload = Buffer.from(json)
     const options = { host: '127.0.0.1', port: this.port, path, agent: this.streams, signal, headers: { authorization: `Bearer ${this.key}` } }
     try {
       return await postOnKeptConnection(httpRequest, options, payload)

@@ -43,7 +43,7 @@ describe.skipIf(!llamaBuild)('streams to llama-server', () => {
       loadTimeoutMs: 60_000,
       forwardLog: false,
     })
-    const body = { prompt: 'the quick brown fox', n_predict: 4, temperature: 0, stream: true }
+    const body = JSON.stringify({ prompt: 'the quick brown fox', n_predict: 4, temperature: 0, stream: true })
     const first = await readAll(await engine.streamRequest('/completion', body))
     const second = await readAll(await engine.streamRequest('/completion', body))
     const third = await readAll(await engine.streamRequest('/completion', body))
@@ -100,8 +100,8 @@ describe('a kept connection the engine closed', () => {
     const standIn = standInEngine('close-on-reuse')
     engine = await start(standIn.program)
     const before = standIn.counts().connections
-    const first = await readAll(await engine.streamRequest('/v1/chat/completions', {}))
-    const second = await readAll(await engine.streamRequest('/v1/chat/completions', {}))
+    const first = await readAll(await engine.streamRequest('/v1/chat/completions', '{}'))
+    const second = await readAll(await engine.streamRequest('/v1/chat/completions', '{}'))
     expect(first.text).toContain('"content":"a"')
     expect(second).toEqual({ text: first.text, reused: false })
     // The first stream's connection, and the fresh one the second went on once its reuse failed.
@@ -111,9 +111,9 @@ describe('a kept connection the engine closed', () => {
   it('is tried again once; a fresh connection that fails too fails the request, naming the engine', async () => {
     const standIn = standInEngine('drop-all')
     engine = await start(standIn.program)
-    await readAll(await engine.streamRequest('/v1/chat/completions', {}))
+    await readAll(await engine.streamRequest('/v1/chat/completions', '{}'))
     const before = standIn.counts().connections
-    await expect(engine.streamRequest('/v1/chat/completions', {})).rejects.toThrow(/the engine for model "stand-in" failed: socket hang up/)
+    await expect(engine.streamRequest('/v1/chat/completions', '{}')).rejects.toThrow(/the engine for model "stand-in" failed: socket hang up/)
     expect(standIn.counts().connections - before).toBe(1)
     expect(engine.alive).toBe(true)
   })

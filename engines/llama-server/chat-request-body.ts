@@ -96,8 +96,11 @@ const STREAM_INTERVAL_MS = 8
 /** OpenAI's effort levels, as the templates that have a switch (gpt-oss: low, medium, high) know them. */
 const TEMPLATE_EFFORT: Record<string, string> = { none: 'none', minimal: 'low', low: 'low', medium: 'medium', high: 'high', xhigh: 'high' }
 
-export function chatRequestBody(job: ChatJob, quirks: TemplateQuirks = NO_QUIRKS): Record<string, unknown> {
-  const body: Record<string, unknown> = {
+/** llama-server's chat request: the messages, and whatever else the job asks for. */
+export type ChatRequestBody = { messages: unknown[]; [field: string]: unknown }
+
+export function chatRequestBody(job: ChatJob, quirks: TemplateQuirks = NO_QUIRKS): ChatRequestBody {
+  const body: ChatRequestBody = {
     messages: openAiMessages(templateMessages(job, quirks)),
     stream: true,
     stream_options: { include_usage: true },

@@ -49,6 +49,7 @@ import { schemaProblemOf } from './schema-problem.ts'
 import { readUpstreamError } from './upstream-errors.ts'
 import { llamaServerArgs } from './llama-server-args.ts'
 import { SlotParking } from './slot-parking.ts'
+import { WrittenChatBody } from './written-chat-body.ts'
 
 export interface LlamaServerEngineOptions {
   loadTimeoutMs?: number
@@ -175,9 +176,9 @@ export class LlamaServerEngine extends ServerEngine {
     refuseToolsWithoutTemplate(job, this.template, this.spec.modelId)
     this.checkLogitBias(job)
     const limit = this.contextLength
-    const body = chatRequestBody(job, this.template.quirks)
-    const taken = this.slots?.take(body as { messages: unknown[]; tools?: unknown }, job.conversationKey)
-    if (taken) body.id_slot = taken.slot
+    const body = new WrittenChatBody(chatRequestBody(job, this.template.quirks))
+    const taken = this.slots?.take(body.promptText, job.conversationKey)
+    if (taken) body.body.id_slot = taken.slot
     let served = false
     const upstream = new AbortController()
     const cancel = () => upstream.abort()
@@ -192,7 +193,7 @@ export class LlamaServerEngine extends ServerEngine {
     try {
       if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
       if (taken) await this.slots!.ready(taken, started)
-      const res = await this.server.streamRequest('/v1/chat/completions', body, upstream.signal)
+      const res = await this.server.streamRequest('/v1/chat/completions', body.json(), upstream.signal)
       if (res.statusCode !== 200) throw chatError(res.statusCode ?? 500, await textOf(res), limit, job)
       let checked = false
       for await (const batch of readEventBatches(res)) {
@@ -257,7 +258,7 @@ export class LlamaServerEngine extends ServerEngine {
     try {
       if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
       const fim = job.suffix !== undefined
-      const res = await this.server.streamRequest(fim ? '/infill' : '/completion', completionRequestBody(job), upstream.signal)
+      const res = await this.server.streamRequest(fim ? '/infill' : '/completion', JSON.stringify(completionRequestBody(job)), upstream.signal)
       if (res.statusCode !== 200) throw completionError(res.statusCode ?? 500, await textOf(res), limit, job)
       let text = ''
       let checked = false

@@ -28,6 +28,7 @@
  * proportion to its tail: a slot is parked, or a parked prompt loaded, only when the tail is worth it.
  */
 import { hash } from 'node:crypto'
+import { WrittenChatBody } from './written-chat-body.ts'
 
 /** A piece of a prompt's text, by hash and size. */
 export interface PromptPiece {
@@ -311,11 +312,9 @@ export function promptPieces(body: { messages: readonly unknown[]; tools?: unkno
   return piecesOf(promptText(body))
 }
 
-/** A chat request body's prompt as one text, in that order. */
+/** A chat request body's prompt as one text: system messages, tools, the rest. */
 export function promptText(body: { messages: readonly unknown[]; tools?: unknown }): string {
-  const leading = body.messages.findIndex((m) => !isSystem(m))
-  const system = leading < 0 ? body.messages : body.messages.slice(0, leading)
-  return JSON.stringify([...system, body.tools ?? null, ...body.messages.slice(system.length)])
+  return new WrittenChatBody(body).promptText
 }
 
 /** A prompt's text in pieces of PIECE_CHARACTERS, by hash and size. */
@@ -329,7 +328,3 @@ export function piecesOf(text: string): PromptPiece[] {
   return pieces
 }
 
-function isSystem(message: unknown): boolean {
-  const role = (message as { role?: unknown } | null)?.role
-  return role === 'system' || role === 'developer'
-}

@@ -8,7 +8,7 @@
 import type { EngineLoadSpec } from '../engine-jobs.ts'
 import type { EngineServerProcess } from '../engine-server-process.ts'
 import { DEFAULT_PROMPT_CACHE_MIB } from './llama-server-args.ts'
-import { SlotAffinity, SWAP_SHARE, piecesOf, promptText, type PromptPiece } from './slot-affinity.ts'
+import { SlotAffinity, SWAP_SHARE, piecesOf, type PromptPiece } from './slot-affinity.ts'
 import { SlotCache } from './slot-cache.ts'
 
 /** The longest a request waits for llama-server to start the one whose pushed-out prompt it needs back. */
@@ -54,9 +54,8 @@ export class SlotParking {
     await this.cache?.save(this.server, this.affinity)
   }
 
-  /** Takes the idle slot that suits the request's prompt; undefined leaves the choice to llama-server. */
-  take(body: { messages: unknown[]; tools?: unknown }, conversationKey: string | undefined): TakenSlot | undefined {
-    const text = promptText(body)
+  /** Takes the idle slot that suits the request's prompt (`promptText`); undefined leaves the choice to llama-server. */
+  take(text: string, conversationKey: string | undefined): TakenSlot | undefined {
     const pieces = piecesOf(text)
     const slot = this.affinity.take(pieces, conversationKey, text)
     return slot === undefined ? undefined : { slot, pieces, text, conversationKey }
