@@ -176,9 +176,9 @@ export class LlamaServerEngine extends ServerEngine {
     refuseToolsWithoutTemplate(job, this.template, this.spec.modelId)
     this.checkLogitBias(job)
     const limit = this.contextLength
-    const body = new WrittenChatBody(chatRequestBody(job, this.template.quirks))
-    const taken = this.slots?.take(body.promptText, job.conversationKey)
-    if (taken) body.body.id_slot = taken.slot
+    const written = new WrittenChatBody(chatRequestBody(job, this.template.quirks))
+    const taken = this.slots?.take(written.promptText, job.conversationKey)
+    if (taken) written.body.id_slot = taken.slot
     let served = false
     const upstream = new AbortController()
     const cancel = () => upstream.abort()
@@ -193,7 +193,7 @@ export class LlamaServerEngine extends ServerEngine {
     try {
       if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
       if (taken) await this.slots!.ready(taken, started)
-      const res = await this.server.streamRequest('/v1/chat/completions', body.json(), upstream.signal)
+      const res = await this.server.streamRequest('/v1/chat/completions', written.json(), upstream.signal)
       if (res.statusCode !== 200) throw chatError(res.statusCode ?? 500, await textOf(res), limit, job)
       let checked = false
       for await (const batch of readEventBatches(res)) {
