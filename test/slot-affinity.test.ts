@@ -4,7 +4,13 @@
  * other conversations take the slot that is cheapest to give up.
  */
 import { describe, expect, it } from 'vitest'
-import { piecesOf, promptPieces, promptText, SlotAffinity, SWAP_SHARE } from '../engines/llama-server/slot-affinity.ts'
+import { piecesOf, SlotAffinity, SWAP_SHARE } from '../engines/llama-server/slot-affinity.ts'
+import { WrittenChatBody } from '../engines/llama-server/written-chat-body.ts'
+
+type Body = { messages: readonly unknown[]; tools?: unknown }
+/** A chat body's prompt as the engine's slot choice reads it: its text, and that text in pieces. */
+const promptText = (body: Body) => new WrittenChatBody(body).promptText
+const promptPieces = (body: Body) => piecesOf(promptText(body))
 
 const SYSTEM = { role: 'system', content: 'You are a coding agent. '.repeat(200) }
 const tools = [{ type: 'function', function: { name: 'read', parameters: { type: 'object' } } }]

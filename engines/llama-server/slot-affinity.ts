@@ -28,7 +28,6 @@
  * proportion to its tail: a slot is parked, or a parked prompt loaded, only when the tail is worth it.
  */
 import { hash } from 'node:crypto'
-import { WrittenChatBody } from './written-chat-body.ts'
 
 /** A piece of a prompt's text, by hash and size. */
 export interface PromptPiece {
@@ -301,23 +300,7 @@ function sharedCharacters(held: string, wanted: string, from: number): number {
 /** Characters per piece: a change costs the rest of its piece, about 60 tokens. */
 const PIECE_CHARACTERS = 256
 
-/**
- * A chat request body's prompt as pieces of its text, in the order chat templates put it: the
- * system prompt first, then the tools (inside or after it), then the conversation. With the tools
- * first, sessions of different projects with the same agent's tools looked alike for as long as
- * the tools run (35k characters for Claude Code's), while the engine, reading the system prompt
- * first, saw nothing in common.
- */
-export function promptPieces(body: { messages: readonly unknown[]; tools?: unknown }): PromptPiece[] {
-  return piecesOf(promptText(body))
-}
-
-/** A chat request body's prompt as one text: system messages, tools, the rest. */
-export function promptText(body: { messages: readonly unknown[]; tools?: unknown }): string {
-  return new WrittenChatBody(body).promptText
-}
-
-/** A prompt's text in pieces of PIECE_CHARACTERS, by hash and size. */
+/** A prompt's text (`WrittenChatBody.promptText`) in pieces of PIECE_CHARACTERS, by hash and size. */
 export function piecesOf(text: string): PromptPiece[] {
   const pieces: PromptPiece[] = []
   for (let at = 0; at < text.length; at += PIECE_CHARACTERS) {

@@ -8,7 +8,13 @@ export class WrittenChatBody {
   private readonly system: string[]
   private readonly rest: string[]
   private readonly tools: string | undefined
-  /** The prompt as the slot choice reads it. */
+  /**
+   * The prompt as the slot choice reads it, in the order chat templates put it: the system prompt
+   * first, then the tools (inside or after it), then the conversation. With the tools first,
+   * sessions of different projects with the same agent's tools looked alike for as long as the
+   * tools run (35k characters for Claude Code's), while the engine, reading the system prompt
+   * first, saw nothing in common.
+   */
   readonly promptText: string
 
   constructor(readonly body: { messages: readonly unknown[]; tools?: unknown; [field: string]: unknown }) {
