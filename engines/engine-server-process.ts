@@ -13,11 +13,10 @@ import { randomBytes } from 'node:crypto'
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http'
 import { createServer } from 'node:net'
 import { EngineDiedError, ModelError } from './errors.ts'
-import { isClosedConnection, postOnKeptConnection } from './kept-connections.ts'
+import { fetchOnKeptConnection, postOnKeptConnection } from './kept-connections.ts'
 
 const LOG_TAIL_BYTES = 8192
 const HEALTH_POLL_MS = 15
-const MAX_SEND_ATTEMPTS = 3
 
 export interface EngineServerStart {
   program: string
@@ -117,22 +116,14 @@ export class EngineServerProcess {
   async request(path: string, init: { method?: string; body?: unknown; signal?: AbortSignal } = {}): Promise<Response> {
     // JSON, or a form (whisper-server's uploads) as it is.
     const body = init.body === undefined ? undefined : init.body instanceof FormData ? init.body : JSON.stringify(init.body)
-    for (let attempt = 1; ; attempt++) {
-      if (this.exited) throw this.crashError()
-      try {
-        return await fetch(`${this.baseUrl}${path}`, {
-          method: init.method ?? (body === undefined ? 'GET' : 'POST'),
-          headers: { authorization: `Bearer ${this.key}`, ...(typeof body === 'string' ? { 'content-type': 'application/json' } : {}) },
-          body,
-          signal: init.signal,
-        })
-      } catch (e) {
-        if (init.signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-        // A kept-alive connection the engine closed just as we reused it: the request never
-        // reached it, so it is sent again on a fresh connection.
-        if (attempt < MAX_SEND_ATTEMPTS && this.alive && isClosedConnection(e)) continue
-        throw await this.failureOf(e)
-      }
+    if (this.exited) throw this.crashError()
+    try {
+      const headers = { authorization: `Bearer ${this.key}`, ...(typeof body === 'string' ? { 'content-type': 'application/json' } : {}) }
+      const method = init.method ?? (body === undefined ? 'GET' : 'POST')
+      return await fetchOnKeptConnection(`${this.baseUrl}${path}`, { method, headers, body, signal: init.signal }, () => this.alive)
+    } catch (e) {
+      if (init.signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
+      throw await this.failureOf(e)
     }
   }
 

@@ -8,7 +8,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http'
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
 import { urlToHttpOptions } from 'node:url'
-import { isClosedConnection, postOnKeptConnection } from '../kept-connections.ts'
+import { fetchOnKeptConnection, postOnKeptConnection } from '../kept-connections.ts'
 
 const IDLE_CONNECTION_MS = 4_000
 const kept = { http: new HttpAgent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }), https: new HttpsAgent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }) }
@@ -28,7 +28,7 @@ export class RemoteUnreachableError extends Error {
 }
 
 export async function postRemote(url: string, headers: Record<string, string>, body: string | FormData, signal: AbortSignal | undefined): Promise<RemoteAnswer> {
-  if (body instanceof FormData) return fromFetch(await postForm(url, headers, body, signal))
+  if (body instanceof FormData) return fromFetch(await fetchOnKeptConnection(url, { method: 'POST', headers, body, signal }))
   const target = new URL(url)
   const https = target.protocol === 'https:'
   const options = { ...urlToHttpOptions(target), agent: https ? kept.https : kept.http, headers, signal }
@@ -37,16 +37,6 @@ export async function postRemote(url: string, headers: Record<string, string>, b
   } catch (e) {
     if (signal?.aborted) throw e
     throw new RemoteUnreachableError((e as NodeJS.ErrnoException).code ?? (e as Error).message, { cause: e })
-  }
-}
-
-/** A form over fetch's own kept connections; one the server closed as it was reused is sent again, once. */
-async function postForm(url: string, headers: Record<string, string>, body: FormData, signal: AbortSignal | undefined): Promise<Response> {
-  try {
-    return await fetch(url, { method: 'POST', headers, body, signal })
-  } catch (e) {
-    if (signal?.aborted || !isClosedConnection(e)) throw e
-    return fetch(url, { method: 'POST', headers, body, signal })
   }
 }
 
