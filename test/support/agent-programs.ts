@@ -3,7 +3,8 @@
  * Cline from npm; Aider from PyPI), pinned in test/agents/package.json and its lockfile (and
  * AIDER_VERSION here), apart from the app's dependencies: together they weigh over a gigabyte. They
  * are installed once per pin into a cache outside the clone (beside the engines), by the engines
- * project's setup, and found there by the suites.
+ * project's setup, and found there by the suites. OpenAI's Python client comes with them, in a
+ * virtualenv of its own (Aider pins an older one).
  */
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -20,12 +21,30 @@ export type AgentProgram = 'claude' | 'codex' | 'opencode' | 'qwen' | 'cn' | 'ki
 /** Aider comes from PyPI, into a virtualenv of its own beside the npm agents. */
 export const AIDER_VERSION = '0.86.2'
 
+/** OpenAI's Python client, the one a Python program written today gets (its 3.x moved to httpx2). */
+export const OPENAI_PYTHON_VERSION = '3.57.0'
+
+const PYTHON_PACKAGES = [
+  { venv: 'aider-venv', requirement: `aider-chat==${AIDER_VERSION}` },
+  { venv: 'openai-venv', requirement: `openai==${OPENAI_PYTHON_VERSION}` },
+]
+
 /** Where this lockfile's agents are (or will be) installed. */
 export function agentsInstallDir(env: NodeJS.ProcessEnv = process.env): string {
   const lock = readFileSync(join(AGENTS_DIR, 'package-lock.json'))
-  const key = createHash('sha256').update(lock).update(`aider-chat==${AIDER_VERSION}`).digest('hex').slice(0, 16)
+  const key = createHash('sha256')
+    .update(lock)
+    .update(PYTHON_PACKAGES.map((p) => p.requirement).join(' '))
+    .digest('hex')
+    .slice(0, 16)
   const cache = env.HEARTH_AGENTS_CACHE ?? join(env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'hearth/agents')
   return join(cache, key)
+}
+
+/** The Python interpreter that has OpenAI's client, or undefined where it is not installed. */
+export function openaiPython(): string | undefined {
+  const path = join(agentsInstallDir(), 'openai-venv/bin/python')
+  return existsSync(path) ? path : undefined
 }
 
 /** The path of an installed agent's program, or undefined (the suites then skip, loudly). */
@@ -58,13 +77,14 @@ export function installAgents(log: (line: string) => void = console.log): string
   rmSync(dir, { recursive: true, force: true })
   renameSync(partial, dir)
   // In its final place: a virtualenv's scripts name its interpreter by absolute path.
-  try {
-    const venv = join(dir, 'aider-venv')
-    execFileSync('python3', ['-m', 'venv', venv], { stdio: ['ignore', 'ignore', 'pipe'] })
-    execFileSync(join(venv, 'bin/pip'), ['install', '--quiet', '--disable-pip-version-check', '--only-binary=:all:', `aider-chat==${AIDER_VERSION}`], { stdio: ['ignore', 'ignore', 'pipe'] })
-  } catch (e) {
-    rmSync(dir, { recursive: true, force: true })
-    return `pip install of aider-chat ${AIDER_VERSION} failed: ${(e as { stderr?: Buffer }).stderr?.toString().trim().slice(-400) || (e as Error).message}`
+  for (const { venv, requirement } of PYTHON_PACKAGES) {
+    try {
+      execFileSync('python3', ['-m', 'venv', join(dir, venv)], { stdio: ['ignore', 'ignore', 'pipe'] })
+      execFileSync(join(dir, venv, 'bin/pip'), ['install', '--quiet', '--disable-pip-version-check', '--only-binary=:all:', requirement], { stdio: ['ignore', 'ignore', 'pipe'] })
+    } catch (e) {
+      rmSync(dir, { recursive: true, force: true })
+      return `pip install of ${requirement} failed: ${(e as { stderr?: Buffer }).stderr?.toString().trim().slice(-400) || (e as Error).message}`
+    }
   }
   execFileSync('touch', [join(dir, '.complete')])
   log(`coding agents installed in ${Math.round((performance.now() - started) / 1000)} s`)
