@@ -33,6 +33,9 @@ const SET_ASIDE_BODIES: Record<string, Record<string, unknown>> = {
   'reasoning.summary': { reasoning: { summary: 'auto' } },
   'text.verbosity': { text: { verbosity: 'low' } },
   'truncation: auto': { truncation: 'auto' },
+  moderation: { moderation: { model: 'omni-moderation-latest' } },
+  context_management: { context_management: [{ type: 'compaction', compact_threshold: 1000 }] },
+  'prompt_cache_options.prewarm': { prompt_cache_options: { prewarm: true } },
 }
 const dialects = Object.keys(FIELD_DECISIONS) as Dialect[]
 const topLevel = (field: string) => /^\w+$/.test(field)

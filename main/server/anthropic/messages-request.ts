@@ -164,6 +164,8 @@ export const messagesRequestSchema = z.object({
   service_tier: z.string().optional(),
   inference_geo: z.string().nullish(),
   cache_control: cacheControl,
+  speed: z.enum(['standard', 'fast']).nullish(),
+  diagnostics: z.looseObject({ previous_message_id: z.string().nullish() }).nullish(),
 })
 
 export type MessagesRequest = z.infer<typeof messagesRequestSchema>

@@ -27,6 +27,7 @@ const HARMLESS_FIELDS = {
   prompt_cache_key: z.string().nullish(),
   prompt_cache_retention: z.string().nullish(),
   safety_identifier: z.string().nullish(),
+  prompt_cache_options: z.looseObject({}).nullish(),
 }
 
 /** OpenAI's rule for function and schema names. */

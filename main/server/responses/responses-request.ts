@@ -184,6 +184,10 @@ export const responsesRequestSchema = z.object({
   prompt_cache_key: z.string().nullish(),
   prompt_cache_retention: z.string().nullish(),
   service_tier: z.string().nullish(),
+  prompt_cache_options: z.looseObject({ prewarm: z.boolean().nullish() }).nullish(),
+  image: z.looseObject({}).nullish(),
+  access_programs: z.looseObject({}).nullish(),
+  background_options: z.looseObject({}).nullish(),
   truncation: z.enum(['disabled', 'auto']).nullish(),
 })
 
@@ -191,8 +195,10 @@ export type ResponsesRequest = z.infer<typeof responsesRequestSchema>
 
 export function parseResponsesRequest(body: unknown, notices: Notices): ResponsesRequest {
   if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
-    const refused = Object.keys(body).find((key) => key in REFUSED_RESPONSES_FIELDS && (body as Record<string, unknown>)[key] != null)
+    const fields = body as Record<string, unknown>
+    const refused = Object.keys(fields).find((key) => key in REFUSED_RESPONSES_FIELDS && fields[key] != null)
     if (refused) throw unsupportedParameter(refused, REFUSED_RESPONSES_FIELDS[refused]!)
+    for (const key of Object.keys(fields)) if (key in SET_ASIDE && fields[key] != null) notices.add(SET_ASIDE[key]!)
   }
   const request = parseOrThrow(responsesRequestSchema, body)
   request.include?.forEach((value, i) => {
@@ -202,6 +208,7 @@ export function parseResponsesRequest(body: unknown, notices: Notices): Response
   if (request.reasoning?.summary != null) notices.add(SET_ASIDE['reasoning.summary']!)
   if (request.text?.verbosity != null) notices.add(SET_ASIDE['text.verbosity']!)
   if (request.truncation === 'auto') notices.add(SET_ASIDE['truncation: auto']!)
+  if (request.prompt_cache_options?.prewarm === true) notices.add(SET_ASIDE['prompt_cache_options.prewarm']!)
   return request
 }
 
