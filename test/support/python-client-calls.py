@@ -1,13 +1,16 @@
 """
-What a Python program does with OpenAI's official client, against Hearth: each call in turn, its
-outcome printed as one JSON object for test/openai-python.test.ts to judge. An error is recorded
-(its class, status and body), never raised, so one failing call does not hide the others.
+What a Python program does with OpenAI's and Anthropic's official clients, against Hearth: each
+call in turn, its outcome printed as one JSON object for test/python-clients.test.ts to judge, with
+the fields each client's create methods take. An error is recorded (its class, status and body),
+never raised, so one failing call does not hide the others.
 
-  python openai-python-calls.py '{"base_url": ..., "api_key": ..., "chat_model": ..., ...}'
+  python python-client-calls.py '{"base_url": ..., "api_key": ..., "chat_model": ..., ...}'
 """
+import inspect
 import json
 import sys
 
+import anthropic
 import openai
 from pydantic import BaseModel
 
@@ -23,7 +26,7 @@ results = {}
 def call(name, fn):
     try:
         results[name] = {"ok": fn()}
-    except openai.APIStatusError as e:
+    except (openai.APIStatusError, anthropic.APIStatusError) as e:
         results[name] = {"error": {"class": type(e).__name__, "status": e.status_code, "body": e.body}}
     except Exception as e:  # the client itself failed: what it said is the finding
         results[name] = {"error": {"class": type(e).__name__, "message": str(e)}}
@@ -101,5 +104,36 @@ call(
     "wrong_key",
     lambda: openai.OpenAI(base_url=config["base_url"], api_key="not-the-key", max_retries=0).models.list().data,
 )
-results["version"] = openai.__version__
+claude = anthropic.Anthropic(base_url=config["base_url"].removesuffix("/v1"), api_key=config["api_key"], max_retries=0)
+
+
+def messages_stream():
+    with claude.messages.stream(model=CHAT, max_tokens=40, system=SHORT, messages=[{"role": "user", "content": QUESTION}]) as stream:
+        text = "".join(stream.text_stream)
+        final = stream.get_final_message()
+    return {"text": text, "stop_reason": final.stop_reason, "final_text": final.content[0].text}
+
+
+call(
+    "messages",
+    lambda: claude.messages.create(model=CHAT, max_tokens=40, system=SHORT, messages=[{"role": "user", "content": QUESTION}])
+    .content[0]
+    .text,
+)
+call("messages_stream", messages_stream)
+call("messages_count", lambda: claude.messages.count_tokens(model=CHAT, messages=[{"role": "user", "content": QUESTION}]).input_tokens)
+call("messages_bad_max_tokens", lambda: claude.messages.create(model=CHAT, max_tokens=-1, messages=[{"role": "user", "content": QUESTION}]).id)
+
+
+def fields(create):
+    """The body fields a create method takes (the client's own transport options left out)."""
+    return [p for p in inspect.signature(create).parameters if not p.startswith("extra_") and p != "timeout"]
+
+
+results["fields"] = {
+    "chat": fields(client.chat.completions.create),
+    "responses": fields(client.responses.create),
+    "messages": fields(claude.messages.create),
+}
+results["versions"] = {"openai": openai.__version__, "anthropic": anthropic.__version__}
 print(json.dumps(results))
