@@ -94,6 +94,14 @@ export function setAsideFields(dialect: Dialect): Readonly<Record<string, string
   return byDecision(dialect, 'set aside')
 }
 
+const SET_ASIDE: Record<Dialect, Readonly<Record<string, string>>> = { chat: setAsideFields('chat'), responses: setAsideFields('responses'), messages: setAsideFields('messages') }
+
+/** The warnings for the set-aside fields a request's body sends at its top level. */
+export function setAsideWarnings(dialect: Dialect, body: Record<string, unknown>): string[] {
+  const setAside = SET_ASIDE[dialect]
+  return Object.keys(body).flatMap((key) => (key in setAside && body[key] != null ? [setAside[key]!] : []))
+}
+
 const API_NAMES: Record<Dialect, string> = {
   chat: '`POST /v1/chat/completions`',
   responses: '`POST /v1/responses`',

@@ -7,9 +7,10 @@ import type { ChatContentPart, ChatJob, ChatMessage, ToolDefinition } from '../.
 import { imageErrorAt } from '../../../media/images/invalid-image-error.ts'
 import { normalizeImageDataUrl } from '../../../media/images/normalize-image.ts'
 import { DEFAULT_PROJECTOR_INPUT, readProjectorInput } from '../../../media/images/projector-input.ts'
+import { setAsideWarnings } from '../field-decisions.ts'
 import { invalidRequest, modelNotCompatible, unsupportedParameter } from '../http-errors.ts'
 import { Notices } from '../request-notices.ts'
-import { chatRequestSchema, SET_ASIDE_CHAT_FIELDS, UNSUPPORTED_CHAT_FIELDS, type ChatRequest, type ChatRequestMessage } from './chat-request-schema.ts'
+import { chatRequestSchema, UNSUPPORTED_CHAT_FIELDS, type ChatRequest, type ChatRequestMessage } from './chat-request-schema.ts'
 import { repairedArguments } from './tool-arguments.ts'
 import { parseOrThrow } from './validation.ts'
 
@@ -41,7 +42,7 @@ export function parseChatRequest(body: unknown, notices: Notices = new Notices()
     if (refused) throw unsupportedParameter(refused, UNSUPPORTED_CHAT_FIELDS[refused]!)
     const n = fields.n
     if (Number.isInteger(n) && (n as number) > 1) throw unsupportedParameter('n', 'only n = 1 is supported (one answer per request)')
-    for (const key of Object.keys(fields)) if (key in SET_ASIDE_CHAT_FIELDS && fields[key] != null) notices.add(SET_ASIDE_CHAT_FIELDS[key]!)
+    for (const warning of setAsideWarnings('chat', fields)) notices.add(warning)
   }
   return checkChatRequest(parseOrThrow(chatRequestSchema, body), notices)
 }

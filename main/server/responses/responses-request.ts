@@ -6,7 +6,7 @@
  */
 import { z } from 'zod'
 import { ClientParams } from '../client-params.ts'
-import { refusedFields, setAsideFields } from '../field-decisions.ts'
+import { refusedFields, setAsideFields, setAsideWarnings } from '../field-decisions.ts'
 import { invalidRequest, unsupportedParameter } from '../http-errors.ts'
 import { checkChatRequest, type ChatRequest } from '../openai/chat-request.ts'
 import type { ChatRequestMessage } from '../openai/chat-request-schema.ts'
@@ -198,7 +198,7 @@ export function parseResponsesRequest(body: unknown, notices: Notices): Response
     const fields = body as Record<string, unknown>
     const refused = Object.keys(fields).find((key) => key in REFUSED_RESPONSES_FIELDS && fields[key] != null)
     if (refused) throw unsupportedParameter(refused, REFUSED_RESPONSES_FIELDS[refused]!)
-    for (const key of Object.keys(fields)) if (key in SET_ASIDE && fields[key] != null) notices.add(SET_ASIDE[key]!)
+    for (const warning of setAsideWarnings('responses', fields)) notices.add(warning)
   }
   const request = parseOrThrow(responsesRequestSchema, body)
   request.include?.forEach((value, i) => {
