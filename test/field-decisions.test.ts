@@ -33,7 +33,6 @@ const SET_ASIDE_BODIES: Record<string, Record<string, unknown>> = {
   'reasoning.summary': { reasoning: { summary: 'auto' } },
   'text.verbosity': { text: { verbosity: 'low' } },
   'truncation: auto': { truncation: 'auto' },
-  moderation: { moderation: { model: 'omni-moderation-latest' } },
   context_management: { context_management: [{ type: 'compaction', compact_threshold: 1000 }] },
   'prompt_cache_options.prewarm': { prompt_cache_options: { prewarm: true } },
 }
