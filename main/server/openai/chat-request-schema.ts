@@ -4,16 +4,10 @@
  * OpenAI's API it refuses by name because it does not implement them. Checks that need more than one field (or the model) live in chat-request.ts.
  */
 import { z } from 'zod'
-import { refusedFields, setAsideFields } from '../field-decisions.ts'
+import { refusedFields } from '../field-decisions.ts'
 
 /** Fields of OpenAI's API that would change the answer and that Hearth does not implement (400 `unsupported_parameter`). */
 export const UNSUPPORTED_CHAT_FIELDS = refusedFields('chat')
-
-/**
- * Fields of OpenAI's API with no local equivalent that a client can do without: set aside, and
- * said so in the answer's `Warning` header (see request-notices.ts).
- */
-export const SET_ASIDE_CHAT_FIELDS = setAsideFields('chat')
 
 /**
  * Fields that never change what the model says: accepted. `prompt_cache_key` (and `user` where
