@@ -1,15 +1,19 @@
 /**
  * Our llama.cpp patches, each seen on llama-server as Hearth builds it (no Hearth in between), where
  * no other suite shows it through Hearth. llama-03-unreadable-output-as-text: output the
- * chat parser cannot read is the model's answer as text, not a failed request. And the error texts
+ * chat parser cannot read is the model's answer as text, not a failed request.
+ * llama-18-well-formed-utf8-text: bytes that are not UTF-8 stream as U+FFFD, the same as the whole
+ * answer says, instead of failing the stream. And the error texts
  * Hearth reads (upstream-errors.ts), provoked from the real program: an upgrade that rewords one
  * fails here.
  */
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readUpstreamError } from '../engines/llama-server/upstream-errors.ts'
+import { familyModel } from './support/family-models.ts'
+import { PROJECT_ROOT } from './support/server-process.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
 import { llamaBuild, startUpstreamLlamaServer, type UpstreamServer } from './support/upstream-servers.ts'
@@ -79,5 +83,57 @@ describe.skipIf(!llamaBuild || !template)('llama.cpp as Hearth patches it', () =
       const pattern = await chat(schema({ type: 'object', properties: { a: { type: 'string', pattern: '^(a$' } } }))
       expect(['schema_at', 'schema_pattern', 'schema']).toContain(pattern.kind)
     })
+  })
+})
+
+/** GPT-2's byte-level BPE (Qwen's too) writes each byte as a printable character (bytes_to_unicode). */
+function byteToken(byte: number): string {
+  const printable = (b: number) => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff)
+  if (printable(byte)) return String.fromCharCode(byte)
+  let below = 0
+  for (let b = 0; b < byte; b++) if (!printable(b)) below++
+  return String.fromCharCode(256 + below)
+}
+
+describe.skipIf(!llamaBuild || !template)('llama.cpp as Hearth patches it: text that is not UTF-8', () => {
+  let upstream: UpstreamServer
+  const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }]
+  const request = { messages: [{ role: 'user', content: 'Say hello.' }], tools, max_tokens: 16, temperature: 0 }
+
+  beforeAll(async () => {
+    // A model whose answer is scripted into its weights, token by token: "Hello", a lone continuation
+    // byte (0x80), "<" (where a tool call could begin), another (0x81), a lead byte (0xE4) that the
+    // next piece, "A", does not continue. Byte-level vocabularies have such pieces, and a model can
+    // sample them (a trained one about once in 11,000 tokens).
+    const reply = ['\u010a', 'Hello', byteToken(0x80), '<', byteToken(0x81), byteToken(0xe4), 'A']
+    const model = familyModel(join(PROJECT_ROOT, 'test/artifacts/family-models'), { template: 'Qwen-Qwen2.5-7B-Instruct', vocabulary: 'qwen3', reply }, readFileSync(template!, 'utf8'))
+    upstream = await startUpstreamLlamaServer(['--model', model, '--jinja', '--chat-template-file', template!, '--threads', '1', '--parallel', '1', '--ctx-size', '1024'])
+  })
+
+  afterAll(async () => {
+    await upstream?.stop('SIGKILL')
+  })
+
+  const post = (body: unknown) => fetch(`${upstream.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  // Each ill-formed byte is one U+FFFD: 0xE4 too, as "A" does not continue it.
+  const expected = 'Hello\ufffd<\ufffd\ufffdA'
+
+  it('answers with U+FFFD where the bytes are not UTF-8', async () => {
+    const res = await post(request)
+    const body = (await res.json()) as { choices: Array<{ finish_reason: string; message: { content: string; tool_calls?: unknown[] } }> }
+    expect(res.status).toBe(200)
+    expect(body.choices[0]!.message.content).toBe(expected)
+    expect(body.choices[0]!.message.tool_calls ?? []).toEqual([])
+    expect(body.choices[0]!.finish_reason).toBe('stop')
+  })
+
+  it('streams the same text, to its end, where it failed with "Invalid diff"', async () => {
+    const res = await post({ ...request, stream: true })
+    expect(res.status).toBe(200)
+    const events = (await res.text()).split('\n').filter((line) => line.startsWith('data: ')).map((line) => line.slice(6))
+    expect(events.at(-1)).toBe('[DONE]')
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e) as { error?: { message: string }; choices: Array<{ delta: { content?: string | null } }> })
+    expect(chunks.filter((c) => c.error).map((c) => c.error!.message)).toEqual([])
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe(expected)
   })
 })
