@@ -9,10 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ChatJob, ChatMessage, ChatResult, EngineJob } from '../engines/engine-jobs.ts'
-import { REFUSED_MESSAGES_FIELDS } from '../main/server/anthropic/messages-request.ts'
-import { setAsideFields } from '../main/server/field-decisions.ts'
-import { UNSUPPORTED_CHAT_FIELDS } from '../main/server/openai/chat-request-schema.ts'
-import { REFUSED_RESPONSES_FIELDS } from '../main/server/responses/responses-request.ts'
+import { refusedFields, setAsideFields } from '../main/server/field-decisions.ts'
 import { ModelError } from '../engines/errors.ts'
 import { plainScript, startInProcessServer, type InProcessServer, type Script } from './support/in-process-server.ts'
 import { readResponse } from './support/server-process.ts'
@@ -323,7 +320,7 @@ describe('docs/agents.md', () => {
   })
 
   it('names every field a route refuses or sets aside', () => {
-    const fields = [REFUSED_MESSAGES_FIELDS, REFUSED_RESPONSES_FIELDS, UNSUPPORTED_CHAT_FIELDS, setAsideFields('chat')].flatMap((table) => Object.keys(table))
+    const fields = [refusedFields('messages'), refusedFields('responses'), refusedFields('chat'), setAsideFields('chat')].flatMap((table) => Object.keys(table))
     expect(fields.filter((f) => !named(f))).toEqual([])
   })
 })

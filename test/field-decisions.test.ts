@@ -64,6 +64,12 @@ describe.each(dialects)('the field decisions of %s', (dialect) => {
     }
   })
 
+  it('take a refused field sent as null as not sent', () => {
+    for (const d of decisions.filter((d) => d.decision === 'refused')) {
+      expect(() => PARSE[dialect]({ ...MINIMAL[dialect], [d.field]: null }, new Notices()), d.field).not.toThrow()
+    }
+  })
+
   it('answer each set-aside field with its warning', () => {
     for (const d of decisions.filter((d) => d.decision === 'set aside')) {
       const notices = new Notices()

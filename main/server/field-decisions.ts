@@ -10,6 +10,7 @@
  *   the answer carries a `Warning` saying so (`note` is that warning).
  * - refused: it would change the answer and cannot be honoured: 400 naming it (`note` says why).
  */
+import { unsupportedParameter } from './http-errors.ts'
 export type Dialect = 'chat' | 'responses' | 'messages'
 export type Decision = 'honoured' | 'accepted' | 'set aside' | 'refused'
 
@@ -95,6 +96,17 @@ export function setAsideFields(dialect: Dialect): Readonly<Record<string, string
 }
 
 const SET_ASIDE: Record<Dialect, Readonly<Record<string, string>>> = { chat: setAsideFields('chat'), responses: setAsideFields('responses'), messages: setAsideFields('messages') }
+const REFUSED: Record<Dialect, Readonly<Record<string, string>>> = { chat: refusedFields('chat'), responses: refusedFields('responses'), messages: refusedFields('messages') }
+
+/**
+ * A 400 naming the first refused field a request's body sends at its top level. A field sent as
+ * null is not sent: clients write `"audio": null` for "none", as OpenAI's API allows.
+ */
+export function refuseRefusedFields(dialect: Dialect, body: Record<string, unknown>): void {
+  const refused = REFUSED[dialect]
+  const field = Object.keys(body).find((key) => key in refused && body[key] != null)
+  if (field) throw unsupportedParameter(field, refused[field]!)
+}
 
 /** The warnings for the set-aside fields a request's body sends at its top level. */
 export function setAsideWarnings(dialect: Dialect, body: Record<string, unknown>): string[] {

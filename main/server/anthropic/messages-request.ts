@@ -5,13 +5,10 @@
  * messages-conversion.ts.
  */
 import { z } from 'zod'
-import { refusedFields } from '../field-decisions.ts'
-import { unsupportedParameter } from '../http-errors.ts'
+import { refuseRefusedFields } from '../field-decisions.ts'
 import { functionName } from '../openai/chat-request-schema.ts'
 import { parseOrThrow } from '../openai/validation.ts'
 
-/** Fields that would make Hearth run something or reach somewhere for the client: refused by name. */
-export const REFUSED_MESSAGES_FIELDS = refusedFields('messages')
 
 /**
  * Tool types Anthropic runs on its own servers. Hearth cannot run them: they are left out of what
@@ -172,8 +169,7 @@ export type MessagesRequest = z.infer<typeof messagesRequestSchema>
 
 export function parseMessagesRequest(body: unknown): MessagesRequest {
   if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
-    const refused = Object.keys(body).find((key) => key in REFUSED_MESSAGES_FIELDS && (body as Record<string, unknown>)[key] != null)
-    if (refused) throw unsupportedParameter(refused, REFUSED_MESSAGES_FIELDS[refused]!)
+    refuseRefusedFields('messages', body as Record<string, unknown>)
   }
   return parseOrThrow(messagesRequestSchema, body)
 }

@@ -1,13 +1,10 @@
 /**
  * The shape of a chat completions request, field by field, as OpenAI's API defines it: what Hearth
- * implements, what it accepts and ignores because it cannot change the answer, and the fields of
- * OpenAI's API it refuses by name because it does not implement them. Checks that need more than one field (or the model) live in chat-request.ts.
+ * implements, and what it accepts and ignores because it cannot change the answer (the fields it
+ * refuses by name are in field-decisions.ts). Checks that need more than one field (or the model)
+ * live in chat-request.ts.
  */
 import { z } from 'zod'
-import { refusedFields } from '../field-decisions.ts'
-
-/** Fields of OpenAI's API that would change the answer and that Hearth does not implement (400 `unsupported_parameter`). */
-export const UNSUPPORTED_CHAT_FIELDS = refusedFields('chat')
 
 /**
  * Fields that never change what the model says: accepted. `prompt_cache_key` (and `user` where

@@ -7,10 +7,10 @@ import type { ChatContentPart, ChatJob, ChatMessage, ToolDefinition } from '../.
 import { imageErrorAt } from '../../../media/images/invalid-image-error.ts'
 import { normalizeImageDataUrl } from '../../../media/images/normalize-image.ts'
 import { DEFAULT_PROJECTOR_INPUT, readProjectorInput } from '../../../media/images/projector-input.ts'
-import { setAsideWarnings } from '../field-decisions.ts'
+import { refuseRefusedFields, setAsideWarnings } from '../field-decisions.ts'
 import { invalidRequest, modelNotCompatible, unsupportedParameter } from '../http-errors.ts'
 import { Notices } from '../request-notices.ts'
-import { chatRequestSchema, UNSUPPORTED_CHAT_FIELDS, type ChatRequest, type ChatRequestMessage } from './chat-request-schema.ts'
+import { chatRequestSchema, type ChatRequest, type ChatRequestMessage } from './chat-request-schema.ts'
 import { repairedArguments } from './tool-arguments.ts'
 import { parseOrThrow } from './validation.ts'
 
@@ -38,8 +38,7 @@ export const CHAT_DEFAULTS = { temperature: 0, topP: 0.9, topK: 50 } as const
 export function parseChatRequest(body: unknown, notices: Notices = new Notices()): ChatRequest {
   if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
     const fields = body as Record<string, unknown>
-    const refused = Object.keys(fields).find((key) => key in UNSUPPORTED_CHAT_FIELDS)
-    if (refused) throw unsupportedParameter(refused, UNSUPPORTED_CHAT_FIELDS[refused]!)
+    refuseRefusedFields('chat', fields)
     const n = fields.n
     if (Number.isInteger(n) && (n as number) > 1) throw unsupportedParameter('n', 'only n = 1 is supported (one answer per request)')
     for (const warning of setAsideWarnings('chat', fields)) notices.add(warning)

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod'
 import { ClientParams } from '../client-params.ts'
-import { refusedFields, setAsideFields, setAsideWarnings } from '../field-decisions.ts'
+import { refuseRefusedFields, setAsideFields, setAsideWarnings } from '../field-decisions.ts'
 import { invalidRequest, unsupportedParameter } from '../http-errors.ts'
 import { checkChatRequest, type ChatRequest } from '../openai/chat-request.ts'
 import type { ChatRequestMessage } from '../openai/chat-request-schema.ts'
@@ -18,8 +18,6 @@ import type { Notices } from '../request-notices.ts'
 import type { McpServerTools } from './response-mcp-tools.ts'
 import { ResponseTools, toolSchema, type ResponseTool } from './response-tools.ts'
 
-/** Fields Hearth does not implement and that change the answer: refused by name (field-decisions.ts). */
-export const REFUSED_RESPONSES_FIELDS = refusedFields('responses')
 const SET_ASIDE = setAsideFields('responses')
 
 /** `include` values: what Hearth can add to the answer, and what it never has to add. */
@@ -196,8 +194,7 @@ export type ResponsesRequest = z.infer<typeof responsesRequestSchema>
 export function parseResponsesRequest(body: unknown, notices: Notices): ResponsesRequest {
   if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
     const fields = body as Record<string, unknown>
-    const refused = Object.keys(fields).find((key) => key in REFUSED_RESPONSES_FIELDS && fields[key] != null)
-    if (refused) throw unsupportedParameter(refused, REFUSED_RESPONSES_FIELDS[refused]!)
+    refuseRefusedFields('responses', fields)
     for (const warning of setAsideWarnings('responses', fields)) notices.add(warning)
   }
   const request = parseOrThrow(responsesRequestSchema, body)
