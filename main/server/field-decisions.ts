@@ -11,6 +11,7 @@
  * - refused: it would change the answer and cannot be honoured: 400 naming it (`note` says why).
  */
 import { unsupportedParameter } from './http-errors.ts'
+
 export type Dialect = 'chat' | 'responses' | 'messages'
 export type Decision = 'honoured' | 'accepted' | 'set aside' | 'refused'
 
@@ -95,8 +96,12 @@ export function setAsideFields(dialect: Dialect): Readonly<Record<string, string
   return byDecision(dialect, 'set aside')
 }
 
-const SET_ASIDE: Record<Dialect, Readonly<Record<string, string>>> = { chat: setAsideFields('chat'), responses: setAsideFields('responses'), messages: setAsideFields('messages') }
-const REFUSED: Record<Dialect, Readonly<Record<string, string>>> = { chat: refusedFields('chat'), responses: refusedFields('responses'), messages: refusedFields('messages') }
+/** One decision's fields, with their notes, for each API. */
+function eachDialect(decision: Decision): Record<Dialect, Readonly<Record<string, string>>> {
+  return { chat: byDecision('chat', decision), responses: byDecision('responses', decision), messages: byDecision('messages', decision) }
+}
+const SET_ASIDE = eachDialect('set aside')
+const REFUSED = eachDialect('refused')
 
 /**
  * A 400 naming the first refused field a request's body sends at its top level. A field sent as

@@ -9,7 +9,6 @@ import { refuseRefusedFields } from '../field-decisions.ts'
 import { functionName } from '../openai/chat-request-schema.ts'
 import { parseOrThrow } from '../openai/validation.ts'
 
-
 /**
  * Tool types Anthropic runs on its own servers. Hearth cannot run them: they are left out of what
  * the model sees, and the answer says so in its `Warning` header.
