@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- [--runs N] [--only real-size,grammar,overhead,embeddings,remote,speech,real-weights,amx,gpu,agents,agents-session,agents-together,agents-together-{3,5}-{shared,unshared}] [--agents-model tiny] [--hearth-first]`
+ * `npm run bench -- [--runs N] [--only real-size,grammar,overhead,embeddings,remote,speech,real-weights,amx,gpu,agents,agents-session,agents-together,agents-together-{3,5}-{shared,unshared}] [--agents-model tiny] [--hearth-first] [--amx-types Q4_0,Q8_0,Q4_K_M,Q4_1] [--skip-upstream]`
  * Measures Hearth against the upstream programs it runs, built from the same source (see
  * bench/upstream-bench.ts and bench/speech-bench.ts), and prints each figure with its target. Not
  * a test: numbers vary with the machine.
@@ -27,7 +27,7 @@ process.on('exit', removeScratch)
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130))
 
 // The same flags as the two-server comparison, which takes over when two --base-url are given.
-const { values: flags } = parseArgs({ options: { ...COMPARE_FLAGS, runs: { type: 'string', default: '5' }, 'agents-model': { type: 'string', default: 'real-size' }, 'hearth-first': { type: 'boolean', default: false } } })
+const { values: flags } = parseArgs({ options: { ...COMPARE_FLAGS, runs: { type: 'string', default: '5' }, 'amx-types': { type: 'string' }, 'skip-upstream': { type: 'boolean', default: false }, 'agents-model': { type: 'string', default: 'real-size' }, 'hearth-first': { type: 'boolean', default: false } } })
 
 if ((flags['base-url']?.length ?? 0) >= 2) {
   await compareFromFlags(flags)
@@ -65,7 +65,7 @@ const results: Record<string, Record<string, number | string | Record<string, nu
   runs,
   only: wanted,
 })
-if (wanted('amx')) results.amx = await runAmxBench(Math.max(3, Math.ceil(runs / 2)))
+if (wanted('amx')) results.amx = await runAmxBench({ runs: Math.max(3, Math.ceil(runs / 2)), types: flags['amx-types']?.split(','), skipUpstream: flags['skip-upstream'] })
 if (wanted('gpu')) results.gpu = await runGpuBench(runs)
 if (wanted('remote')) results.remote = await runRemoteBench({ smallChatModel: await chatModelPath(), runs })
 const togetherShapes = TOGETHER_SHAPES.filter((t) => wanted('agents') || wanted('agents-together') || wanted(`agents-together-${t.count}-${t.shared ? 'shared' : 'unshared'}`))

@@ -101,6 +101,19 @@ export interface Sampling {
   logitBias: Record<number, number> | undefined
   stop: string[]
   seed: number | undefined
+  /** llama.cpp's other samplers, where an API names them (Ollama's options); absent = off. */
+  extraSamplers?: ExtraSamplers
+}
+
+/** Samplers OpenAI's API has no field for, which Ollama's `options` set: llama-server's own. */
+export interface ExtraSamplers {
+  minP?: number
+  typicalP?: number
+  repeatPenalty?: number
+  /** Tokens the repeat penalty looks back over; -1 = the whole context. */
+  repeatLastN?: number
+  /** 1 or 2 (Mirostat's two versions), with its target surprise and learning rate. */
+  mirostat?: { version: 1 | 2; tau: number; eta: number }
 }
 
 export interface ChatJob extends Sampling {

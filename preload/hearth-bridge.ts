@@ -9,6 +9,10 @@ export interface DesktopServerState {
   url: string | undefined
   /** Listening on every interface, so other computers can reach it. */
   lan: boolean
+  /** Also serving Ollama's API on 127.0.0.1:11434 (or the settings' port), keyless for this computer's programs. */
+  ollama: boolean
+  /** That port's address, while it is served. */
+  ollamaUrl: string | undefined
   /** Why the server is not running, when it failed to start. */
   error: string | undefined
 }
@@ -24,6 +28,7 @@ export interface HearthBridge {
   getApiKey(): Promise<string | undefined>
   setServerRunning(running: boolean): Promise<DesktopServerState>
   setLanAccess(lan: boolean): Promise<DesktopServerState>
+  setOllamaPort(on: boolean): Promise<DesktopServerState>
   getPreferences(): Promise<DesktopPreferences>
   setKeepRunningInTray(keep: boolean): Promise<DesktopPreferences>
   /** A native file dialog for importing a model file; undefined when cancelled. */

@@ -4,6 +4,7 @@ export enum Channel {
   GetApiKey = 'hearth:get-api-key',
   SetServerRunning = 'hearth:set-server-running',
   SetLanAccess = 'hearth:set-lan-access',
+  SetOllamaPort = 'hearth:set-ollama-port',
   GetPreferences = 'hearth:get-preferences',
   SetKeepRunningInTray = 'hearth:set-keep-running-in-tray',
   PickModelFile = 'hearth:pick-model-file',

@@ -4,6 +4,7 @@
  * x-should-retry: false; the generated key file and --api-key keys keep working beside them.
  */
 import { mkdtempSync, readFileSync, statSync } from 'node:fs'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import OpenAI from 'openai'
@@ -227,6 +228,34 @@ describe('no network access without a key', () => {
   it('is refused by the server itself too (the desktop app starts it without the command line)', async () => {
     const { settings } = resolveSettings(['--no-auth', '--data-dir', mkdtempSync(join(tmpdir(), 'hearth-lan-'))], {}, 2)
     await expect(startServer({ ...settings, host: '0.0.0.0', port: 0 }, () => undefined)).rejects.toThrow(/without an API key/)
+  })
+})
+
+describe('the Ollama port', () => {
+  it('listens on loopback alone when the server is open to the network, and leaves Hearth running where its port is taken', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'hearth-ollama-port-'))
+    const { settings } = resolveSettings(['--data-dir', dataDir, '--model-sources', 'none', '--port', '0', '--ollama-port', '0', '--host', '0.0.0.0'], {}, 2)
+    const lines: string[] = []
+    const server = await startServer(settings, (line) => lines.push(line), { llamaBuild: null, whisperBuild: null })
+    try {
+      const ollamaPort = new URL(server.ollamaUrl!).port
+      const mainPort = new URL(server.url).port
+      // 127.0.0.2 is this computer too, but not the address the Ollama port is bound to.
+      const connects = (port: string) =>
+        new Promise<boolean>((resolve) => {
+          const socket = connect({ host: '127.0.0.2', port: Number(port) }, () => (socket.destroy(), resolve(true)))
+          socket.once('error', () => resolve(false))
+        })
+      expect(await connects(mainPort)).toBe(true)
+      expect(await connects(ollamaPort)).toBe(false)
+      expect(await (await fetch(`${server.ollamaUrl}/`)).text()).toBe('Ollama is running')
+      const taken = await startServer({ ...settings, port: 0, ollamaPort: Number(ollamaPort) }, (line) => lines.push(line), { llamaBuild: null, whisperBuild: null })
+      expect(taken.ollamaUrl).toBeUndefined()
+      expect(lines.join('\n')).toMatch(/Ollama's API is not served on 127\.0\.0\.1:\d+: it is in use/)
+      await taken.close()
+    } finally {
+      await server.close()
+    }
   })
 })
 

@@ -219,13 +219,16 @@ export function completionRequestBody(job: CompleteJob): Record<string, unknown>
  */
 function samplingFields(job: Sampling): Record<string, unknown> {
   const greedy = job.temperature === 0
+  const extra = job.extraSamplers ?? {}
   return {
     temperature: job.temperature,
     top_k: greedy ? 1 : job.topK,
     top_p: greedy ? 1 : job.topP,
-    min_p: 0,
-    typical_p: 1,
-    repeat_penalty: 1,
+    min_p: extra.minP ?? 0,
+    typical_p: extra.typicalP ?? 1,
+    repeat_penalty: extra.repeatPenalty ?? 1,
+    ...(extra.repeatLastN !== undefined ? { repeat_last_n: extra.repeatLastN } : {}),
+    ...(extra.mirostat ? { mirostat: extra.mirostat.version, mirostat_tau: extra.mirostat.tau, mirostat_eta: extra.mirostat.eta } : {}),
     presence_penalty: job.presencePenalty,
     frequency_penalty: job.frequencyPenalty,
     dry_multiplier: 0,

@@ -42,6 +42,17 @@ export interface LoadedModel {
   busy: boolean
   waiting: number
   lastUsed: number
+  /** When it unloads if nothing uses it before: epoch ms; undefined while busy, or when it stays loaded. */
+  expiresAt: number | undefined
+}
+
+/**
+ * How long a model stays loaded once the request is done, where the request says (Ollama's
+ * `keep_alive`): 0 unloads it as soon as it is idle, Infinity keeps it loaded. Without it, the
+ * model's idle time to live applies.
+ */
+export interface KeepAlive {
+  keepAliveMs?: number
 }
 
 interface Waiter {
@@ -61,6 +72,10 @@ interface ModelState {
   queue: Waiter[]
   lastUsed: number
   idleTimer: NodeJS.Timeout | undefined
+  /** When the idle timer fires (epoch ms). */
+  expiresAt: number | undefined
+  /** The keep-alive the last request that came in asked for; undefined = the model's time to live. */
+  keepAliveMs: number | undefined
   /** The model's files (size, time) as they were when its engine was started. */
   filesStamp: string | undefined
 }
@@ -79,21 +94,22 @@ export class ModelScheduler {
   constructor(private readonly options: SchedulerOptions) {}
 
   /** Runs `job` on the model's engine (loading it first if need be): the result of the job's kind. */
-  async run<J extends EngineJob>(model: ModelRecord, job: J, options: RunOptions = {}): Promise<ResultOf<J>> {
+  async run<J extends EngineJob>(model: ModelRecord, job: J, options: RunOptions & KeepAlive = {}): Promise<ResultOf<J>> {
     // Once part of an answer has gone to the client, the job cannot start over.
     let answered = false
-    const onProgress = options.onProgress && ((p: JobProgress) => ((answered ||= p.type !== 'prompt'), options.onProgress!(p)))
+    const { keepAliveMs, ...runOptions } = options
+    const onProgress = runOptions.onProgress && ((p: JobProgress) => ((answered ||= p.type !== 'prompt'), runOptions.onProgress!(p)))
     return this.withRetry(model, () => answered, () =>
-      this.withModel(model, options.signal, async (engine) => {
+      this.withModel(model, options.signal, { keepAliveMs }, async (engine) => {
         if (options.signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-        return resultFor(job, await engine.run(job, { ...options, onProgress }))
+        return resultFor(job, await engine.run(job, { ...runOptions, onProgress }))
       }),
     )
   }
 
   /** Loads a model now (waiting its turn), so the first request does not pay for it. */
-  async load(model: ModelRecord, signal?: AbortSignal): Promise<Engine> {
-    return this.withRetry(model, () => false, () => this.withModel(model, signal, async (engine) => engine))
+  async load(model: ModelRecord, signal?: AbortSignal, keepAlive: KeepAlive = {}): Promise<Engine> {
+    return this.withRetry(model, () => false, () => this.withModel(model, signal, keepAlive, async (engine) => engine))
   }
 
   /** Runs `attempt`, and once more where `afterFailure` says so (never after part of an answer went out). */
@@ -140,6 +156,7 @@ export class ModelScheduler {
         busy: s.active !== 0,
         waiting: s.queue.length,
         lastUsed: s.lastUsed,
+        expiresAt: s.active === 0 && s.queue.length === 0 ? s.expiresAt : undefined,
       }))
   }
 
@@ -165,7 +182,7 @@ export class ModelScheduler {
     await Promise.all(engines.map(async (e) => (await e)?.stop()))
   }
 
-  private async withModel<T>(model: ModelRecord, signal: AbortSignal | undefined, use: (engine: Engine) => Promise<T>): Promise<T> {
+  private async withModel<T>(model: ModelRecord, signal: AbortSignal | undefined, keepAlive: KeepAlive, use: (engine: Engine) => Promise<T>): Promise<T> {
     const state = this.stateOf(model.id)
     state.slots = Math.max(1, this.options.slotsFor?.(model) ?? 1)
     // An engine maps its model file: one whose file changed would serve old weights, or die on a
@@ -173,6 +190,8 @@ export class ModelScheduler {
     // model loads again from the file as it is now.
     if (state.engine?.alive && state.filesStamp !== undefined && state.filesStamp !== filesStamp(model)) await this.unload(model.id)
     await this.acquire(state, signal, false)
+    // As Ollama does: the last request in says how long the model stays loaded after it.
+    state.keepAliveMs = keepAlive.keepAliveMs
     try {
       return await use(await this.engineFor(model, state))
     } finally {
@@ -184,7 +203,7 @@ export class ModelScheduler {
   private stateOf(id: string): ModelState {
     let state = this.models.get(id)
     if (!state) {
-      state = { id, engine: undefined, starting: undefined, estimateBytes: 0, slots: 1, active: 0, queue: [], lastUsed: 0, idleTimer: undefined, filesStamp: undefined }
+      state = { id, engine: undefined, starting: undefined, estimateBytes: 0, slots: 1, active: 0, queue: [], lastUsed: 0, idleTimer: undefined, expiresAt: undefined, keepAliveMs: undefined, filesStamp: undefined }
       this.models.set(id, state)
     }
     return state
@@ -194,6 +213,7 @@ export class ModelScheduler {
     if (this.closed) return Promise.reject(new ModelError('overloaded', 'the server is shutting down'))
     if (signal?.aborted) return Promise.reject(new ModelError('cancelled', 'the request was cancelled'))
     clearTimeout(state.idleTimer)
+    state.expiresAt = undefined
     if (state.queue.length === 0 && this.canEnter(state, exclusive)) {
       this.enter(state, exclusive)
       return Promise.resolve()
@@ -242,18 +262,28 @@ export class ModelScheduler {
   private release(state: ModelState, model?: ModelRecord): void {
     state.active = state.active === -1 ? 0 : state.active - 1
     this.admit(state)
-    if (state.active !== 0 || state.queue.length > 0) return
-    const ttl = model ? (this.options.idleTtlMs?.(model) ?? 0) : 0
-    if (ttl > 0 && state.engine?.alive && !this.closed) {
-      state.idleTimer = setTimeout(() => void this.unloadIfIdle(state), ttl)
-      state.idleTimer.unref()
-    }
+    if (state.active !== 0 || state.queue.length > 0 || !model || !state.engine?.alive || this.closed) return
+    const ttl = this.idleTtlOf(model, state)
+    if (ttl === undefined) return
+    state.expiresAt = Date.now() + ttl
+    state.idleTimer = setTimeout(() => void this.unloadIfIdle(state), ttl)
+    state.idleTimer.unref()
+  }
+
+  /** How long the model may now sit idle before it unloads; undefined = it stays loaded. */
+  private idleTtlOf(model: ModelRecord, state: ModelState): number | undefined {
+    const asked = state.keepAliveMs
+    if (asked !== undefined) return Number.isFinite(asked) ? Math.max(0, asked) : undefined
+    // The settings' 0 means "keep it loaded", not "unload at once".
+    const ttl = this.options.idleTtlMs?.(model) ?? 0
+    return ttl > 0 ? ttl : undefined
   }
 
   private async unloadIfIdle(state: ModelState): Promise<void> {
     if (state.active !== 0 || state.queue.length > 0 || !state.engine) return
     const engine = state.engine
     state.engine = undefined
+    state.expiresAt = undefined
     await engine.stop()
   }
 

@@ -5,7 +5,7 @@
 import { availableParallelism } from 'node:os'
 import { readdirSync, statSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import { CatalogWriteError } from '../../models/catalog/catalog-writer.ts'
 import { ModelFolder } from '../../models/catalog/model-folder.ts'
@@ -57,7 +57,7 @@ async function main(): Promise<number> {
   }
   const settingsArgs = (['models-dir', 'data-dir', 'settings'] as const).flatMap((k) => (values[k] === undefined ? [] : [`--${k}`, values[k]!]))
   const { settings } = resolveSettings(settingsArgs, process.env, availableParallelism())
-  const folder = new ModelFolder(settings.modelsDir)
+  const folder = new ModelFolder(settings.modelsDir, { sources: settings.modelSources })
   await mkdir(folder.dir, { recursive: true })
 
   const one = (what: string) => {
@@ -121,7 +121,7 @@ async function list(folder: ModelFolder): Promise<number> {
   const { models, broken, catalogProblem } = await folder.scan()
   console.log(`models folder: ${folder.dir}`)
   if (catalogProblem) console.log(`warning: ${catalogProblem}`)
-  const rows = models.map((m) => [m.id, m.capabilities.join(','), formatBytes(m.sizeBytes + m.projectorSizeBytes), m.path.slice(folder.dir.length + 1)])
+  const rows = models.map((m) => [m.id, m.capabilities.join(','), formatBytes(m.sizeBytes + m.projectorSizeBytes), m.source ? `${m.path} (${m.source.kind}'s)` : relative(folder.dir, m.path)])
   if (rows.length === 0) console.log('no models yet: try `npm run models -- recommended`')
   else printTable([['ID', 'CAN', 'SIZE', 'FILE'], ...rows])
   for (const b of broken) console.log(`cannot serve ${b.id}: ${b.problem}`)

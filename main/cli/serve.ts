@@ -34,6 +34,7 @@ async function main(): Promise<void> {
   warnIfEnvironmentHidesStoredKey(settings.dataDir, settings.apiKeys)
   if (!settings.auth) console.warn('warning: authentication is OFF (--no-auth): any program that can reach this address can use it')
   else if (server.keyFile) console.log(`API key: stored in ${server.keyFile}`)
+  if (server.ollamaUrl) console.log(`Ollama's API (no key needed from this computer) on ${server.ollamaUrl}`)
   console.log(`listening on ${server.url}`)
 
   let stopping = false

@@ -72,7 +72,7 @@ export class DesktopApp {
     await this.preferences.load()
     registerIpcHandlers(ipcMain, this.actions())
     this.server.onChange((state) => this.serverChanged(state))
-    await this.server.start(this.preferences.value.lan)
+    await this.server.start(this.preferences.value.lan, this.preferences.value.ollama || undefined)
     this.createWindow()
     this.createTray()
   }
@@ -158,6 +158,10 @@ export class DesktopApp {
       setLanAccess: async (lan) => {
         await this.preferences.update({ lan })
         return this.server.setLan(lan)
+      },
+      setOllamaPort: async (on) => {
+        await this.preferences.update({ ollama: on })
+        return this.server.setOllama(on)
       },
       preferences: () => ({ keepRunningInTray: this.preferences.value.keepRunningInTray }),
       setKeepRunningInTray: async (keep) => ({ keepRunningInTray: (await this.preferences.update({ keepRunningInTray: keep })).keepRunningInTray }),

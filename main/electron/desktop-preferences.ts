@@ -6,9 +6,11 @@ export interface DesktopPrefs {
   keepRunningInTray: boolean
   /** Listen on every interface so other computers can reach the server. */
   lan: boolean
+  /** Serve Ollama's API on its own port, for the programs written for Ollama. */
+  ollama: boolean
 }
 
-export const DEFAULT_PREFS: DesktopPrefs = { keepRunningInTray: true, lan: false }
+export const DEFAULT_PREFS: DesktopPrefs = { keepRunningInTray: true, lan: false, ollama: false }
 
 export class DesktopPreferences {
   private current: DesktopPrefs = { ...DEFAULT_PREFS }
@@ -28,6 +30,7 @@ export class DesktopPreferences {
       this.current = {
         keepRunningInTray: typeof parsed.keepRunningInTray === 'boolean' ? parsed.keepRunningInTray : DEFAULT_PREFS.keepRunningInTray,
         lan: typeof parsed.lan === 'boolean' ? parsed.lan : DEFAULT_PREFS.lan,
+        ollama: typeof parsed.ollama === 'boolean' ? parsed.ollama : DEFAULT_PREFS.ollama,
       }
     } catch {
       this.current = { ...DEFAULT_PREFS }

@@ -13,10 +13,13 @@ export type StartServer = (settings: ServerSettings, log?: (line: string) => voi
 
 const LOOPBACK = '127.0.0.1'
 const EVERY_INTERFACE = '0.0.0.0'
+/** Where the programs written for Ollama look for it. */
+export const OLLAMA_DEFAULT_PORT = 11434
 
 export class EmbeddedServer {
   private running: RunningServer | undefined
   private lan = false
+  private ollama: boolean
   private error: string | undefined
   private queue: Promise<unknown> = Promise.resolve()
   private readonly listeners = new Set<(state: DesktopServerState) => void>()
@@ -25,7 +28,9 @@ export class EmbeddedServer {
     private readonly settings: ServerSettings,
     private readonly startServer: StartServer,
     private readonly log: (line: string) => void = console.log,
-  ) {}
+  ) {
+    this.ollama = settings.ollamaPort !== undefined
+  }
 
   get state(): DesktopServerState {
     const port = this.running ? new URL(this.running.url).port : undefined
@@ -34,6 +39,8 @@ export class EmbeddedServer {
       // The page always talks to the server on loopback, whatever interface it listens on.
       url: port ? `http://${LOOPBACK}:${port}` : undefined,
       lan: this.lan,
+      ollama: this.ollama,
+      ollamaUrl: this.running?.ollamaUrl,
       error: this.error,
     }
   }
@@ -43,9 +50,10 @@ export class EmbeddedServer {
     return () => this.listeners.delete(listener)
   }
 
-  start(lan = this.lan): Promise<DesktopServerState> {
+  start(lan = this.lan, ollama = this.ollama): Promise<DesktopServerState> {
     return this.serially(async () => {
       this.lan = lan
+      this.ollama = ollama
       await this.startNow()
     })
   }
@@ -70,6 +78,18 @@ export class EmbeddedServer {
     })
   }
 
+  /** Serves Ollama's API on its port, or stops: the server restarts when it is running. */
+  setOllama(on: boolean): Promise<DesktopServerState> {
+    return this.serially(async () => {
+      if (on === this.ollama) return
+      this.ollama = on
+      if (this.running) {
+        await this.stopNow()
+        await this.startNow()
+      }
+    })
+  }
+
   /** The key the server accepts: read fresh, since the page may have regenerated it. */
   async apiKey(): Promise<string | undefined> {
     if (!this.settings.auth) return undefined
@@ -85,6 +105,7 @@ export class EmbeddedServer {
       ...this.settings,
       host: this.lan ? EVERY_INTERFACE : LOOPBACK,
       corsOrigins: [...(this.settings.corsOrigins ?? []), APP_ORIGIN],
+      ollamaPort: this.ollama ? (this.settings.ollamaPort ?? OLLAMA_DEFAULT_PORT) : undefined,
     }
     try {
       this.running = await this.startServer(settings, this.log)

@@ -4,7 +4,7 @@
  */
 import { join } from 'node:path'
 import express, { type Express } from 'express'
-import { requireApiKey } from './auth.ts'
+import { quotaGate, requireApiKey } from './auth.ts'
 import { allowOrigins } from './cors.ts'
 import { allowedHostNames, requireKnownHost } from './host-check.ts'
 import { errorHandler, unknownRoute, useAnthropicErrors } from './http-errors.ts'
@@ -30,23 +30,38 @@ import { speechRoute } from './routes/speech-route.ts'
 import { DocumentLibrary } from './documents/document-library.ts'
 import type { ServerContext } from './server-context.ts'
 import { webUi } from './web-ui.ts'
+import { OLLAMA_API_PATHS, ollamaRoute } from './routes/ollama-route.ts'
+import { useOllamaErrors } from './ollama/ollama-errors.ts'
+import type { QuotaGate } from './keys/key-quotas.ts'
 
-export function createApp(ctx: ServerContext): Express {
+/** What Hearth's port and the Ollama port share: one request log, one set of metrics, one quota gate. */
+export interface SharedParts {
+  requests: RequestHistory
+  metrics: ServerMetrics
+  gate: QuotaGate | undefined
+}
+
+export function sharedParts(ctx: ServerContext): SharedParts {
+  return { requests: new RequestHistory(), metrics: new ServerMetrics(ctx.scheduler), gate: quotaGate(ctx.keys) }
+}
+
+export function createApp(ctx: ServerContext, shared: SharedParts = sharedParts(ctx)): Express {
   const app = express()
   app.disable('x-powered-by')
   app.set('etag', false)
-  const requests = new RequestHistory()
+  const { requests, metrics } = shared
   app.use(requestLog(ctx.log, requests))
-  const metrics = new ServerMetrics(ctx.scheduler)
   app.use(metrics.middleware())
   app.use(requireKnownHost(allowedHostNames(ctx.settings.host, ctx.settings.allowedHosts)))
   app.use(allowOrigins(ctx.settings.corsOrigins ?? []))
   app.use(healthRoute(ctx))
   // Claude Code warms its connection with `HEAD /api/hello` before its first request, without a key.
   app.head('/api/hello', (_req, res) => void res.status(200).end())
+  // Ollama's routes answer every error (a missing key too) in Ollama's shape.
+  app.use(OLLAMA_API_PATHS.map((path) => `/api${path}`), useOllamaErrors)
 
   // One instance: the per-key requests-per-minute windows live in it.
-  const auth = requireApiKey(ctx.keys)
+  const auth = requireApiKey(ctx.keys, { gate: shared.gate })
   app.get('/metrics', ...(ctx.settings.metricsPublic ? [] : [auth]), metrics.handler())
   const authenticated = [auth, jsonBodyParser(ctx.settings.bodyLimitBytes)]
   // One library for /v1/files and the chats that read its files.
@@ -54,11 +69,38 @@ export function createApp(ctx: ServerContext): Express {
   // Anthropic's route answers every error (a missing key too) in Anthropic's shape.
   app.use('/v1/messages', useAnthropicErrors)
   app.use('/v1', ...authenticated, modelsRoute(ctx), chatRoute(ctx, documents), completionsRoute(ctx), responsesRoute(ctx, documents), messagesRoute(ctx), embeddingsRoute(ctx), rerankRoute(ctx), speechRoute(ctx), filesRoute(ctx, documents))
+  app.use('/api', ollamaRoute(ctx, auth, jsonBodyParser(ctx.settings.bodyLimitBytes, { anyContentType: true })))
   app.use('/api', ...authenticated, managementRoute(ctx), downloadsRoute(ctx), keysRoute(ctx), mcpRoute(ctx), serverRoute(ctx, requests))
   // API paths no router took never reach the page's files (`/api/%2e%2e` is a directory there).
   app.use(['/v1', '/api'], unknownRoute)
   app.use(webUi())
 
+  app.use(unknownRoute)
+  app.use(errorHandler)
+  return app
+}
+
+/**
+ * The Ollama port (`--ollama-port`): Ollama's API and nothing else, for the programs that assume
+ * Ollama at `localhost:11434` and send no key. It listens on loopback only, so nothing on the
+ * network reaches it; a program that sends a key is that key (quotas included), and a wrong key is
+ * refused. The same models, scheduler, log, metrics and quotas as Hearth's own port.
+ */
+export function createOllamaApp(ctx: ServerContext, shared: SharedParts): Express {
+  const app = express()
+  app.disable('x-powered-by')
+  app.set('etag', false)
+  app.use(requestLog(ctx.log, shared.requests))
+  app.use(shared.metrics.middleware())
+  app.use(requireKnownHost(allowedHostNames('127.0.0.1', ctx.settings.allowedHosts)))
+  app.use(allowOrigins(ctx.settings.corsOrigins ?? []))
+  app.use(useOllamaErrors)
+  // Clients probe the root before anything else, as Ollama answers it.
+  const running = (_req: unknown, res: express.Response) => void res.type('text/plain').send('Ollama is running')
+  app.get('/', running)
+  app.head('/', running)
+  const auth = requireApiKey(ctx.keys, { keyless: true, gate: shared.gate })
+  app.use('/api', ollamaRoute(ctx, auth, jsonBodyParser(ctx.settings.bodyLimitBytes, { anyContentType: true })))
   app.use(unknownRoute)
   app.use(errorHandler)
   return app

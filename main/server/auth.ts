@@ -8,13 +8,15 @@ import { QuotaGate, usageOf } from './keys/key-quotas.ts'
  * made under /api/keys also pass their quotas here, and are charged the tokens their request used
  * once it is over. Build it once per app: the requests-per-minute windows live in it.
  */
-export function requireApiKey(keys: ApiKeys | undefined): RequestHandler {
-  const gate = keys?.store ? new QuotaGate(keys.store) : undefined
+export function requireApiKey(keys: ApiKeys | undefined, { keyless = false, gate = quotaGate(keys) } = {}): RequestHandler {
   return (req, res, next) => {
     if (!keys) return next()
     // Anthropic's clients send the key as `x-api-key`.
     const xApiKey = req.headers['x-api-key']
     const authorization = req.headers.authorization ?? (typeof xApiKey === 'string' && xApiKey ? `Bearer ${xApiKey}` : undefined)
+    // The Ollama port (loopback only, turned on by the person) lets in programs that send no key,
+    // as Ollama does; one that sends a key is that key, quotas included, and a wrong one is refused.
+    if (keyless && authorization === undefined) return next()
     const identity = keys.identify(authorization)
     if (!identity) {
       const message = authorization
@@ -30,6 +32,11 @@ export function requireApiKey(keys: ApiKeys | undefined): RequestHandler {
     }
     next()
   }
+}
+
+/** The per-key request windows: one for every port a key may use, so two ports do not double its rate. */
+export function quotaGate(keys: ApiKeys | undefined): QuotaGate | undefined {
+  return keys?.store ? new QuotaGate(keys.store) : undefined
 }
 
 /** The key a request came with (set by requireApiKey); undefined when auth is off. */

@@ -133,3 +133,83 @@ export function fieldDecisionsMarkdown(): string {
   })
   return sections.join('\n\n')
 }
+
+/**
+ * Ollama's API (`/api/chat`, `/api/generate`, `/api/embed` and the `options` they share), decided
+ * the same way; its refusals are 400s in Ollama's shape, its notices the same `Warning` header.
+ * docs/ollama.md shows it (`ollamaFieldDecisionsMarkdown`).
+ */
+export type OllamaRequestKind = 'chat' | 'generate' | 'embed' | 'options'
+
+const LOAD_HINT = 'Hearth decides how a model loads (models.json, --threads, --gpu-layers); this hint was set aside'
+
+export const OLLAMA_FIELD_DECISIONS: Readonly<Record<OllamaRequestKind, readonly FieldDecision[]>> = {
+  chat: [
+    ...honoured('model messages stream format tools think options logprobs top_logprobs'),
+    ...honoured('tool_choice', "Hearth's own (the AI SDK's Ollama provider sends it): 'auto', 'none', 'required' or a function, as in chat completions"),
+    ...honoured('temperature top_p max_output_tokens', "where `options` does not set them (the AI SDK's Ollama provider sends them here; Ollama ignores them): as `options`' `temperature`, `top_p`, `num_predict`"),
+    ...honoured('keep_alive', "how long the model stays loaded after the request (0 unloads it; -1 keeps it); without it, the model's idle time to live"),
+    setAside('truncate', "'truncate' was set aside: a conversation longer than the context is refused, not cut"),
+    setAside('shift', "'shift' was set aside: an answer stops where the context is full"),
+    refused('_debug_render_only', 'rendering the prompt without running the model is not supported'),
+  ],
+  generate: [
+    ...honoured('model prompt suffix system images format stream raw think options logprobs top_logprobs'),
+    ...honoured('stop', "where `options` does not set it (the AI SDK's Ollama provider sends it here; Ollama ignores it)"),
+    ...honoured('keep_alive', "how long the model stays loaded after the request (0 unloads it; -1 keeps it); without it, the model's idle time to live"),
+    setAside('truncate', "'truncate' was set aside: a prompt longer than the context is refused, not cut"),
+    setAside('shift', "'shift' was set aside: an answer stops where the context is full"),
+    refused('template', "Hearth writes prompts with the model's own chat template (its GGUF's); send 'raw' with a prompt written in full instead"),
+    refused('context', "the deprecated 'context' is not supported; send the conversation to /api/chat"),
+    refused('_debug_render_only', 'rendering the prompt without running the model is not supported'),
+  ],
+  embed: [
+    ...honoured('model input dimensions options keep_alive'),
+    ...honoured('truncate', 'an input longer than the context is refused, with or without it'),
+  ],
+  options: [
+    ...honoured('temperature top_k top_p min_p typical_p repeat_penalty repeat_last_n presence_penalty frequency_penalty seed stop mirostat mirostat_tau mirostat_eta'),
+    ...honoured('num_predict', 'capped at what the model may write; -1 and -2 run to that cap'),
+    setAside('num_ctx', "'num_ctx' was set aside: each model gets the context set in models.json (or the one it was trained with), shown by /api/show"),
+    ...'num_keep num_batch num_gpu main_gpu use_mmap use_mlock num_thread numa low_vram f16_kv vocab_only logits_all embedding_only draft_num_predict'
+      .split(' ')
+      .map((field) => setAside(field, `'${field}' was set aside: ${LOAD_HINT}`)),
+    refused('tfs_z', 'tail-free sampling is gone from llama.cpp (and Ollama); leave it out or at 1'),
+    refused('penalize_newline', "llama.cpp no longer penalizes newlines apart (nor does Ollama); leave it out or false"),
+  ],
+}
+
+/** The decisions of one Ollama request kind, by field. */
+export function ollamaFieldDecisions(kind: OllamaRequestKind): ReadonlyMap<string, FieldDecision> {
+  return new Map(OLLAMA_FIELD_DECISIONS[kind].map((d) => [d.field, d]))
+}
+
+/** A 400 (Ollama's shape comes from the route) naming the first refused top-level field the body sends. */
+export function refuseOllamaFields(kind: OllamaRequestKind, body: Record<string, unknown>): void {
+  const decisions = ollamaFieldDecisions(kind)
+  const field = Object.keys(body).find((key) => decisions.get(key)?.decision === 'refused' && body[key] != null && body[key] !== '' && !(Array.isArray(body[key]) && (body[key] as unknown[]).length === 0))
+  if (field) throw unsupportedParameter(field, decisions.get(field)!.note!)
+}
+
+/** The warnings for the set-aside top-level fields a body sends. */
+export function ollamaSetAsideWarnings(kind: OllamaRequestKind, body: Record<string, unknown>): string[] {
+  const decisions = ollamaFieldDecisions(kind)
+  return Object.keys(body).flatMap((key) => (decisions.get(key)?.decision === 'set aside' && body[key] != null ? [decisions.get(key)!.note!] : []))
+}
+
+const OLLAMA_NAMES: Record<OllamaRequestKind, string> = {
+  chat: '`POST /api/chat`',
+  generate: '`POST /api/generate`',
+  embed: '`POST /api/embed` (and `/api/embeddings`)',
+  options: '`options` (chat and generate)',
+}
+
+/** The Ollama table as docs/ollama.md shows it. */
+export function ollamaFieldDecisionsMarkdown(): string {
+  return (Object.keys(OLLAMA_FIELD_DECISIONS) as OllamaRequestKind[])
+    .map((kind) => {
+      const rows = OLLAMA_FIELD_DECISIONS[kind].map((d) => `| \`${d.field}\` | ${d.decision} | ${(d.note ?? '').replace(/\|/g, '\\|')} |`)
+      return [`#### ${OLLAMA_NAMES[kind]}`, '', '| field | decision | note |', '|---|---|---|', ...rows].join('\n')
+    })
+    .join('\n\n')
+}

@@ -173,15 +173,17 @@ export const useAnthropicErrors: RequestHandler = (_req, res, next) => {
 export function sendError(res: Response, e: unknown): void {
   const error = toApiError(e)
   res.locals.errorCode = error.code
-  const anthropic = res.locals.errorShape === 'anthropic'
+  const shape = res.locals.errorShape as 'anthropic' | 'ollama' | undefined
   if (res.headersSent) {
-    // A stream is under way: the error becomes its last event, and the request counts as cut.
+    // A stream is under way: the error becomes its last event (Ollama's: its last line), and the request counts as cut.
     if (res.writableEnded) return
     markCut(res, error.status, error.code ?? 'error', error.message)
-    res.end(anthropic ? `event: error\ndata: ${JSON.stringify(anthropicErrorBody(error))}\n\n` : `data: ${JSON.stringify(error.body())}\n\n`)
+    if (shape === 'ollama') res.end(`${JSON.stringify({ error: error.message })}\n`)
+    else res.end(shape === 'anthropic' ? `event: error\ndata: ${JSON.stringify(anthropicErrorBody(error))}\n\n` : `data: ${JSON.stringify(error.body())}\n\n`)
     return
   }
-  res.status(error.status).set(error.headers).json(anthropic ? anthropicErrorBody(error) : error.body())
+  const body = shape === 'anthropic' ? anthropicErrorBody(error) : shape === 'ollama' ? { error: error.message } : error.body()
+  res.status(error.status).set(error.headers).json(body)
 }
 
 export const errorHandler: ErrorRequestHandler = (err, _req, res, _next) => {

@@ -8,11 +8,12 @@ import { invalidRequest } from './http-errors.ts'
  * tenths of a millisecond before its first token. Everything else still goes through it, and
  * both fail the same way (the same error types, mapped in http-errors.ts).
  */
-export function jsonBodyParser(limitBytes: number): RequestHandler {
-  const general = express.json({ limit: limitBytes, type: JSON_TYPES, reviver: wellFormedStrings })
+export function jsonBodyParser(limitBytes: number, { anyContentType = false } = {}): RequestHandler {
+  // Ollama's clients (and the curl lines in its docs) send JSON under any content type, or none.
+  const general = express.json({ limit: limitBytes, type: anyContentType ? () => true : JSON_TYPES, reviver: wellFormedStrings })
   const read: RequestHandler = (req, res, next) => {
     const length = Number(req.headers['content-length'])
-    if (!isPlainJson(req) || !(length <= limitBytes)) return general(req, res, next)
+    if (!isPlainJson(req, anyContentType) || !(length <= limitBytes)) return general(req, res, next)
     readBody(req)
       .then(parseJson)
       .then((body) => {
@@ -52,13 +53,13 @@ function nestedDeeperThan(value: unknown, limit: number): boolean {
 const JSON_TYPES = ['application/json', 'application/*+json']
 
 /** JSON in UTF-8, uncompressed, with its length stated. */
-function isPlainJson(req: Request): boolean {
+function isPlainJson(req: Request, anyContentType: boolean): boolean {
   const encoding = req.headers['content-encoding']
   if (encoding !== undefined && encoding.toLowerCase() !== 'identity') return false
   if (req.headers['transfer-encoding'] !== undefined || req.headers['content-length'] === undefined) return false
   const type = req.headers['content-type']?.toLowerCase() ?? ''
   const charset = /;\s*charset\s*=\s*"?([^";\s]+)/.exec(type)?.[1]
-  return (charset === undefined || charset === 'utf-8') && req.is(JSON_TYPES) !== false
+  return (charset === undefined || charset === 'utf-8') && (anyContentType || req.is(JSON_TYPES) !== false)
 }
 
 function readBody(req: Request): Promise<string> {

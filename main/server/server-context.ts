@@ -27,6 +27,8 @@ export interface ServerContext {
   mcp?: McpHub
   /** Models that crashed llama.cpp on this CPU and now run without the kernels that did (cpu-faults.ts). */
   cpuFallbacks?: () => CpuFallback[]
+  /** Where the Ollama port listens, once it does (`--ollama-port`). */
+  ollamaUrl?: string
 }
 
 /** The GPU toolkit the llama.cpp build in use drives, where it sees a GPU; `default` is the CPU (or Metal on macOS). */

@@ -14,7 +14,7 @@ import { ModelScheduler } from '../../engines/scheduler/model-scheduler.ts'
 import { ApiKeys, loadOrCreateStoredKey } from './keys/api-keys.ts'
 import { KeyStore } from './keys/key-store.ts'
 import { McpHub } from './mcp/mcp-hub.ts'
-import { createApp } from './app.ts'
+import { createApp, createOllamaApp, sharedParts } from './app.ts'
 import { answerClientErrors } from './client-errors.ts'
 import type { GpuBackend, Hardware, ServerContext } from './server-context.ts'
 import type { ServerSettings } from './settings.ts'
@@ -45,6 +45,8 @@ function remoteSlots(model: ModelRecord): number {
 
 export interface RunningServer {
   url: string
+  /** The Ollama port's address, where `ollamaPort` is set and the port could be had. */
+  ollamaUrl?: string
   context: ServerContext
   /** Where the generated key lives, when the server made or read one. */
   keyFile: string | undefined
@@ -77,7 +79,7 @@ export async function startServer(
   }
   await mkdir(settings.modelsDir, { recursive: true })
   const remotes = new RemotePool({ intervalMs: settings.remoteCheckMs })
-  const folder = new ModelFolder(settings.modelsDir, { remotes, listingMaxAgeMs: settings.listingMaxAgeMs })
+  const folder = new ModelFolder(settings.modelsDir, { remotes, listingMaxAgeMs: settings.listingMaxAgeMs, sources: settings.modelSources })
   // The remote servers the catalog names are asked once before the first request: what they serve
   // (context lengths, capabilities, whole lists to import) is known from the start.
   await folder.scan()
@@ -154,39 +156,57 @@ export async function startServer(
   // Reads mcp.json only: each MCP server starts on first need and stops with the server.
   const mcp = await McpHub.open(settings.dataDir, log)
   const context: ServerContext = { settings, folder, scheduler, downloads, keys, log, hardware, remotes, mcp, cpuFallbacks: () => cpuFallbacks?.list() ?? [] }
-  const app = createApp(context)
+  const shared = sharedParts(context)
+  const http = await listen(createApp(context, shared), settings.port, settings.host, settings.requestTimeoutMs)
+  const { port } = http.address() as AddressInfo
+  const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host
+  // Ollama's port listens on loopback whatever --host says: its programs may come without a key.
+  const ollama =
+    settings.ollamaPort === undefined
+      ? undefined
+      : await listen(createOllamaApp(context, shared), settings.ollamaPort, '127.0.0.1', settings.requestTimeoutMs).catch((e: NodeJS.ErrnoException) => {
+          const why = e.code === 'EADDRINUSE' ? 'it is in use (is Ollama itself running? stop it, or pick another --ollama-port)' : e.message
+          log(`warning: Ollama's API is not served on 127.0.0.1:${settings.ollamaPort}: ${why}`)
+          return undefined
+        })
+
+  let closing: Promise<void> | undefined
+  if (ollama) context.ollamaUrl = `http://127.0.0.1:${(ollama.address() as AddressInfo).port}`
+  const servers = ollama ? [http, ollama] : [http]
+  return {
+    url: `http://${host}:${port}`,
+    ...(context.ollamaUrl ? { ollamaUrl: context.ollamaUrl } : {}),
+    context,
+    keyFile,
+    close: () =>
+      (closing ??= (async () => {
+        const stopped = servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())))
+        for (const s of servers) s.closeIdleConnections()
+        remotes.close()
+        await Promise.all([scheduler.shutdown(), downloads.shutdown(), keys?.store?.flush(), mcp.close()])
+        for (const s of servers) s.closeAllConnections()
+        await Promise.all(stopped)
+      })()),
+  }
+}
+
+/** An HTTP server for `app`, listening; slow clients are cut off as the comment above says. */
+async function listen(app: import('express').Express, port: number, host: string, requestTimeoutMs: number): Promise<Server> {
   const http: Server = createServer(
     {
       headersTimeout: HEADERS_TIMEOUT_MS,
       // Never longer than the work may take: a request that cannot arrive in time would time out anyway.
-      requestTimeout: Math.min(REQUEST_TIMEOUT_MS, Math.max(HEADERS_TIMEOUT_MS, settings.requestTimeoutMs)),
+      requestTimeout: Math.min(REQUEST_TIMEOUT_MS, Math.max(HEADERS_TIMEOUT_MS, requestTimeoutMs)),
       // How often those limits are checked (Node's default, 30 s, lets a slow client linger).
       connectionsCheckingInterval: 1_000,
     },
     app,
   )
   answerClientErrors(http)
-  http.listen(settings.port, settings.host)
+  http.listen(port, host)
   await Promise.race([once(http, 'listening'), once(http, 'error').then(([e]) => Promise.reject(e))])
   http.keepAliveTimeout = 65_000
-  const { port } = http.address() as AddressInfo
-  const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host
-
-  let closing: Promise<void> | undefined
-  return {
-    url: `http://${host}:${port}`,
-    context,
-    keyFile,
-    close: () =>
-      (closing ??= (async () => {
-        const stopped = new Promise<void>((resolve) => http.close(() => resolve()))
-        http.closeIdleConnections()
-        remotes.close()
-        await Promise.all([scheduler.shutdown(), downloads.shutdown(), keys?.store?.flush(), mcp.close()])
-        http.closeAllConnections()
-        await stopped
-      })()),
-  }
+  return http
 }
 
 async function resolveKeys(settings: ServerSettings): Promise<{ keys: ApiKeys | undefined; keyFile: string | undefined }> {

@@ -8,6 +8,8 @@ import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { z } from 'zod'
+import { defaultModelSources, type ModelSourceDirs } from '../../models/sources/default-source-dirs.ts'
+import type { ModelSourceKind } from '../../models/catalog/model-record.ts'
 
 export interface ServerSettings {
   host: string
@@ -55,7 +57,17 @@ export interface ServerSettings {
    * Only tests change it (HEARTH_LISTING_MAX_AGE_MS, left out of the usage): 0 checks the file on every request.
    */
   listingMaxAgeMs?: number
+  /**
+   * A second port, on loopback only, that speaks Ollama's API alone (11434 for the clients that
+   * assume Ollama's), where a program without a key gets in; undefined = off.
+   */
+  ollamaPort?: number
+  /** The other programs' model stores served in place (read only), each where it keeps its models. */
+  modelSources: ModelSourceDirs
 }
+
+const SOURCE_KINDS: readonly ModelSourceKind[] = ['ollama', 'lmstudio', 'huggingface', 'llama.cpp']
+
 
 /** Three hours: about 700 MB of decoded samples on disk while whisper works through them. */
 export const DEFAULT_MAX_AUDIO_SECONDS = 3 * 60 * 60
@@ -81,6 +93,11 @@ const settingsFileSchema = z.looseObject({
   vad: z.boolean().optional(),
   max_audio_minutes: z.number().positive().optional(),
   remote_check_seconds: z.number().min(0.1).max(3600).optional(),
+  ollama_port: z.int().min(0).max(65535).nullable().optional(),
+  /** Per store: false turns it off, a folder (or folders) replaces where it is looked for. */
+  model_sources: z
+    .partialRecord(z.enum(['ollama', 'lmstudio', 'huggingface', 'llama.cpp']), z.union([z.boolean(), z.string().min(1), z.array(z.string().min(1))]))
+    .optional(),
 })
 
 const FLAGS = {
@@ -101,6 +118,8 @@ const FLAGS = {
   'memory-budget': { type: 'string' },
   vad: { type: 'boolean' },
   'max-audio-minutes': { type: 'string' },
+  'ollama-port': { type: 'string' },
+  'model-sources': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const
 
@@ -124,6 +143,12 @@ export const USAGE = `Usage: npm run serve -- [flags]
   --memory-budget MB     memory for loaded models (default: 90 % free)    HEARTH_MEMORY_BUDGET
   --vad                  speech skips silence (needs a Silero VAD model)  HEARTH_VAD=1
   --max-audio-minutes M  longest audio taken (default 180)                HEARTH_MAX_AUDIO_MINUTES
+  --ollama-port PORT     also serve Ollama's API on 127.0.0.1:PORT, where HEARTH_OLLAMA_PORT
+                         programs may come without a key (11434 is
+                         Ollama's own; off by default)
+  --model-sources LIST   the other programs' model folders to serve in    HEARTH_MODEL_SOURCES
+                         place: ollama,lmstudio,huggingface,llama.cpp
+                         (default all of them), or none
 `
 
 export class SettingsError extends Error {
@@ -176,6 +201,8 @@ export function resolveSettings(
     listingMaxAgeMs: nonNegative('listing-max-age-ms', env.HEARTH_LISTING_MAX_AGE_MS),
     maxAudioSeconds:
       60 * (positive('max-audio-minutes', flags['max-audio-minutes'] ?? env.HEARTH_MAX_AUDIO_MINUTES) ?? file.max_audio_minutes ?? DEFAULT_MAX_AUDIO_SECONDS / 60),
+    ollamaPort: integer('ollama-port', flags['ollama-port'] ?? env.HEARTH_OLLAMA_PORT, 0, 65535) ?? file.ollama_port ?? undefined,
+    modelSources: modelSources(flags['model-sources'] ?? env.HEARTH_MODEL_SOURCES, file.model_sources, env),
     settingsFile,
   }
   if (!settings.auth && !isLoopback(settings.host)) {
@@ -188,6 +215,26 @@ export function resolveSettings(
     if (key.length < 8) throw new SettingsError('an API key must be at least 8 characters long')
   }
   return { settings, help: flags.help ?? false }
+}
+
+/**
+ * Which stores are read, and where: all of them where the programs keep their models by default;
+ * a list (`--model-sources ollama,huggingface`, or `none`) keeps only those; the settings file turns
+ * one off (`false`) or names its folder.
+ */
+function modelSources(list: string | undefined, file: z.infer<typeof settingsFileSchema>['model_sources'], env: NodeJS.ProcessEnv): ModelSourceDirs {
+  const wanted = list === undefined ? SOURCE_KINDS : list.trim() === 'none' || list.trim() === '' ? [] : list.split(',').map((s) => s.trim())
+  for (const kind of wanted) {
+    if (!SOURCE_KINDS.includes(kind as ModelSourceKind)) throw new SettingsError(`--model-sources takes ${SOURCE_KINDS.join(', ')} or none, got "${kind}"`)
+  }
+  const defaults = defaultModelSources(env)
+  const dirs: ModelSourceDirs = {}
+  for (const kind of wanted as ModelSourceKind[]) {
+    const setting = file?.[kind]
+    if (setting === false) continue
+    dirs[kind] = typeof setting === 'string' ? [setting] : Array.isArray(setting) ? setting : (defaults[kind] ?? [])
+  }
+  return dirs
 }
 
 function readSettingsFile(path: string): z.infer<typeof settingsFileSchema> {

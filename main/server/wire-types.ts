@@ -5,11 +5,12 @@
  * types from below (engines, models, media) or pure response modules, never routes, so nothing cycles.
  */
 import type { Capability, ModelKind } from '../../models/catalog/model-kinds.ts'
+import type { ModelSourceKind } from '../../models/catalog/model-record.ts'
 import type { RecommendedModel } from '../../models/catalog/recommended-models.ts'
 import type { DownloadState } from '../../models/downloads/download-job.ts'
 import type { RemoteHealth } from '../../engines/remote/remote-pool.ts'
 
-export type { Capability, DownloadState, ModelKind, RecommendedModel, RemoteHealth }
+export type { Capability, DownloadState, ModelKind, ModelSourceKind, RecommendedModel, RemoteHealth }
 export type { ChatChunk } from './openai/chat-response.ts'
 export type { TimedWord, TranscriptEvent } from './openai/speech-response.ts'
 export type { RequestRecord } from './request-history.ts'
@@ -27,6 +28,8 @@ export interface ModelObject {
   state: 'loaded' | 'available'
   /** Only on models served by other machines: whether any copy answers. */
   remote?: { health: RemoteHealth }
+  /** Only on models another program downloaded (served where they lie, read only): which one. */
+  source?: ModelSourceKind
 }
 
 /** One copy of a remote model, as `GET /api/models` shows it (never its key). */
@@ -42,6 +45,10 @@ export interface ReplicaObject {
 export interface ManagedModel extends ModelObject {
   /** The model file; null for remote models. */
   file: string | null
+  /** The folder of the other program's store the file lies in; absent for Hearth's own folder. */
+  source_dir?: string
+  /** The file has no chat template: llama.cpp's default (ChatML) is used. */
+  template_guessed?: boolean
   replicas?: ReplicaObject[]
   mmproj: string | null
   kind: ModelKind
@@ -50,11 +57,12 @@ export interface ManagedModel extends ModelObject {
   devices: string[]
 }
 
-/** A file in the models folder that cannot be served, and why. */
+/** A file in the models folder (or another program's store) that cannot be served, and why. */
 export interface ModelProblem {
   id: string
   file: string
   problem: string
+  source?: ModelSourceKind
 }
 
 /** `GET /api/models`. */
@@ -102,6 +110,8 @@ export interface ServerInfo {
   lan_addresses: string[]
   auth: boolean
   key_file: string | null
+  /** Where Ollama's API is served keyless for this computer's programs (`--ollama-port`); null when off. */
+  ollama_url: string | null
 }
 
 /**

@@ -1,16 +1,21 @@
 /**
  * One scan of the models folder: `models.json` read and checked, the model files found beside it
  * (their headers cached by mtime and size, so a scan is cheap to repeat), projectors paired with
- * their models, and the remote models the catalog names. model-folder.ts decides when to scan.
+ * their models, the remote models the catalog names, and the models other programs downloaded
+ * (models/sources/), served where they lie. model-folder.ts decides when to scan.
  */
 import { readFile, readdir, stat } from 'node:fs/promises'
 import { basename, dirname, extname, join, relative, resolve, sep } from 'node:path'
 import { catalogEntrySchema, catalogFileSchema, type CatalogEntry } from './catalog-schema.ts'
+import { llamaLoadProblem } from './llama-loadability.ts'
 import { readModelFileHeader, type ModelFileHeader } from './model-file-header.ts'
 import type { BrokenModel, FolderSnapshot, ModelRecord, ModelShape } from './model-record.ts'
 import { capabilitiesOf, kindFromArchitecture, templateCallsTools, type ModelKind } from './model-kinds.ts'
 import { remoteRecords, type RemoteListings } from './remote-records.ts'
 import type { RemoteReplica } from './remote-target.ts'
+import { ExternalSources } from '../sources/external-sources.ts'
+import type { ExternalModel, ModelSourceDirs } from '../sources/external-model.ts'
+import { sourceName } from '../sources/source-names.ts'
 
 export const CATALOG_FILE = 'models.json'
 const MODEL_EXTENSIONS = new Set(['.gguf', '.bin'])
@@ -29,7 +34,7 @@ const ZERO_PRICE = '0.00000000'
 /** A model file as it is now: what an engine reported of it holds only while the file is unchanged. */
 const fileStamp = (path: string, size: number, createdSeconds: number) => `${path}|${size}|${createdSeconds}`
 /** Parts after the first of a split GGUF (`name-00002-of-00003.gguf`) are loaded through the first. */
-const LATER_SPLIT_PART = /-0*([2-9]|\d{2,})-of-\d+\.gguf$/
+const LATER_SPLIT_PART = /-0*([2-9]|[1-9]\d+)-of-\d+\.gguf$/
 
 interface HeaderCacheEntry {
   mtimeMs: number
@@ -42,6 +47,11 @@ export interface FolderScanOptions {
   remotes?: RemoteListings
   /** Where remote keys are read from (their variables' names are in the catalog). */
   env?: NodeJS.ProcessEnv
+  /**
+   * Other programs' stores to serve models from, read only (`defaultModelSources(env)` gives them
+   * all, where the environment puts them). Left out, none is read.
+   */
+  sources?: ModelSourceDirs
 }
 
 export class FolderScanner {
@@ -50,12 +60,14 @@ export class FolderScanner {
   /** The context an engine reported giving a model file (by path, size and time), where less than asked. */
   private readonly engineContext = new Map<string, number>()
   private readonly engineToolCalling = new Map<string, boolean>()
+  private readonly external: ExternalSources | undefined
 
   constructor(
     dir: string,
     private readonly options: FolderScanOptions = {},
   ) {
     this.dir = resolve(dir)
+    this.external = options.sources ? new ExternalSources(options.sources) : undefined
   }
 
   /** From the next scan on, the model's file gets the context its engine gives it. */
@@ -148,6 +160,8 @@ export class FolderScanner {
       else models.push(result)
     }
 
+    if (this.external) await this.addExternalModels(models, broken, takenIds, projectors, new Set([...files, ...claimedFiles]))
+
     const projectorSizes = new Map<string, number>()
     for (const path of projectors.keys()) projectorSizes.set(path, (await stat(path).catch(() => ({ size: 0 }))).size)
     pairProjectors(models, projectors, projectorSizes)
@@ -201,6 +215,38 @@ export class FolderScanner {
     return found.sort()
   }
 
+  /**
+   * The models of other programs' stores, after the folder's own: on an id both use, the folder's
+   * model is served and the other listed as shadowed. A file the folder serves itself (a store
+   * inside the models folder) stays the folder's. Their projectors join the folder's, to pair by
+   * the same rules.
+   */
+  private async addExternalModels(
+    models: ModelRecord[],
+    broken: BrokenModel[],
+    takenIds: Set<string>,
+    projectors: Map<string, ModelFileHeader | undefined>,
+    ownFiles: Set<string>,
+  ): Promise<void> {
+    const listing = await this.external!.list()
+    const outside = (path: string) => !ownFiles.has(path)
+    broken.push(...listing.problems)
+    for (const path of listing.projectors.filter(outside)) {
+      const header = await this.header(path)
+      projectors.set(path, header instanceof Error ? undefined : header)
+    }
+    for (const model of listing.models.filter((m) => outside(m.path))) {
+      if (takenIds.has(model.id)) {
+        broken.push({ id: model.id, file: model.path, problem: `a model of the models folder has the same id, so this one in ${sourceName(model.source.kind)} is not served`, source: model.source })
+        continue
+      }
+      takenIds.add(model.id)
+      const result = await this.describe(model.id, model.path, undefined, model.projectorPath, model)
+      if ('problem' in result) broken.push({ ...result, source: model.source })
+      else models.push(result)
+    }
+  }
+
   /** Projectors are CLIP GGUFs (or files named mmproj-*); they pair with models, never serve alone. */
   private async findProjectors(paths: string[]): Promise<Map<string, ModelFileHeader | undefined>> {
     const projectors = new Map<string, ModelFileHeader | undefined>()
@@ -219,23 +265,26 @@ export class FolderScanner {
     path: string,
     entry: CatalogEntry | undefined,
     projectorPath: string | undefined,
+    external?: ExternalModel,
   ): Promise<ModelRecord | BrokenModel> {
-    const file = relative(this.dir, path)
+    const file = this.fileName(path)
     let info: Awaited<ReturnType<typeof stat>>
     try {
       info = await stat(path)
     } catch {
-      return { id, file, problem: `file "${file}" does not exist in ${this.dir}` }
+      return { id, file, problem: `file "${file}" does not exist in ${external ? sourceName(external.source.kind) : this.dir}` }
     }
     if (!info.isFile()) return { id, file, problem: `"${file}" is not a file` }
     const header = await this.header(path)
     if (header instanceof Error) return { id, file, problem: `"${file}" is not a usable model file: ${header.message}` }
     if (header.format === 'other-ggml' || header.format === 'vad-ggml') return { id, file, problem: `"${file}" is a ggml file but not a whisper model` }
+    const loadProblem = header.format === 'gguf' ? llamaLoadProblem(header) : undefined
+    if (loadProblem) return { id, file, problem: `"${file}" ${loadProblem}` }
     let projectorSizeBytes = 0
     if (projectorPath) {
       const projector = await this.header(projectorPath)
       if (projector instanceof Error) {
-        return { id, file, problem: `mmproj "${relative(this.dir, projectorPath)}" is not usable: ${projector.message}` }
+        return { id, file, problem: `mmproj "${this.fileName(projectorPath)}" is not usable: ${projector.message}` }
       }
       projectorSizeBytes = (await stat(projectorPath)).size
     }
@@ -255,7 +304,7 @@ export class FolderScanner {
       ),
       path,
       projectorPath,
-      ownedBy: entry?.owned_by ?? 'local',
+      ownedBy: entry?.owned_by ?? external?.ownedBy ?? 'local',
       created: Math.floor(info.mtimeMs / 1000),
       contextLength,
       ...(contextNote ? { contextNote } : {}),
@@ -268,7 +317,15 @@ export class FolderScanner {
       shape: shapeOf(header),
       projectorSizeBytes,
       catalogEntry: entry,
+      ...(external ? { source: external.source } : {}),
+      ...(external?.ollama ? { ollama: external.ollama } : {}),
+      ...(header.format === 'gguf' ? ggufFacts(header, kind) : {}),
     }
+  }
+
+  /** A path as problems name it: inside the models folder relative to it, elsewhere in full. */
+  private fileName(path: string): string {
+    return path.startsWith(this.dir + sep) ? relative(this.dir, path) : path
   }
 
   /**
@@ -371,6 +428,18 @@ function pairProjectors(
     model.projectorSizeBytes = projectorSizes.get(projector) ?? 0
     model.capabilities = capabilitiesOf(model.kind, true, model.capabilities.includes('tools'))
   }
+}
+
+/** What the GGUF says of itself, for the Ollama API's details; only the facts the file has. */
+function ggufFacts(header: Extract<ModelFileHeader, { format: 'gguf' }>, kind: ModelKind): Partial<ModelRecord> {
+  const facts: Partial<ModelRecord> = {}
+  if (kind === 'chat' && header.chatTemplate === undefined) facts.templateGuessed = true
+  if (header.fileType !== undefined) facts.fileType = header.fileType
+  if (header.parameterCount !== undefined) facts.parameterCount = header.parameterCount
+  if (header.sizeLabel !== undefined) facts.sizeLabel = header.sizeLabel
+  if (header.baseName !== undefined) facts.baseName = header.baseName
+  if (header.name !== undefined) facts.modelName = header.name
+  return facts
 }
 
 function shapeOf(header: ModelFileHeader): ModelShape | undefined {

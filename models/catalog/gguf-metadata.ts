@@ -4,6 +4,8 @@
  * merges, which a general parser turns into JavaScript strings at ~1 s per model, while skipping
  * them takes milliseconds. Layout (little endian): magic, version u32, tensor count u64, kv count
  * u64, then each kv as key string, value type u32, value. A string is a u64 length and its bytes.
+ * The tensor infos follow the metadata (name, n_dims u32, dims u64 each, type u32, offset u64):
+ * a few hundred bytes per tensor, so summing them costs one or two more reads of the window.
  */
 import { open, type FileHandle } from 'node:fs/promises'
 
@@ -15,6 +17,9 @@ const FIXED_SIZE: Record<number, number> = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4,
 
 /** More than any real model has: a corrupt count fails fast instead of reading the whole disk. */
 const MAX_KV_COUNT = 100_000
+const MAX_TENSOR_COUNT = 1_000_000
+/** GGML_MAX_DIMS */
+const MAX_TENSOR_DIMS = 4
 const MAX_STRING_BYTES = 64 * 1024 * 1024
 const WINDOW_BYTES = 1024 * 1024
 
@@ -22,14 +27,35 @@ export class GgufFormatError extends Error {
   override name = 'GgufFormatError'
 }
 
+/** What the tensor infos say, summed: enough to count parameters and spot tensors of other parts. */
+export interface GgufTensorSummary {
+  count: number
+  /** Every tensor's element count added up: the parameter count llama.cpp and Ollama report. */
+  elements: number
+  /** Tensors by the first part of their name (`blk`, `token_embd`, `v` for a vision tower, `mm`, …). */
+  byPrefix: Record<string, number>
+}
+
 export async function readGgufMetadata(path: string): Promise<Record<string, GgufMetadataValue>> {
+  return (await readGguf(path, false)).metadata
+}
+
+/**
+ * The metadata and the tensor infos, summed. Tensor infos that cannot be read leave `tensors`
+ * undefined: the metadata is still what it is, and loading such a file fails in the engine as before.
+ */
+export async function readGgufHeader(path: string): Promise<{ metadata: Record<string, GgufMetadataValue>; tensors: GgufTensorSummary | undefined }> {
+  return readGguf(path, true)
+}
+
+async function readGguf(path: string, withTensors: boolean): Promise<{ metadata: Record<string, GgufMetadataValue>; tensors: GgufTensorSummary | undefined }> {
   const handle = await open(path, 'r')
   try {
     const file = new FileCursor(handle)
     if ((await file.u32()) !== 0x46554747) throw new GgufFormatError('not a GGUF file')
     const version = await file.u32()
     if (version < 2 || version > 3) throw new GgufFormatError(`GGUF version ${version} is not supported`)
-    await file.u64() // tensor count
+    const tensorCount = await file.u64()
     const kvCount = await file.u64()
     if (kvCount > MAX_KV_COUNT) throw new GgufFormatError(`the header claims ${kvCount} metadata entries`)
     const metadata: Record<string, GgufMetadataValue> = {}
@@ -37,10 +63,30 @@ export async function readGgufMetadata(path: string): Promise<Record<string, Ggu
       const key = await file.string()
       metadata[key] = await readValue(file, await file.u32())
     }
-    return metadata
+    const tensors = withTensors ? await readTensorInfos(file, tensorCount).catch(() => undefined) : undefined
+    return { metadata, tensors }
   } finally {
     await handle.close()
   }
+}
+
+async function readTensorInfos(file: FileCursor, count: number): Promise<GgufTensorSummary> {
+  if (count > MAX_TENSOR_COUNT) throw new GgufFormatError(`the header claims ${count} tensors`)
+  // No prototype: names come from the file.
+  const summary: GgufTensorSummary = { count, elements: 0, byPrefix: Object.create(null) as Record<string, number> }
+  for (let i = 0; i < count; i++) {
+    const name = await file.string()
+    const dims = await file.u32()
+    if (dims > MAX_TENSOR_DIMS) throw new GgufFormatError(`tensor ${name} has ${dims} dimensions`)
+    let elements = 1
+    for (let d = 0; d < dims; d++) elements *= await file.u64()
+    await file.u32() // ggml type
+    await file.u64() // offset into the data
+    summary.elements += elements
+    const prefix = name.split('.', 1)[0]!
+    summary.byPrefix[prefix] = (summary.byPrefix[prefix] ?? 0) + 1
+  }
+  return summary
 }
 
 async function readValue(file: FileCursor, type: number): Promise<GgufMetadataValue> {

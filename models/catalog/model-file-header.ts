@@ -1,5 +1,6 @@
 import { open } from 'node:fs/promises'
-import { readGgufMetadata, type GgufMetadataValue } from './gguf-metadata.ts'
+import { ggufFileTypeName } from './gguf-file-types.ts'
+import { readGgufHeader, type GgufMetadataValue, type GgufTensorSummary } from './gguf-metadata.ts'
 
 /** What the server needs to know about a model file, read from its header without loading it. */
 export type ModelFileHeader =
@@ -19,6 +20,16 @@ export type ModelFileHeader =
       poolingType: number | undefined
       /** For a CLIP projector: the width of the embeddings it feeds to the language model. */
       projectorOutputWidth: number | undefined
+      /** The quantization as Ollama names it (`Q4_K_M`), from `general.file_type`. */
+      fileType: string | undefined
+      /** Every tensor's elements added up; undefined where the tensor infos cannot be read. */
+      parameterCount: number | undefined
+      /** `general.size_label` as the converter wrote it (`3B`, `8x7B`). */
+      sizeLabel: string | undefined
+      /** `general.basename`: the model's name without size or fine-tune (`Llama-3.2`). */
+      baseName: string | undefined
+      /** Tensors by the first part of their name: `v` and `mm` are a vision tower, `a` an audio one. */
+      tensorsByPrefix: Record<string, number> | undefined
     }
   | { format: 'whisper-ggml'; vocabularySize: number; textContext: number }
   /** Silero voice activity detection for whisper.cpp: used by the speech models, not served on its own. */
@@ -35,7 +46,7 @@ export class CorruptModelFileError extends Error {
 
 export async function readModelFileHeader(path: string): Promise<ModelFileHeader> {
   const magic = await readMagic(path)
-  if (magic === GGUF_MAGIC) return readGgufHeader(path)
+  if (magic === GGUF_MAGIC) return describeGguf(path)
   if (magic === GGML_MAGIC) return readWhisperHeader(path)
   throw new CorruptModelFileError('not a GGUF file or a whisper.cpp ggml file (unknown magic number)')
 }
@@ -51,13 +62,14 @@ async function readMagic(path: string): Promise<number | undefined> {
   }
 }
 
-async function readGgufHeader(path: string): Promise<ModelFileHeader> {
-  let metadata: Record<string, GgufMetadataValue>
+async function describeGguf(path: string): Promise<ModelFileHeader> {
+  let header: { metadata: Record<string, GgufMetadataValue>; tensors: GgufTensorSummary | undefined }
   try {
-    metadata = await readGgufMetadata(path)
+    header = await readGgufHeader(path)
   } catch (e) {
     throw new CorruptModelFileError(`unreadable GGUF header: ${(e as Error).message}`)
   }
+  const { metadata, tensors } = header
   const architecture = stringField(metadata['general.architecture'])
   const archKey = (key: string) => (architecture ? metadata[`${architecture}.${key}`] : undefined)
   return {
@@ -73,6 +85,11 @@ async function readGgufHeader(path: string): Promise<ModelFileHeader> {
     vocabularySize: arrayLength(metadata['tokenizer.ggml.tokens']),
     poolingType: numberField(archKey('pooling_type')),
     projectorOutputWidth: architecture === 'clip' ? numberField(metadata['clip.vision.projection_dim']) : undefined,
+    fileType: ggufFileTypeName(numberField(metadata['general.file_type'])),
+    parameterCount: tensors?.elements,
+    sizeLabel: stringField(metadata['general.size_label']),
+    baseName: stringField(metadata['general.basename']),
+    tensorsByPrefix: tensors?.byPrefix,
   }
 }
 

@@ -39,6 +39,50 @@ export interface ModelRecord {
   projectorSizeBytes: number
   /** The catalog entry as written, for settings later issues read (ttl, gpu_layers, …). */
   catalogEntry: CatalogEntry | undefined
+  /** Set when the file lies in another program's store, which Hearth only reads; absent for the models folder. */
+  source?: ModelSource
+  /** A model of Ollama's store: its name and what its manifest adds to the GGUF. */
+  ollama?: OllamaModelInfo
+  /** A chat model whose file has no chat template: llama.cpp formats its chats as ChatML, a guess. */
+  templateGuessed?: boolean
+  /** The quantization as Ollama names it (`Q4_K_M`, `Q8_0`, `F16`), from the GGUF's `general.file_type`. */
+  fileType?: string
+  /** Parameters: every tensor's elements added up (what llama.cpp and Ollama count). */
+  parameterCount?: number
+  /** `general.size_label` (`3B`, `8x7B`), where the converter wrote one. */
+  sizeLabel?: string
+  /** `general.basename` (`Llama-3.2`), where the converter wrote one. */
+  baseName?: string
+  /** `general.name` (`Llama 3.2 3B Instruct`), where the converter wrote one. */
+  modelName?: string
+}
+
+/** The programs whose downloaded models Hearth serves where they lie (models/sources/). */
+export type ModelSourceKind = 'ollama' | 'lmstudio' | 'huggingface' | 'llama.cpp'
+
+export interface ModelSource {
+  kind: ModelSourceKind
+  /** The store's root: Ollama's models folder, LM Studio's models folder, a hub cache. */
+  dir: string
+}
+
+/** What an Ollama manifest says of its model beyond the GGUF. */
+export interface OllamaModelInfo {
+  /** As `ollama list` shows it: `llama3.2:3b`, `user/model:tag`, `host/namespace/model:tag`. */
+  name: string
+  /** The Go template of the template layer. */
+  template?: string
+  system?: string
+  /** The params layer: stop, temperature, num_ctx, … as Ollama wrote them. */
+  parameters?: Record<string, unknown>
+  /** The messages layer: a conversation the model starts from. */
+  messages?: Array<{ role: string; content: string }>
+  /** The license layers' texts. */
+  license?: string[]
+  /** sha256 of the manifest, in hex: the digest `ollama list` shows. */
+  digest: string
+  /** When the manifest was last written (ISO 8601): Ollama's `modified_at`. */
+  modifiedAt: string
 }
 
 export interface ModelShape {
@@ -54,6 +98,8 @@ export interface BrokenModel {
   id: string
   file: string
   problem: string
+  /** Set when the file lies in another program's store. */
+  source?: ModelSource
 }
 
 export interface FolderSnapshot {

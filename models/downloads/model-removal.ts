@@ -1,11 +1,14 @@
 /**
  * Removes a model: its catalog entries and the files it owns. Only files inside the models folder
  * that the model's entry (or discovery) points to are deleted, and never one another model still uses.
+ * A model of another program's store (Ollama's, LM Studio's, a hub cache) is refused: Hearth only
+ * reads those, and says which command removes it.
  */
 import { lstat, unlink } from 'node:fs/promises'
 import { basename, dirname, join, relative, resolve, sep } from 'node:path'
 import { readCatalogEntries, removeCatalogEntries } from '../catalog/catalog-writer.ts'
 import type { ModelFolder } from '../catalog/model-folder.ts'
+import { readOnlyRefusal } from '../sources/source-names.ts'
 import { DownloadError } from './download-error.ts'
 
 export interface RemovalResult {
@@ -25,6 +28,8 @@ export async function removeModel(folder: ModelFolder, id: string, options: Remo
   const model = models.find((m) => m.id === id)
   const problem = model ? undefined : broken.find((b) => b.id === id)
   if (!model && !problem) throw new DownloadError('not_found', `The model '${id}' does not exist`, 'id')
+  const source = model ? model.source : problem!.source
+  if (source) throw new DownloadError('invalid_value', readOnlyRefusal(id, source, model?.path ?? problem!.file), 'id')
 
   const entries = await readCatalogEntries(dir)
   const owned = (entry: unknown) => catalogIdOf(dir, entry) === id

@@ -3,8 +3,8 @@
  * Cline from npm; Aider from PyPI), pinned in test/agents/package.json and its lockfile (and
  * AIDER_VERSION here), apart from the app's dependencies: together they weigh over a gigabyte. They
  * are installed once per pin into a cache outside the clone (beside the engines), by the engines
- * project's setup, and found there by the suites. OpenAI's and Anthropic's Python clients come with
- * them, in a virtualenv of their own (Aider pins an older openai).
+ * project's setup, and found there by the suites. OpenAI's, Anthropic's and Ollama's Python clients
+ * come with them, in a virtualenv of their own (Aider pins an older openai).
  */
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -21,13 +21,14 @@ export type AgentProgram = 'claude' | 'codex' | 'opencode' | 'qwen' | 'cn' | 'ki
 /** Aider comes from PyPI, into a virtualenv of its own beside the npm agents. */
 export const AIDER_VERSION = '0.86.2'
 
-/** The Python clients a program written today gets: OpenAI's (its 3.x moved to httpx2) and Anthropic's. */
+/** The Python clients a program written today gets: OpenAI's (its 3.x moved to httpx2), Anthropic's and Ollama's. */
 export const OPENAI_PYTHON_VERSION = '3.57.0'
 export const ANTHROPIC_PYTHON_VERSION = '2.14.0'
+export const OLLAMA_PYTHON_VERSION = '0.6.3'
 
 const PYTHON_PACKAGES = [
   { venv: 'aider-venv', requirements: [`aider-chat==${AIDER_VERSION}`] },
-  { venv: 'python-clients', requirements: [`openai==${OPENAI_PYTHON_VERSION}`, `anthropic==${ANTHROPIC_PYTHON_VERSION}`] },
+  { venv: 'python-clients', requirements: [`openai==${OPENAI_PYTHON_VERSION}`, `anthropic==${ANTHROPIC_PYTHON_VERSION}`, `ollama==${OLLAMA_PYTHON_VERSION}`] },
 ]
 
 /** Where this lockfile's agents are (or will be) installed. */
@@ -42,7 +43,7 @@ export function agentsInstallDir(env: NodeJS.ProcessEnv = process.env): string {
   return join(cache, key)
 }
 
-/** The Python interpreter that has OpenAI's and Anthropic's clients, or undefined where they are not installed. */
+/** The Python interpreter that has OpenAI's, Anthropic's and Ollama's clients, or undefined where they are not installed. */
 export function pythonClients(): string | undefined {
   const path = join(agentsInstallDir(), 'python-clients/bin/python')
   return existsSync(path) ? path : undefined

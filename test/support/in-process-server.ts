@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { once } from 'node:events'
-import { createApp } from '../../main/server/app.ts'
+import { createApp, createOllamaApp, sharedParts } from '../../main/server/app.ts'
 import { answerClientErrors } from '../../main/server/client-errors.ts'
 import { ApiKeys } from '../../main/server/keys/api-keys.ts'
 import { KeyStore } from '../../main/server/keys/key-store.ts'
@@ -119,6 +119,8 @@ export const plainScript: Script = (job, { emit }) => {
 
 export interface InProcessServer {
   url: string
+  /** The Ollama port (loopback, keyless), where `--ollama-port` was among the args. */
+  ollamaUrl?: string
   apiKey: string
   settings: ServerSettings
   context: ServerContext
@@ -171,13 +173,20 @@ export async function startInProcessServer(options: InProcessOptions = {}): Prom
     hardware: Promise.resolve({ backend: 'default', devices: [], llamaBuild: undefined, notBuilt: [] }),
   }
   if (options.mcp !== false) context.mcp = options.mcp ?? (await McpHub.open(dataDir, (line) => lines.push(line)))
-  const http = createServer(createApp(context))
+  const shared = sharedParts(context)
+  const http = createServer(createApp(context, shared))
   answerClientErrors(http)
   http.listen(0, settings.host)
   await once(http, 'listening')
   const { port } = http.address() as AddressInfo
+  const ollama = settings.ollamaPort === undefined ? undefined : createServer(createOllamaApp(context, shared))
+  if (ollama) {
+    ollama.listen(settings.ollamaPort, '127.0.0.1')
+    await once(ollama, 'listening')
+  }
   return {
     url: `http://${settings.host}:${port}`,
+    ...(ollama ? { ollamaUrl: `http://127.0.0.1:${(ollama.address() as AddressInfo).port}` } : {}),
     apiKey: TEST_API_KEY,
     settings,
     context,
@@ -186,6 +195,8 @@ export async function startInProcessServer(options: InProcessOptions = {}): Prom
     async stop() {
       const closed = new Promise<void>((resolve) => http.close(() => resolve()))
       http.closeAllConnections()
+      ollama?.close()
+      ollama?.closeAllConnections()
       await Promise.all([scheduler.shutdown(), context.downloads.shutdown(), keys?.store?.flush(), context.mcp?.close()])
       await closed
     },

@@ -12,6 +12,8 @@ export const TEST_API_KEY = 'test-key-0123456789'
 
 export interface TestServer {
   url: string
+  /** The Ollama port's address, where the server was started with `--ollama-port`. */
+  ollamaUrl?: string
   apiKey: string
   process: ChildProcess
   /** Everything the server printed so far. */
@@ -52,6 +54,8 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     '--data-dir',
     dataDir,
     ...(options.noKeyFlag ? [] : ['--api-key', TEST_API_KEY]),
+    // The machine's own Ollama, LM Studio and Hugging Face stores stay out of the tests unless a test names them.
+    ...(options.args?.includes('--model-sources') ? [] : ['--model-sources', 'none']),
     ...(options.args ?? []),
   ]
   const child = spawn(process.execPath, args, {
@@ -88,8 +92,10 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
       reject(new Error(`server exited with ${code} before listening:\n${output}`))
     })
   })
+  const ollamaUrl = /Ollama's API .* on (http:\/\/\S+)/.exec(output)?.[1]
   return {
     url,
+    ...(ollamaUrl ? { ollamaUrl } : {}),
     apiKey: TEST_API_KEY,
     process: child,
     output: () => output,

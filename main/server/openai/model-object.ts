@@ -16,5 +16,6 @@ export function modelObject(model: ModelRecord, loaded: boolean, remotes?: Remot
     capabilities: model.capabilities,
     state: loaded ? 'loaded' : 'available',
     ...(model.remote ? { remote: { health: remotes?.modelHealth(model.remote.replicas) ?? 'unknown' } } : {}),
+    ...(model.source ? { source: model.source.kind } : {}),
   }
 }

@@ -3,6 +3,7 @@
  * JSON and SSE), import a local file, add a model on another machine, remove a model, and the
  * recommended first-run list.
  */
+import { relative } from 'node:path'
 import { Router } from 'express'
 import { z } from 'zod'
 import { addCatalogEntry } from '../../../models/catalog/catalog-writer.ts'
@@ -142,7 +143,9 @@ export function downloadsRoute(ctx: ServerContext): Router {
   router.get('/recommended', async (_req, res) => {
     const { models, vadModels } = await ctx.folder.scan()
     const installedIds = new Set(models.map((m) => m.id))
-    const installedFiles = new Set([...models.map((m) => m.path), ...vadModels].map((path) => path.slice(ctx.folder.dir.length + 1)))
+    // Files in the folder, by their place in it (another program's store has none there).
+    const inFolder = [...models.filter((m) => !m.source).map((m) => m.path), ...vadModels]
+    const installedFiles = new Set(inFolder.map((path) => relative(ctx.folder.dir, path)))
     res.json({
       models: recommendedModels().map((m): RecommendedEntry => ({ ...m, installed: installedIds.has(m.id) || installedFiles.has(m.file) })),
     })

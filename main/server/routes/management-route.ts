@@ -16,7 +16,7 @@ export function managementRoute(ctx: ServerContext): Router {
       models_dir: ctx.folder.dir,
       catalog_problem: catalogProblem ?? null,
       models: models.map((m) => managedModel(ctx, m, loaded.has(m.id))),
-      problems: broken.map((b) => ({ id: b.id, file: b.file, problem: b.problem })),
+      problems: broken.map((b) => ({ id: b.id, file: b.file, problem: b.problem, ...(b.source ? { source: b.source.kind } : {}) })),
     } satisfies ModelFolderListing)
   })
   router.post('/models/*id/load', async (req, res) => {
@@ -42,6 +42,8 @@ export function managedModel(ctx: ServerContext, m: ModelRecord, loaded: boolean
   return {
     ...modelObject(m, loaded, ctx.remotes),
     file: m.remote ? null : m.path,
+    ...(m.source ? { source_dir: m.source.dir } : {}),
+    ...(m.templateGuessed ? { template_guessed: true } : {}),
     ...(m.remote && ctx.remotes
       ? {
           replicas: m.remote.replicas.map((r) => ({

@@ -42,7 +42,7 @@ export function serverRoute(ctx: ServerContext, history: RequestHistory): Router
   return router
 }
 
-export function serverInfo(ctx: Pick<ServerContext, 'settings'>, port: number): ServerInfo {
+export function serverInfo(ctx: Pick<ServerContext, 'settings' | 'ollamaUrl'>, port: number): ServerInfo {
   const { host, auth } = ctx.settings
   const wildcard = host === '0.0.0.0' || host === '::'
   const lan = !isLoopback(host)
@@ -55,6 +55,7 @@ export function serverInfo(ctx: Pick<ServerContext, 'settings'>, port: number): 
     lan_addresses: wildcard ? externalAddresses().map(url) : lan ? [url(host)] : [],
     auth,
     key_file: generatedKeyFile(ctx.settings) ?? null,
+    ollama_url: ctx.ollamaUrl ?? null,
   }
 }
 

@@ -15,6 +15,7 @@ import type {
   ModelProblem,
   RecommendedEntry,
   RemoteHealth,
+  ModelSourceKind,
 } from '../../../../main/server/wire-types.ts'
 
 
@@ -28,7 +29,14 @@ export interface ModelInfo {
   kind: string | undefined
   /** A model served by other machines: their hosts and whether any copy answers. */
   remote: { health: RemoteHealth; hosts: string[] } | undefined
+  /** A model another program downloaded, served where it lies (read only): which program, and its folder. */
+  source: { kind: ModelSourceKind; dir: string | undefined } | undefined
+  /** The file has no chat template: llama.cpp's default is used. */
+  templateGuessed: boolean
 }
+
+/** How the page names the programs whose models it lists. */
+export const SOURCE_NAMES: Record<ModelSourceKind, string> = { ollama: 'Ollama', lmstudio: 'LM Studio', huggingface: 'Hugging Face cache', 'llama.cpp': 'llama.cpp cache' }
 
 export const FINISHED: readonly DownloadState[] = ['done', 'failed', 'cancelled']
 
@@ -45,6 +53,8 @@ function fromWire(m: ListedModel): ModelInfo {
     file: m.file ?? undefined,
     kind: m.kind,
     remote: m.remote ? { health: m.remote.health, hosts: (m.replicas ?? []).map((r) => hostOf(r.base_url)) } : undefined,
+    source: m.source ? { kind: m.source, dir: m.source_dir } : undefined,
+    templateGuessed: m.template_guessed === true,
   }
 }
 

@@ -118,7 +118,7 @@ class ServerStore {
   }
 
   /** Desktop app only: the embedded server on or off, or reachable from the network. */
-  async switchServer(change: { running?: boolean; lan?: boolean }): Promise<void> {
+  async switchServer(change: { running?: boolean; lan?: boolean; ollama?: boolean }): Promise<void> {
     const bridge = desktopBridge()
     if (!bridge) return
     this.switching = true
@@ -126,6 +126,7 @@ class ServerStore {
       let state: DesktopServerState | undefined
       if (change.running !== undefined) state = await bridge.setServerRunning(change.running)
       if (change.lan !== undefined) state = await bridge.setLanAccess(change.lan)
+      if (change.ollama !== undefined) state = await bridge.setOllamaPort(change.ollama)
       if (state) connection.serverState = state
       if (state?.running) {
         this.unwatch()
