@@ -44,10 +44,17 @@ const TURNS_TOGETHER = 3
 const TITLES_AFTER = new Set([2, 4])
 const CONTEXT = SMOLLM2_135M.contextLength
 
-interface Side {
+export interface Side {
   name: string
   url: string
   headers: Record<string, string>
+}
+
+export type { Side as AgentSide }
+
+/** The context the session's model gets (Ollama's copy is made with it in the Ollama bench). */
+export function agentBenchContext(): number {
+  return CONTEXT
 }
 
 interface Outcome {
@@ -149,7 +156,7 @@ function post(url: string, headers: Record<string, string>, body: string): Promi
   })
 }
 
-async function replay(side: Side, requests: Array<{ body: Record<string, unknown> }>): Promise<Outcome> {
+export async function replay(side: Side, requests: Array<{ body: Record<string, unknown> }>): Promise<Outcome> {
   const total: Outcome = { ms: 0, promptTokens: 0, cachedTokens: 0 }
   for (const [i, { body }] of requests.entries()) {
     const o = await send(side, body)

@@ -86,6 +86,17 @@ describe('ModelFolder', () => {
     expect(models.some((m) => m.id.includes('mmproj'))).toBe(false)
   })
 
+  it('gives a projector to the model it is named for, not to one whose name it also holds', async () => {
+    const other = mkdtempSync(join(tmpdir(), 'hearth-folder-'))
+    writeTinyLlama(join(other, 'tiny.gguf'))
+    const vision = writeTinyLlama(join(other, 'tiny-vision.gguf'))
+    writeTinyMmproj(join(other, 'mmproj-tiny-vision.gguf'), { textEmbd: vision.embd })
+    const { models } = await new ModelFolder(other).scan()
+    const capabilities = Object.fromEntries(models.map((m) => [m.id, m.capabilities]))
+    expect(capabilities).toEqual({ tiny: ['chat'], 'tiny-vision': ['chat', 'vision'] })
+    rmSync(other, { recursive: true, force: true })
+  })
+
   it('reports each broken model with a reason, while the others are served', async () => {
     const { broken } = await new ModelFolder(dir).scan()
     const problems = Object.fromEntries(broken.map((b) => [b.id, b.problem]))

@@ -239,6 +239,19 @@ describe('keys on the two ports', () => {
     expect((await new Ollama({ host: server.ollamaUrl!, headers: { Authorization: `Bearer ${server.apiKey}` } }).list()).models.length).toBeGreaterThan(0)
   })
 
+  it("lets in the page origins Ollama lets in by default, and no other page", async () => {
+    const preflight = (origin: string) => fetch(`${server.ollamaUrl}/api/chat`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } })
+    for (const origin of ['http://localhost:3000', 'vscode-webview://abc123', 'app://some-app']) {
+      const answer = await preflight(origin)
+      expect(answer.status, origin).toBeLessThan(300)
+      expect(answer.headers.get('access-control-allow-origin'), origin).toBe(origin)
+    }
+    expect((await preflight('https://evil.example')).status).toBe(403)
+    // A page elsewhere cannot make its chat run on this computer, even without a preflight.
+    const write = await fetch(`${server.ollamaUrl}/api/generate`, { method: 'POST', headers: { origin: 'https://evil.example', 'content-type': 'text/plain' }, body: '{"model": "tiny", "prompt": "hi"}' })
+    expect(write.status).toBe(403)
+  })
+
   it('serves only Ollama’s API on the Ollama port', async () => {
     for (const path of ['/v1/models', '/api/models', '/api/keys', '/metrics']) {
       expect((await fetch(`${server.ollamaUrl}${path}`)).status, path).toBe(404)

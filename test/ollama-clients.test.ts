@@ -204,8 +204,10 @@ describe.skipIf(!llamaBuild || !stories || !qwenTemplate)("Ollama's clients agai
         keyless.chat({ model: 'tiny', messages: [{ role: 'user', content: 'x' }], options: { temperature: 'hot' as unknown as number } }).catch((e: unknown) => e),
         keyless.chat({ model: 'tiny', messages: [{ role: 'user', content: 'x', images: ['bm90IGFuIGltYWdl'] }] }).catch((e: unknown) => e),
         keyless.embed({ model: 'tiny', input: 'x' }).catch((e: unknown) => e),
+        // stories260K's template has no tool calling: refused by name, as Ollama does.
+        keyless.chat({ model: 'tiny', messages: [{ role: 'user', content: 'x' }], tools: [weatherTool] }).catch((e: unknown) => e),
       ])
-      expect(errors.map((e) => (e as { status_code: number }).status_code)).toEqual([404, 400, 400, 400])
+      expect(errors.map((e) => (e as { status_code: number }).status_code)).toEqual([404, 400, 400, 400, 400])
       for (const e of errors) expect(typeof (e as { error: unknown }).error).toBe('string')
       expect((await keyless.chat({ model: 'tiny', messages: [{ role: 'user', content: 'x' }], options: { num_predict: 2 } })).done).toBe(true)
     })
@@ -216,10 +218,10 @@ describe.skipIf(!llamaBuild || !stories || !qwenTemplate)("Ollama's clients agai
     const imagePath = join(mkdtempSync(join(tmpdir(), 'hearth-ollama-py-')), 'image.png')
     writeFileSync(imagePath, png)
     const script = join(PROJECT_ROOT, 'test/support/ollama-python-calls.py')
-    const config = JSON.stringify({ url: server.url, key: server.apiKey, image: png.toString('base64'), image_path: imagePath, record: false })
+    const config = JSON.stringify({ url: server.url, key: server.apiKey, image: png.toString('base64'), image_path: imagePath, record: false, tools_model: 'caller' })
     const out = execFileSync(python, [script, config], { encoding: 'utf8', timeout: 300_000, maxBuffer: 64 * 1024 * 1024 })
     const results = JSON.parse(out) as Record<string, { ok?: any; error?: { class: string; status_code?: number; error?: string } }>
-    for (const call of ['list', 'show', 'ps', 'chat', 'chat stream', 'chat format json', 'chat format pydantic', 'chat keep_alive 0', 'chat image path', 'chat image bytes', 'generate', 'generate stream', 'generate raw', 'generate load', 'embed', 'embed one', 'embeddings (legacy)', 'copy', 'delete']) {
+    for (const call of ['list', 'show', 'ps', 'chat', 'chat stream', 'chat format json', 'chat format pydantic', 'chat keep_alive 0', 'chat tools (a Python function)', 'chat tools stream', 'chat image path', 'chat image bytes', 'generate', 'generate stream', 'generate raw', 'generate load', 'embed', 'embed one', 'embeddings (legacy)', 'copy', 'delete']) {
       expect(results[call]?.error, `${call}: ${JSON.stringify(results[call])}`).toBeUndefined()
     }
     expect(results['chat']!.ok.message.content.length).toBeGreaterThan(0)
@@ -232,8 +234,8 @@ describe.skipIf(!llamaBuild || !stories || !qwenTemplate)("Ollama's clients agai
     expect(results['create']!.error).toMatchObject({ class: 'ResponseError', status_code: 400 })
     expect(results['push']!.error).toMatchObject({ class: 'ResponseError', status_code: 400 })
     expect(results['chat think']!.error).toMatchObject({ status_code: 400, error: '"tiny" does not support thinking' })
-    // stories260K's template has no tool calling: refused by name, as Ollama does.
-    expect(results['chat tools (a Python function)']!.error).toMatchObject({ status_code: 400, error: expect.stringContaining('no tool calling') })
+    // A Python function as the tool: the model's call comes back with its arguments as a dict.
+    expect(results['chat tools (a Python function)']!.ok.first.tool_calls).toEqual([{ function: { name: 'weather', arguments: { city: 'Paris' } } }].map((c) => expect.objectContaining({ function: expect.objectContaining(c.function) })))
   })
 
   it('LangChain’s ChatOllama and OllamaEmbeddings', async () => {
@@ -250,6 +252,16 @@ describe.skipIf(!llamaBuild || !stories || !qwenTemplate)("Ollama's clients agai
     expect(called.tool_calls).toEqual([expect.objectContaining({ name: 'weather', args: { city: 'Paris' } })])
     const embeddings = new OllamaEmbeddings({ baseUrl: server.url, headers, model: 'embedder' })
     expect((await embeddings.embedQuery('one')).length).toBeGreaterThan(0)
+    // Structured output through a JSON schema (the engine's grammar holds the random model to it).
+    const { z } = await import('zod')
+    const person = await new ChatOllama({ baseUrl: server.url, headers, model: 'tiny', temperature: 0, numPredict: 60 }).withStructuredOutput(z.object({ name: z.string().max(8), age: z.number().int().min(0).max(99) }), { method: 'jsonSchema' }).invoke('A person')
+    expect(typeof person.name).toBe('string')
+    const { HumanMessage } = await import('@langchain/core/messages')
+    const seen = await new ChatOllama({ baseUrl: server.url, headers, model: 'tiny-vision', numPredict: 4 }).invoke([
+      new HumanMessage({ content: [{ type: 'text', text: 'What is in it?' }, { type: 'image_url', image_url: `data:image/png;base64,${png.toString('base64')}` }] }),
+    ])
+    expect((seen.usage_metadata?.input_tokens ?? 0)).toBeGreaterThan(20)
+    await expect(new ChatOllama({ baseUrl: server.url, headers, model: 'nope' }).invoke('x')).rejects.toMatchObject({ status_code: 404 })
   })
 
   it('the AI SDK’s Ollama provider', async () => {
@@ -270,5 +282,16 @@ describe.skipIf(!llamaBuild || !stories || !qwenTemplate)("Ollama's clients agai
     expect(called.toolCalls).toEqual([expect.objectContaining({ toolName: 'weather', input: { city: 'Paris' } })])
     const { embedding } = await embed({ model: ollama.textEmbeddingModel('tiny-embed'), value: 'one' })
     expect(embedding.length).toBeGreaterThan(0)
+    const { Output } = await import('ai')
+    const structured = await generateText({
+      model: ollama('tiny'),
+      prompt: 'A person',
+      output: Output.object({ schema: jsonSchema<{ name: string; age: number }>({ type: 'object', properties: { name: { type: 'string', maxLength: 8 }, age: { type: 'integer', minimum: 0, maximum: 99 } }, required: ['name', 'age'], additionalProperties: false }) }),
+      maxOutputTokens: 60,
+    })
+    expect(Number.isInteger(structured.output.age)).toBe(true)
+    const image = await generateText({ model: ollama('tiny-vision'), messages: [{ role: 'user', content: [{ type: 'text', text: 'What is in it?' }, { type: 'image', image: png.toString('base64'), mediaType: 'image/png' }] }], maxOutputTokens: 4 })
+    expect(image.usage.inputTokens ?? 0).toBeGreaterThan(20)
+    await expect(generateText({ model: ollama('nope'), prompt: 'x', maxRetries: 0 })).rejects.toMatchObject({ statusCode: 404 })
   })
 })

@@ -47,6 +47,7 @@ describe('GET /api/server', () => {
       lan_addresses: [],
       auth: true,
       key_file: join(dataDir, 'api-key'),
+      ollama_url: null,
     })
   })
 

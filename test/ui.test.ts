@@ -19,6 +19,7 @@ import { writeTinyLlama, writeTinyMmproj, writeTinyWhisper } from './support/tin
 import { familyModel } from './support/family-models.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
 import { cannotRun } from './support/skips.ts'
+import { makeOllamaStore, ollamaProgram } from './support/ollama-program.ts'
 
 const CHROMIUM = process.env.HEARTH_CHROMIUM ?? '/usr/bin/chromium'
 const haveChromium = existsSync(CHROMIUM)
@@ -93,7 +94,13 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
     const pulled = mkdtempSync(join(tmpdir(), 'hearth-ui-pull-'))
     writeTinyLlama(join(pulled, 'pulled.gguf'), { contextLength: 256, seed: 99 })
     hub.put('files/pulled-model.gguf', readFileSync(join(pulled, 'pulled.gguf')), { chunkSize: 48 * 1024, chunkDelayMs: 40 })
-    server = await startTestServer({ modelsDir, dataDir, noKeyFlag: true })
+    // A model the person pulled with Ollama, in a store the real `ollama create` made: served in place.
+    const ollamaStore = mkdtempSync(join(tmpdir(), 'hearth-ui-ollama-'))
+    if (ollamaProgram()) {
+      writeTinyLlama(join(pulled, 'from-ollama.gguf'), { contextLength: 256, seed: 7 })
+      await makeOllamaStore(ollamaStore, [{ name: 'ollama-tiny:latest', gguf: join(pulled, 'from-ollama.gguf') }])
+    } else cannotRun('test/ui.test.ts: the ollama command is not built; the Models page is shown without a model from an Ollama store')
+    server = await startTestServer({ modelsDir, dataDir, noKeyFlag: true, args: ['--model-sources', 'ollama'], env: { OLLAMA_MODELS: ollamaStore } })
     key = readFileSync(join(dataDir, 'api-key'), 'utf8').trim()
     browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -402,6 +409,17 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
     await shot('models-remote')
   })
 
+  it.skipIf(!ollamaProgram())("shows a model of Ollama's store as Ollama's, read only", async () => {
+    await page.goto(`${server.url}/#/models`)
+    const row = page.getByTestId('model-table').getByRole('row').filter({ hasText: 'ollama-tiny:latest' })
+    await expect.poll(() => row.getByText('from Ollama').isVisible()).toBe(true)
+    // Hearth only reads other programs' stores: no Remove button.
+    expect(await row.getByRole('button', { name: /Remove/ }).count()).toBe(0)
+    expect(await row.getByRole('button', { name: 'Load' }).count()).toBe(1)
+    await row.scrollIntoViewIfNeeded()
+    await shot('models-from-ollama')
+  })
+
   it('pulls a model from a local HTTP server and shows the progress bar to the end', async () => {
     await page.goto(`${server.url}/#/models`)
     await expect.poll(() => page.getByTestId('model-table').getByText('tiny-vision').isVisible()).toBe(true)
@@ -466,13 +484,14 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
     await desktop.addInitScript(
       ({ url, apiKey }) => {
         const calls: string[] = []
-        let state = { running: true, url, lan: false, error: undefined as string | undefined }
+        let state = { running: true, url, lan: false, ollama: false, ollamaUrl: undefined as string | undefined, error: undefined as string | undefined }
         ;(window as unknown as { bridgeCalls: string[] }).bridgeCalls = calls
         ;(window as unknown as { hearth: unknown }).hearth = {
           getServerState: async () => state,
           getApiKey: async () => (calls.push('getApiKey'), apiKey),
           setServerRunning: async (running: boolean) => (calls.push(`setServerRunning ${running}`), (state = { ...state, running })),
           setLanAccess: async (lan: boolean) => (calls.push(`setLanAccess ${lan}`), (state = { ...state, lan })),
+          setOllamaPort: async (on: boolean) => (calls.push(`setOllamaPort ${on}`), (state = { ...state, ollama: on, ollamaUrl: on ? 'http://127.0.0.1:11434' : undefined })),
           getPreferences: async () => ({ keepRunningInTray: true }),
           setKeepRunningInTray: async (keep: boolean) => (calls.push(`setKeepRunningInTray ${keep}`), { keepRunningInTray: keep }),
           pickModelFile: async () => (calls.push('pickModelFile'), '/models/picked.gguf'),
@@ -494,13 +513,18 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
       await app.screenshot({ path: join(ARTIFACTS, 'server-desktop-lan-warning.png') })
       await app.getByRole('button', { name: 'Allow network access' }).click()
       await expect.poll(() => app.getByTestId('lan-toggle').isChecked()).toBe(true)
+      // Ollama's port: on at a click, its address shown for the ollama command.
+      await app.getByTestId('ollama-toggle').click()
+      await expect.poll(() => app.getByTestId('ollama-toggle').isChecked()).toBe(true)
+      expect(await app.getByTestId('ollama-address').textContent()).toBe('http://127.0.0.1:11434')
+      await app.screenshot({ path: join(ARTIFACTS, 'server-desktop-ollama-port.png') })
       await app.getByRole('button', { name: 'Copy key' }).click()
       await app.getByRole('checkbox', { name: /Keep the server running in the tray/ }).click()
       await app.goto(`${server.url}/#/models`)
       await app.getByRole('button', { name: 'Browse…' }).click()
       await expect.poll(() => app.getByPlaceholder('/path/to/model.gguf').inputValue()).toBe('/models/picked.gguf')
       const calls = await app.evaluate(() => (window as unknown as { bridgeCalls: string[] }).bridgeCalls)
-      expect(calls).toEqual(expect.arrayContaining(['getApiKey', 'setLanAccess true', `copyText ${key}`, 'setKeepRunningInTray false', 'pickModelFile']))
+      expect(calls).toEqual(expect.arrayContaining(['getApiKey', 'setLanAccess true', 'setOllamaPort true', `copyText ${key}`, 'setKeepRunningInTray false', 'pickModelFile']))
     } finally {
       await desktop.close()
     }

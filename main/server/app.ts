@@ -81,6 +81,26 @@ export function createApp(ctx: ServerContext, shared: SharedParts = sharedParts(
 }
 
 /**
+ * The page origins Ollama lets call it by default (its OLLAMA_ORIGINS): pages served from this
+ * computer, desktop apps' own schemes and editors' webviews. Browser extensions (chrome-extension://)
+ * are not among them, as in Ollama: `cors_origins` adds them.
+ */
+const OLLAMA_DEFAULT_ORIGINS = [
+  'http://localhost',
+  'https://localhost',
+  'http://localhost:*',
+  'https://localhost:*',
+  'http://127.0.0.1',
+  'https://127.0.0.1',
+  'http://127.0.0.1:*',
+  'https://127.0.0.1:*',
+  'app://*',
+  'tauri://*',
+  'vscode-webview://*',
+  'vscode-file://*',
+]
+
+/**
  * The Ollama port (`--ollama-port`): Ollama's API and nothing else, for the programs that assume
  * Ollama at `localhost:11434` and send no key. It listens on loopback only, so nothing on the
  * network reaches it; a program that sends a key is that key (quotas included), and a wrong key is
@@ -93,7 +113,7 @@ export function createOllamaApp(ctx: ServerContext, shared: SharedParts): Expres
   app.use(requestLog(ctx.log, shared.requests))
   app.use(shared.metrics.middleware())
   app.use(requireKnownHost(allowedHostNames('127.0.0.1', ctx.settings.allowedHosts)))
-  app.use(allowOrigins(ctx.settings.corsOrigins ?? []))
+  app.use(allowOrigins([...OLLAMA_DEFAULT_ORIGINS, ...(ctx.settings.corsOrigins ?? [])]))
   app.use(useOllamaErrors)
   // Clients probe the root before anything else, as Ollama answers it.
   const running = (_req: unknown, res: express.Response) => void res.type('text/plain').send('Ollama is running')

@@ -402,20 +402,20 @@ function pairProjectors(
 ): void {
   const candidates = models.filter((m) => m.kind === 'chat' && !m.projectorPath && !m.catalogEntry?.mmproj)
   const stemOf = (path: string) => basename(path, extname(path)).toLowerCase()
-  const namedFor = (projector: string, model: ModelRecord) => {
+  // A projector is named for the model whose name it holds most fully: `mmproj-tiny-vision`
+  // is tiny-vision's, not tiny's, though it holds both names.
+  const namedFor = (projector: string): ModelRecord | undefined => {
     const name = stemOf(projector)
-    return name === `mmproj-${stemOf(model.path)}` || name.includes(stemOf(model.path))
+    const holders = models.filter((m) => m.kind === 'chat' && dirname(m.path) === dirname(projector) && name.includes(stemOf(m.path)))
+    return holders.find((m) => name === `mmproj-${stemOf(m.path)}`) ?? holders.sort((a, b) => stemOf(b.path).length - stemOf(a.path).length)[0]
   }
   const claimedByName = new Set<string>()
   const chosen = new Map<ModelRecord, string>()
-  for (const model of candidates) {
-    const fitting = [...projectors].filter(([p, h]) => dirname(p) === dirname(model.path) && projectorFits(h, model))
-    const byName =
-      fitting.find(([p]) => stemOf(p) === `mmproj-${stemOf(model.path)}`) ?? fitting.find(([p]) => namedFor(p, model))
-    if (byName) {
-      chosen.set(model, byName[0])
-      claimedByName.add(byName[0])
-    }
+  for (const [projector, header] of projectors) {
+    const model = namedFor(projector)
+    if (!model) continue
+    claimedByName.add(projector)
+    if (candidates.includes(model) && !chosen.has(model) && projectorFits(header, model)) chosen.set(model, projector)
   }
   for (const model of candidates) {
     if (chosen.has(model)) continue

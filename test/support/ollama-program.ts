@@ -253,11 +253,16 @@ process.once('exit', () => {
  * Starts the real `ollama serve` on a free loopback port with its store in `modelsDir`. It loads no
  * model here (its inference runtime is not built): it lists, shows, creates, copies and removes.
  */
-export async function startOllamaServe(modelsDir: string, options: { home?: string; env?: Record<string, string | undefined>; timeoutMs?: number } = {}): Promise<OllamaServe> {
-  const program = requireOllama()
+export async function startOllamaServe(
+  modelsDir: string,
+  options: { home?: string; env?: Record<string, string | undefined>; timeoutMs?: number; program?: string; cpus?: string } = {},
+): Promise<OllamaServe> {
+  // `program`: a copy beside a `lib/ollama/llama-server` of one's choosing (the benchmark's), where Ollama looks for its engine.
+  const program = options.program ?? requireOllama()
   mkdirSync(modelsDir, { recursive: true })
-  const env = ollamaEnv(options.home ?? defaultHome(), { ...options.env, OLLAMA_MODELS: resolve(modelsDir), OLLAMA_HOST: '127.0.0.1:0' })
-  const child = spawn(program, ['serve'], { cwd: tmpdir(), env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const env = ollamaEnv(options.home ?? defaultHome(), { OLLAMA_HOST: '127.0.0.1:0', ...options.env, OLLAMA_MODELS: resolve(modelsDir) })
+  const [command, args] = options.cpus ? ['taskset', ['-c', options.cpus, program, 'serve']] : [program, ['serve']]
+  const child = spawn(command, args, { cwd: tmpdir(), env, stdio: ['ignore', 'pipe', 'pipe'] })
   serving.add(child)
   let output = ''
   const exited = new Promise<void>((done) => child.once('exit', () => done()))

@@ -20,6 +20,8 @@ from pydantic import BaseModel
 config = json.loads(sys.argv[1])
 URL = config["url"]
 client = ollama.Client(host=URL, headers={"Authorization": f"Bearer {config['key']}"})
+# The model that calls tools (Hearth's tests name one whose weights write a call).
+TOOLS_MODEL = config.get("tools_model", "tiny")
 QUESTION = [{"role": "system", "content": "Answer in one short sentence."}, {"role": "user", "content": "What is the capital of France?"}]
 OPTIONS = {"temperature": 0, "num_predict": 40, "num_ctx": 2048, "seed": 1, "top_k": 20, "top_p": 0.9, "stop": ["\n\n"]}
 results = {}
@@ -62,7 +64,7 @@ def drain(stream):
     return {"chunks": chunks, "text": text, "last": plain(last)}
 
 
-def get_weather(city: str) -> str:
+def weather(city: str) -> str:
     """The weather in a city
 
     Args:
@@ -78,11 +80,11 @@ class City(BaseModel):
 
 def chat_tools():
     messages = [{"role": "user", "content": "What is the weather in Paris?"}]
-    first = client.chat(model="tiny", messages=messages, tools=[get_weather])
+    first = client.chat(model=TOOLS_MODEL, messages=messages, tools=[weather])
     messages.append(first.message)
     for tc in first.message.tool_calls or []:
-        messages.append({"role": "tool", "content": get_weather(**tc.function.arguments), "tool_name": tc.function.name})
-    second = client.chat(model="tiny", messages=messages, tools=[get_weather])
+        messages.append({"role": "tool", "content": weather(**tc.function.arguments), "tool_name": tc.function.name})
+    second = client.chat(model=TOOLS_MODEL, messages=messages, tools=[weather])
     return {"first": plain(first.message), "second": plain(second.message)}
 
 
@@ -116,7 +118,7 @@ call("chat format json", lambda: client.chat(model="tiny", messages=QUESTION, fo
 call("chat format pydantic", lambda: City.model_validate_json(client.chat(model="tiny", messages=QUESTION, format=City.model_json_schema()).message.content))
 call("chat keep_alive 0", lambda: client.chat(model="tiny", messages=[], keep_alive=0))
 call("chat tools (a Python function)", chat_tools)
-call("chat tools stream", lambda: drain(client.chat(model="tiny", messages=[{"role": "user", "content": "Weather in Paris?"}], tools=[get_weather], stream=True)))
+call("chat tools stream", lambda: drain(client.chat(model=TOOLS_MODEL, messages=[{"role": "user", "content": "Weather in Paris?"}], tools=[weather], stream=True)))
 call("chat image path", lambda: client.chat(model="tiny-vision", messages=[{"role": "user", "content": "What is in this picture?", "images": [config["image_path"]]}]))
 call("chat image bytes", lambda: client.chat(model="tiny-vision", messages=[{"role": "user", "content": "What is in this picture?", "images": [image_bytes]}]))
 call("generate", lambda: client.generate(model="tiny", prompt="Why is the sky blue?", system="Be brief.", options=OPTIONS, keep_alive="1m"))

@@ -155,7 +155,7 @@ export async function showModel(model: ModelRecord, verbose: boolean) {
       id: model.id,
       file: model.remote ? null : model.path,
       source: model.source?.kind ?? 'hearth',
-      ...(model.templateGuessed ? { template: "the file has no chat template: llama.cpp's default for its architecture is used" } : {}),
+      ...(model.templateGuessed ? { template: "guessed: the file has no chat template, so llama.cpp's default, ChatML, is used" } : {}),
     },
   }
 }
