@@ -11,7 +11,8 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { chunkText, estimateTokens } from '../main/server/documents/document-chunks.ts'
 import { extractDocument } from '../main/server/documents/document-extract.ts'
-import { selectParts } from '../main/server/documents/document-retrieval.ts'
+import { rankCandidates, selectParts, type Candidate, type RetrievalMethod } from '../main/server/documents/document-retrieval.ts'
+import { KeywordIndex, searchTerms } from '../main/server/documents/keyword-index.ts'
 import { DocumentStore } from '../main/server/documents/document-store.ts'
 import { ApiError } from '../main/server/http-errors.ts'
 import OpenAI, { toFile } from 'openai'
@@ -143,20 +144,53 @@ describe('choosing parts', () => {
   const unit = (...v: number[]) => Float32Array.from(v)
   const candidate = (start: number, text: string, vector: Float32Array) => ({ document: 'doc_a', name: 'a.txt', start, end: start + text.length, text, vector })
 
-  it('takes the chunks most like the query first, as many as fit the budget', () => {
-    const candidates = [candidate(0, 'a'.repeat(350), unit(1, 0)), candidate(350, 'b'.repeat(350), unit(0, 1)), candidate(700, 'c'.repeat(350), unit(0.7, 0.7))]
-    const parts = selectParts(candidates, unit(0, 1), 250)
+  const textOf = (candidates: Array<{ start: number; text: string }>) => new Map([['doc_a', candidates.map((c) => c.text).join('')]])
+  const byMeaning = (candidates: Candidate[], query: Float32Array) => rankCandidates(candidates, '', query, 'embeddings')
+
+  it('takes the parts most like the query first, as many as fit the budget', () => {
+    // Words between the parts, so that they are not joined.
+    const candidates = [candidate(0, 'a'.repeat(350), unit(1, 0)), candidate(360, 'b'.repeat(350), unit(0, 1)), candidate(720, 'c'.repeat(350), unit(0.7, 0.7))]
+    const texts = new Map([['doc_a', `${'a'.repeat(350)} between ${'b'.repeat(350)} between ${'c'.repeat(350)}`]])
+    const parts = selectParts(candidates, byMeaning(candidates, unit(0, 1)), 250, texts)
     expect(parts.map((p) => [p.start, p.score])).toEqual([
-      [350, 1],
-      [700, 0.7071],
+      [360, 1],
+      [720, 0.7071],
     ])
   })
 
-  it('gives the start of the best chunk when not even that fits, and the beginnings without a query', () => {
+  it('joins parts of a document that meet into one passage, and pays for their overlap once', () => {
+    const text = 'One two three. Four five six.\n\nSeven eight nine. Ten.'
+    const at = (s: string) => text.indexOf(s)
+    const candidates = [
+      candidate(0, text.slice(0, at(' Four')), unit(0, 1)),
+      candidate(at('Four'), text.slice(at('Four'), at('\n\n')), unit(0.1, 1)),
+      candidate(at('Ten'), 'Ten.', unit(1, 0)),
+    ]
+    const parts = selectParts(candidates, byMeaning(candidates, unit(0, 1)), 1000, new Map([['doc_a', text]]))
+    expect(parts.map((p) => p.text)).toEqual(['One two three. Four five six.', 'Ten.'])
+    expect(parts[0]!.score).toBe(1)
+  })
+
+  it('gives the start of the best part when not even that fits, and the beginnings without a query', () => {
     const candidates = [candidate(0, 'a'.repeat(350), unit(1, 0)), candidate(350, 'b'.repeat(350), unit(0, 1))]
-    const [cut] = selectParts(candidates, unit(0, 1), 50)
+    const [cut] = selectParts(candidates, byMeaning(candidates, unit(0, 1)), 50, textOf(candidates))
     expect(cut).toMatchObject({ start: 350, end: 350 + 133, text: 'b'.repeat(133) })
-    expect(selectParts(candidates, undefined, 150).map((p) => [p.start, p.score])).toEqual([[0, undefined]])
+    expect(selectParts(candidates, undefined, 150, textOf(candidates)).map((p) => [p.start, p.score])).toEqual([[0, undefined]])
+  })
+
+  it('finds a rare word by keywords where the embedding ranks the look-alike parts first, and fuses both rankings', () => {
+    const records = Array.from({ length: 30 }, (_, i) => `Vessel ${i} berthed at quay three with timber; dues paid on arrival.`)
+    records[17] = 'Error E47 means the coolant pump draws air through a loose inlet seal.'
+    const candidates = records.map((text, i) => candidate(i * 100, text, i === 17 ? unit(0.2, 1) : unit(1, 0.1 * (i % 3))))
+    const query = unit(1, 0)
+    const question = 'What does error E47 mean?'
+    const first = (method: RetrievalMethod) => rankCandidates(candidates, question, query, method).order[0]
+    expect(first('embeddings')).not.toBe(17)
+    expect(first('keywords')).toBe(17)
+    // Ranked high by words and lower by meaning, it still leads the fused ranking.
+    expect(rankCandidates(candidates, question, query, 'hybrid').order.indexOf(17)).toBeLessThan(3)
+    expect(searchTerms('The piers, batteries and E47s')).toEqual(['pier', 'battery', 'e47s'])
+    expect(new KeywordIndex(['no match here', 'pier']).scores('pier')[0]).toBe(0)
   })
 })
 

@@ -369,6 +369,37 @@ describe.skipIf(!runnable)('tools and documents in the web UI', () => {
     await shot('documents-retrieved')
   }, 180_000) // embedding the document's chunks on a busy CPU
 
+  it('opens the passage a citation points at when the citation is clicked', async () => {
+    // The answer as the server streams one whose sentences repeat its sources (a small model writes no [n]).
+    const passages = ['Line 3: the plants need water on Fridays.', 'Line 9: the cat is fed at seven.']
+    const answerText = 'The plants need water on Fridays.'
+    const events = [
+      { type: 'response.output_item.added', item: { type: 'file_search_call', id: 'fs_1', results: null } },
+      { type: 'response.output_item.done', item: { type: 'file_search_call', id: 'fs_1', results: passages.map((text, i) => ({ file_id: 'file-x', filename: 'long.md', text, score: 0.9 - i / 10, attributes: { citation: i + 1 } })) } },
+      { type: 'response.output_item.added', item: { type: 'message', id: 'msg_1', content: [] } },
+      { type: 'response.output_text.delta', item_id: 'msg_1', delta: answerText },
+      { type: 'response.output_text.annotation.added', item_id: 'msg_1', annotation: { type: 'file_citation', index: answerText.length, file_id: 'file-x', filename: 'long.md', quote: passages[0] } },
+      { type: 'response.completed', response: { status: 'completed', incomplete_details: null, usage: { input_tokens: 40, output_tokens: 8 } } },
+    ]
+    await page.route('**/v1/responses', (route) =>
+      route.fulfill({ status: 200, contentType: 'text/event-stream', body: events.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join('') }),
+    )
+    await page.getByRole('button', { name: 'New chat' }).click()
+    await ask('When do the plants need water?')
+    const answer = await finishAnswer()
+    await page.unroute('**/v1/responses')
+    const cite = answer.getByRole('button', { name: 'Show source 1' })
+    expect(await cite.textContent()).toBe('[1]')
+    const source = answer.getByRole('region', { name: 'Sources' }).locator('details').first()
+    expect(await source.getAttribute('open')).toBeNull()
+    await cite.click()
+    await expect.poll(() => source.getAttribute('open')).not.toBeNull()
+    expect(await source.locator('p').textContent()).toBe(passages[0])
+    // The mark stands where the server's citation points: the end of the sentence it found the source of.
+    expect(await answer.locator('.markdown').textContent()).toBe(`${answerText} [1]`)
+    await shot('documents-citation-opened')
+  })
+
   it("sets a program key's MCP permission on the Server page", async () => {
     const made = await api<{ id: string }>('/api/keys', { method: 'POST', body: JSON.stringify({ label: 'robot' }) })
     expect(made.status).toBe(201)

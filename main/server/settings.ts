@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util'
 import { z } from 'zod'
 import { defaultModelSources, type ModelSourceDirs } from '../../models/sources/default-source-dirs.ts'
 import type { ModelSourceKind } from '../../models/catalog/model-record.ts'
+import { RETRIEVAL_METHODS, type RetrievalMethod } from './documents/document-retrieval.ts'
 
 export interface ServerSettings {
   host: string
@@ -64,6 +65,8 @@ export interface ServerSettings {
   ollamaPort?: number
   /** The other programs' model stores served in place (read only), each where it keeps its models. */
   modelSources: ModelSourceDirs
+  /** How the parts of a long document are found: by words and meaning together (default), or one alone. */
+  retrieval: RetrievalMethod
 }
 
 const SOURCE_KINDS: readonly ModelSourceKind[] = ['ollama', 'lmstudio', 'huggingface', 'llama.cpp']
@@ -94,6 +97,7 @@ const settingsFileSchema = z.looseObject({
   max_audio_minutes: z.number().positive().optional(),
   remote_check_seconds: z.number().min(0.1).max(3600).optional(),
   ollama_port: z.int().min(0).max(65535).nullable().optional(),
+  retrieval: z.enum(RETRIEVAL_METHODS).optional(),
   /** Per store: false turns it off, a folder (or folders) replaces where it is looked for. */
   model_sources: z
     .partialRecord(z.enum(['ollama', 'lmstudio', 'huggingface', 'llama.cpp']), z.union([z.boolean(), z.string().min(1), z.array(z.string().min(1))]))
@@ -203,6 +207,7 @@ export function resolveSettings(
       60 * (positive('max-audio-minutes', flags['max-audio-minutes'] ?? env.HEARTH_MAX_AUDIO_MINUTES) ?? file.max_audio_minutes ?? DEFAULT_MAX_AUDIO_SECONDS / 60),
     ollamaPort: integer('ollama-port', flags['ollama-port'] ?? env.HEARTH_OLLAMA_PORT, 0, 65535) ?? file.ollama_port ?? undefined,
     modelSources: modelSources(flags['model-sources'] ?? env.HEARTH_MODEL_SOURCES, file.model_sources, env),
+    retrieval: retrievalMethod(env.HEARTH_RETRIEVAL) ?? file.retrieval ?? 'hybrid',
     settingsFile,
   }
   if (!settings.auth && !isLoopback(settings.host)) {
@@ -215,6 +220,12 @@ export function resolveSettings(
     if (key.length < 8) throw new SettingsError('an API key must be at least 8 characters long')
   }
   return { settings, help: flags.help ?? false }
+}
+
+function retrievalMethod(value: string | undefined): RetrievalMethod | undefined {
+  if (value === undefined || value === '') return undefined
+  if (!(RETRIEVAL_METHODS as readonly string[]).includes(value)) throw new SettingsError(`HEARTH_RETRIEVAL must be one of ${RETRIEVAL_METHODS.join(', ')}; got '${value}'`)
+  return value as RetrievalMethod
 }
 
 /**

@@ -280,6 +280,8 @@ export interface ResponseEvent {
   item?: ResponseItem
   item_id?: string
   delta?: string
+  /** `response.output_text.annotation.added`: a file citation, at `index` in the answer's text. */
+  annotation?: { type: string; index: number; file_id?: string; quote?: string }
   response?: {
     status: string
     incomplete_details: { reason: string } | null

@@ -69,6 +69,15 @@ describe('readResponse', () => {
     expect(turns[1]).toMatchObject({ text: '4711 [1]', finishReason: 'length', citations: [{ n: 1, name: 'notes.txt', text: 'The code is 4711.' }] })
   })
 
+  it("marks where the server's citations point, by the number of the source they quote", async () => {
+    const turns = start()
+    const results = ['The code is 4711.', 'The door is red.'].map((t, i) => ({ file_id: 'file-a', filename: 'notes.txt', text: t, score: 0.5, attributes: { citation: i + 1 } }))
+    const search: ResponseItem = { type: 'file_search_call', id: 'fs', results }
+    const cite = (index: number, quote: string): ResponseEvent => ({ type: 'response.output_text.annotation.added', annotation: { type: 'file_citation', index, file_id: 'file-a', quote } })
+    await readResponse(turns, from([added(search), done(search), added(message), text('It is red.'), cite(10, 'The door is red.'), cite(10, 'not a source'), completed()]), new AbortController().signal, hooks)
+    expect(turns[1]!.citationMarks).toEqual([{ at: 10, n: 2 }])
+  })
+
   it('keeps a failure on the turn, with what was said before it; a stop is no failure', async () => {
     const failed = start()
     await readResponse(failed, from([added(message), text('Hal')], new Error('The model crashed')), new AbortController().signal, hooks)

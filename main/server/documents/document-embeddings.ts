@@ -41,7 +41,7 @@ export class DocumentEmbeddings {
     private readonly scheduler: ModelScheduler,
   ) {}
 
-  /** The document's chunks of about `chunkTokens` tokens, embedded by `model`, from the cache when it has them. */
+  /** The document's parts of about `chunkTokens` tokens, embedded by `model`, from the cache when it has them. */
   async forDocument(id: string, text: string, model: ModelRecord, chunkTokens: number, signal: AbortSignal): Promise<EmbeddedChunks> {
     const key = [CACHE_VERSION, model.id, model.path, model.sizeBytes, model.created, chunkTokens].join('|')
     const flightKey = `${id}|${key}`
@@ -69,7 +69,7 @@ export class DocumentEmbeddings {
   private async readOrMake(id: string, key: string, text: string, model: ModelRecord, chunkTokens: number, signal: AbortSignal): Promise<EmbeddedChunks> {
     const cached = fromCache(await this.store.readCache(id, key), key)
     if (cached) return cached
-    const chunks = chunkText(text, { maxTokens: chunkTokens, overlapTokens: Math.round(chunkTokens * OVERLAP) })
+    const chunks = documentParts(text, chunkTokens)
     const prefix = embeddingPrompts(model).document
     const { vectors, dimensions } = await this.embed(model, chunks.map((c) => prefix + text.slice(c.start, c.end)), signal)
     const made: EmbeddedChunks = { chunks, dimensions, vectors }
@@ -136,9 +136,14 @@ export class DocumentEmbeddings {
 }
 
 /** Bump when chunking changes, so older caches are made again. */
-const CACHE_VERSION = 'v1'
-/** Share of a chunk repeated at the start of the next one. */
+const CACHE_VERSION = 'v2'
+/** Share of a part repeated at the start of the next one, so a fact cut in two is whole in one of them. */
 const OVERLAP = 0.15
+
+/** A document cut into the parts retrieval ranks (and, by meaning, embeds). */
+export function documentParts(text: string, tokens: number): TextChunk[] {
+  return chunkText(text, { maxTokens: tokens, overlapTokens: Math.round(tokens * OVERLAP) })
+}
 
 /** Tokens an input to this model may have, by our estimate: half its context, as the estimate can run short. */
 export function inputTokens(model: ModelRecord): number {

@@ -14,10 +14,11 @@ import { recommendedModels } from '../../../models/catalog/recommended-models.ts
 import type { ModelScheduler } from '../../../engines/scheduler/model-scheduler.ts'
 import { ApiError, invalidRequest } from '../http-errors.ts'
 import type { ChatRequest } from '../openai/chat-request.ts'
-import { inputTokens } from './document-embeddings.ts'
+import { documentParts, inputTokens } from './document-embeddings.ts'
 import { fileNotFound, noEmbeddingModel } from './document-errors.ts'
 import { fileName, type DocumentLibrary } from './document-library.ts'
-import { selectParts, type Candidate, type DocumentPart } from './document-retrieval.ts'
+import { rankCandidates, selectParts, type Candidate, type DocumentPart, type Ranking, type RetrievalMethod } from './document-retrieval.ts'
+import { trainedInputTokens } from './embedding-prompts.ts'
 
 /** One numbered text the model was given: a whole document, or a retrieved part of one. */
 export interface DocumentSource {
@@ -38,6 +39,8 @@ export interface DocumentDeps {
   scheduler: ModelScheduler
   /** Whose files the request may name (auth.ts `requestOwner`). */
   owner: string
+  /** How parts are found (settings.ts `retrieval`). */
+  retrieval: RetrievalMethod
   signal: AbortSignal
 }
 
@@ -63,11 +66,13 @@ const MIN_BUDGET_TOKENS = 64
 /** What a template adds around each message (role markers, separators), counted generously. */
 const TEMPLATE_TOKENS_PER_MESSAGE = 8
 /**
- * Chunk sizes tried, largest first: the largest the embedding model takes whole and of which at
- * least three fit the budget. Few sizes, so a growing conversation seldom changes the step (a new
- * step embeds the document again).
+ * Retrieval's part sizes in estimated tokens, largest first (see partTokens; 120 measured with
+ * `npm run bench -- --only retrieval`). Few steps, so a growing conversation seldom changes the
+ * size (a new size embeds the document again).
  */
-const CHUNK_SIZES = [800, 400, 200, 100]
+const PART_SIZES = [120, 60, 30]
+/** How many of the best parts a reranker, where the folder has one, orders again. */
+const RERANK_CANDIDATES = 24
 /** As fresh as the folder's own request path wants its listing. */
 const LISTING_MAX_AGE_MS = 1000
 const LEAD = 'Use these excerpts from the attached documents. Cite them as [1], [2]…'
@@ -228,22 +233,31 @@ async function countTokens(model: ModelRecord, texts: string[], deps: DocumentDe
 }
 
 async function retrievedParts(read: ReadDocument[], question: string, budget: number, model: ModelRecord, param: string, deps: DocumentDeps): Promise<DocumentPart[]> {
-  const embedder = await pickEmbeddingModel(deps.folder, param)
+  const embedder = deps.retrieval === 'keywords' ? undefined : await pickModel(deps.folder, 'embeddings', param)
   const { embeddings } = await deps.library.open()
-  const chunkTokens = CHUNK_SIZES.find((size) => size <= inputTokens(embedder) && size * 3 <= budget) ?? CHUNK_SIZES.at(-1)!
+  const tokens = partTokens(embedder, budget)
   const candidates: Candidate[] = []
-  // Chunks are sized by estimate; each document's own count says how many of the model's tokens its characters take.
+  // Parts are sized by estimate; each document's own count says how many of the model's tokens its characters take.
   const perCharacter = new Map<string, number>()
   for (const d of read) {
     perCharacter.set(d.id, d.tokens / Math.max(1, d.text.length))
-    const { chunks, dimensions, vectors } = await embeddings.forDocument(d.id, d.text, embedder, chunkTokens, deps.signal)
+    if (!embedder) {
+      for (const c of documentParts(d.text, tokens)) candidates.push({ document: d.id, name: d.name, start: c.start, end: c.end, text: d.text.slice(c.start, c.end), vector: undefined })
+      continue
+    }
+    const { chunks, dimensions, vectors } = await embeddings.forDocument(d.id, d.text, embedder, tokens, deps.signal)
     chunks.forEach((c, i) => {
       candidates.push({ document: d.id, name: d.name, start: c.start, end: c.end, text: d.text.slice(c.start, c.end), vector: vectors.subarray(i * dimensions, (i + 1) * dimensions) })
     })
   }
-  const query = question.trim() === '' ? undefined : await embeddings.forQuery(question, embedder, deps.signal)
+  let ranking: Ranking | undefined
+  if (question.trim() !== '') {
+    const query = embedder ? await embeddings.forQuery(question, embedder, deps.signal) : undefined
+    ranking = rankCandidates(candidates, question, query, deps.retrieval)
+    ranking = await reranked(ranking, candidates, question, deps)
+  }
   const estimate = (part: { document: string; text: string }) => Math.ceil(part.text.length * perCharacter.get(part.document)! * 1.05) + 16
-  const parts = selectParts(candidates, query, budget, estimate)
+  const parts = selectParts(candidates, ranking, budget, new Map(read.map((d) => [d.id, d.text])), estimate)
   // Then counted: the least alike go until what the model reads fits.
   for (;;) {
     const counts = await countTokens(model, [headings(parts.map((p) => p.name)), ...parts.map((p) => p.text)], deps)
@@ -259,13 +273,46 @@ async function retrievedParts(read: ReadDocument[], question: string, budget: nu
   }
 }
 
-async function pickEmbeddingModel(folder: ModelFolder, param: string): Promise<ModelRecord> {
+/**
+ * The size of the parts retrieval ranks: small, so that the sentence holding a fact is much of its
+ * part (by meaning and by words alike), within what the embedding model was trained on, and at most
+ * a quarter of the budget so several parts fit. Neighbouring parts given together are joined.
+ */
+function partTokens(embedder: ModelRecord | undefined, budget: number): number {
+  const limits = [Math.floor(budget / 4)]
+  if (embedder) limits.push(trainedInputTokens(embedder), inputTokens(embedder))
+  const most = Math.min(...limits)
+  return PART_SIZES.find((size) => size <= most) ?? PART_SIZES.at(-1)!
+}
+
+/**
+ * The ranking with its first parts ordered again by a reranker (a cross-encoder reads the question
+ * and each part together), where the folder has one; their scores become its, as probabilities.
+ */
+async function reranked(ranking: Ranking, candidates: Candidate[], question: string, deps: DocumentDeps): Promise<Ranking> {
+  const reranker = await pickModel(deps.folder, 'rerank')
+  if (!reranker) return ranking
+  const top = ranking.order.slice(0, RERANK_CANDIDATES)
+  const { scores } = await deps.scheduler.run(reranker, { type: 'rerank', query: question, documents: top.map((i) => candidates[i]!.text) }, { signal: deps.signal })
+  const newScores = [...ranking.scores]
+  top.forEach((i, k) => (newScores[i] = Math.round(10000 / (1 + Math.exp(-scores[k]!))) / 10000))
+  const reordered = top.map((i, k) => ({ i, s: scores[k]! })).sort((a, b) => b.s - a.s).map((x) => x.i)
+  return { order: [...reordered, ...ranking.order.slice(RERANK_CANDIDATES)], scores: newScores }
+}
+
+/** The model of the folder for a job: the recommended one first, else the first by id. */
+async function pickModel(folder: ModelFolder, capability: 'embeddings' | 'rerank', param: string): Promise<ModelRecord>
+async function pickModel(folder: ModelFolder, capability: 'embeddings' | 'rerank'): Promise<ModelRecord | undefined>
+async function pickModel(folder: ModelFolder, capability: 'embeddings' | 'rerank', param?: string): Promise<ModelRecord | undefined> {
   const { models } = await folder.cachedScan(LISTING_MAX_AGE_MS)
-  const embedders = models.filter((m) => m.capabilities.includes('embeddings'))
-  if (embedders.length === 0) throw noEmbeddingModel(param)
+  const fitting = models.filter((m) => m.capabilities.includes(capability))
+  if (fitting.length === 0) {
+    if (param !== undefined) throw noEmbeddingModel(param)
+    return undefined
+  }
   const recommended = recommendedModels().map((m) => m.id)
   const rank = (m: ModelRecord) => (recommended.includes(m.id) ? recommended.indexOf(m.id) : recommended.length)
-  return embedders.sort((a, b) => rank(a) - rank(b) || a.id.localeCompare(b.id))[0]!
+  return fitting.sort((a, b) => rank(a) - rank(b) || a.id.localeCompare(b.id))[0]!
 }
 
 /** The lines around the parts (the lead, each part's `[n] name` and blank lines), to count them. */

@@ -22,6 +22,22 @@ const FAMILIES: Array<[RegExp, EmbeddingPrompts]> = [
 ]
 
 export function embeddingPrompts(model: ModelRecord): EmbeddingPrompts {
-  const names = `${model.id} ${basename(model.path)}`
-  return FAMILIES.find(([pattern]) => pattern.test(names))?.[1] ?? BARE
+  return FAMILIES.find(([pattern]) => pattern.test(namesOf(model)))?.[1] ?? BARE
 }
+
+/**
+ * The longest input, in the model's tokens, each family was trained on (its model card), where
+ * that is less than the context its file allows: all-MiniLM-L6-v2 takes 512 word pieces but was
+ * trained on 128 (and is documented to 256); past that its vector stands for less of the text.
+ */
+const TRAINED_INPUT_TOKENS: Array<[RegExp, number]> = [
+  [/minilm|mpnet|multi-qa|paraphrase/i, 256],
+  [/nomic-embed/i, 2048],
+]
+
+export function trainedInputTokens(model: ModelRecord): number {
+  const trained = TRAINED_INPUT_TOKENS.find(([pattern]) => pattern.test(namesOf(model)))?.[1]
+  return Math.min(model.contextLength, trained ?? model.contextLength)
+}
+
+const namesOf = (model: ModelRecord) => `${model.id} ${basename(model.path)}`

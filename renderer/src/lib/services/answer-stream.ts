@@ -127,6 +127,17 @@ export async function readResponse(turns: ChatTurn[], events: AsyncIterable<Resp
         case 'response.output_item.done':
           if (event.item) done(event.item)
           break
+        case 'response.output_text.annotation.added': {
+          // Its index is in the text so far: what is still waiting to be shown comes first.
+          show()
+          const { annotation } = event
+          const source = sources.find((s) => s.text === annotation?.quote)
+          if (annotation?.type === 'file_citation' && source) {
+            const turn = answer()
+            turn.citationMarks = [...(turn.citationMarks ?? []), { at: annotation.index, n: source.n }]
+          }
+          break
+        }
         case 'response.output_text.delta':
           firstDeltaMs ??= performance.now()
           unshown += event.delta ?? ''

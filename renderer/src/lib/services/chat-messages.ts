@@ -4,6 +4,7 @@
  * on screen and their words still go along. Tool results are turns of their own (role 'tool'),
  * sent back as the `mcp_call` items they came as.
  */
+import type { CitationMark } from './citation-marks.ts'
 
 export interface Usage {
   promptTokens: number
@@ -33,6 +34,8 @@ export interface ChatTurn {
   documents?: DocumentRef[]
   /** The excerpts this answer was given (assistant turns), shown as its sources. */
   citations?: Citation[]
+  /** Where the answer cites them (the server's file citations), by source number. */
+  citationMarks?: CitationMark[]
   /** The server's tool loop ended here at its limit, after this many tool rounds (assistant turns). */
   toolRoundLimit?: number
   /** Tool turns: the call this answers, and which server's tool ran. */
