@@ -19,7 +19,7 @@
 import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
-import { findLlamaBuild, type LlamaBuild } from '../engines/build/llama-build.ts'
+import { findLlamaBuild, type LlamaBuild } from '../engines/builder/llama-build.ts'
 import { llamaServerArgs } from '../engines/llama-server/llama-server-args.ts'
 import { startTestServer, type TestServer } from '../test/support/server-process.ts'
 import { startUpstreamProgram } from '../test/support/upstream-servers.ts'

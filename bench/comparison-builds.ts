@@ -14,9 +14,9 @@ import { spawnSync } from 'node:child_process'
 import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
-import { buildKey, cmakeBuild, compilerId, cpuLevels, engineCacheDir, findBuild, nativeCpuFeatures, programPath, type BuildRecipe, type GpuToolkit, type NativeBuild } from '../engines/build/cmake-build.ts'
-import { llamaRecipe } from '../engines/build/llama-build.ts'
-import { applyPatch, LLAMA_PATCHES, pinnedLlamaSource } from '../engines/build/pinned-source.ts'
+import { buildKey, cmakeBuild, compilerId, cpuLevels, engineCacheDir, findBuild, nativeCpuFeatures, programPath, type BuildRecipe, type GpuToolkit, type NativeBuild } from '../engines/builder/cmake-build.ts'
+import { llamaRecipe } from '../engines/builder/llama-build.ts'
+import { applyPatch, LLAMA_PATCHES, pinnedLlamaSource } from '../engines/builder/pinned-source.ts'
 
 export async function upstreamLlamaBuild(log: (line: string) => void = console.log, gpu: GpuToolkit = 'none'): Promise<NativeBuild> {
   const hearth = llamaRecipe(gpu)

@@ -3,7 +3,7 @@
  * and no HTTP in front, for the benchmarks' reference columns.
  */
 import { execFileSync } from 'node:child_process'
-import { programPath, type LlamaBuild } from '../engines/build/llama-build.ts'
+import { programPath, type LlamaBuild } from '../engines/builder/llama-build.ts'
 
 export interface LlamaBenchRun {
   promptTokens: number

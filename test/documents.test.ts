@@ -446,11 +446,24 @@ describe('/v1/files and documents in chats', () => {
     expect((bert.jobs as EmbedJob[]).flatMap((j) => j.inputs).length).toBe(embedded + 1) // only the question again
   })
 
-  it('says which embedding model to download when a document needs retrieving and the folder has none', async () => {
-    const res = await postJson(bare, '/v1/chat/completions', { model: 'tiny', messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: Buffer.from(longText()).toString('base64'), filename: 'long.txt' } }, { type: 'text', text: 'colour?' }] }] })
-    expect(res.status).toBe(409)
-    expect(res.json.error).toMatchObject({ code: 'no_embedding_model', param: 'messages[0].content[0].file' })
-    expect(res.json.error.message).toMatch(/Models page.*npm run models -- pull hf:\/\/\S+ --id nomic-embed-text-v1\.5/)
+  it('finds the parts by their words when the folder has no embedding model, and says which one to download', async () => {
+    const body = { model: 'tiny', messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: Buffer.from(longText()).toString('base64'), filename: 'long.txt' } }, { type: 'text', text: 'What is the secret colour?' }] }] }
+    const res = await postJson(bare, '/v1/chat/completions', body)
+    expect(res.status).toBe(200)
+    expect(res.headers.get('warning')).toMatch(/^299 hearth "No embedding model in the models folder: the documents' parts were found by their words alone \(with nomic-embed-text-v1\.5/)
+    const question = lastQuestion(bare)
+    expect(question.indexOf('the secret colour of the keeper')).toBeGreaterThan(0)
+    expect(question.length).toBeLessThan(longText().length / 2)
+    // Asked for ranking by meaning alone, it cannot: a 409 that says what to get.
+    const strict = await startInProcessServer({ modelsDir: bare.settings.modelsDir, env: { HEARTH_RETRIEVAL: 'embeddings' } })
+    try {
+      const refused = await postJson(strict, '/v1/chat/completions', body)
+      expect(refused.status).toBe(409)
+      expect(refused.json.error).toMatchObject({ code: 'no_embedding_model', param: 'messages[0].content[0].file' })
+      expect(refused.json.error.message).toMatch(/Models page.*npm run models -- pull hf:\/\/\S+ --id nomic-embed-text-v1\.5/)
+    } finally {
+      await strict.stop()
+    }
   })
 
   /** Mistakes in a Responses request's file parts, as its own field names. */

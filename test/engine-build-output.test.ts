@@ -9,8 +9,8 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { cpuLevels, engineCacheDir, nativeCpuFeatures } from '../engines/build/cmake-build.ts'
-import { pinnedSourceNames } from '../engines/build/pinned-source.ts'
+import { cpuLevels, engineCacheDir, nativeCpuFeatures } from '../engines/builder/cmake-build.ts'
+import { pinnedSourceNames } from '../engines/builder/pinned-source.ts'
 import { PROJECT_ROOT, postJson, startTestServer } from './support/server-process.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
@@ -178,7 +178,7 @@ describe.skipIf(!haveSources)('the engine build as a person sees it', () => {
       mkdirSync(join(cache, 'bench-models'))
     })
     expect(status, stderr).toBe(0)
-    expect(stdout).toMatch(/hearth engines: cache: removed 2 sources no build here needs, 1 build unused for 30 days, 1 leftover of an interrupted build \(3 MB freed\)\n/)
+    expect(stdout).toMatch(/hearth engines: cache: removed 2 sources no build here needs, 1 build unused for 30 days, 1 leftover of an interrupted build \(3\.15 MB freed\)\n/)
     const left = readdirSync(cache)
     expect(left).not.toContain('src-0123456789ab-patched-000000000000')
     expect(left).not.toContain('node-llama-cpp-3.0.0.tgz')

@@ -8,8 +8,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, statSync, symlinkSync,
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { findBuild, type BuildRecipe } from '../engines/build/cmake-build.ts'
-import { tidyEngineCache, UNUSED_BUILD_DAYS } from '../engines/build/engine-cache-tidy.ts'
+import { findBuild, type BuildRecipe } from '../engines/builder/cmake-build.ts'
+import { tidyEngineCache, UNUSED_BUILD_DAYS } from '../engines/builder/engine-cache-tidy.ts'
 
 const DAY = 24 * 3600 * 1000
 

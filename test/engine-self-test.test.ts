@@ -9,8 +9,8 @@ import { readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { programPath } from '../engines/build/llama-build.ts'
-import { LLAMA_WEIGHT_TYPES, selfTestLlama, selfTestVerdict, selfTestWhisper, WHISPER_WEIGHT_TYPES } from '../engines/build/self-test/engine-self-test.ts'
+import { programPath } from '../engines/builder/llama-build.ts'
+import { LLAMA_WEIGHT_TYPES, selfTestLlama, selfTestVerdict, selfTestWhisper, WHISPER_WEIGHT_TYPES } from '../engines/builder/self-test/engine-self-test.ts'
 import { llamaBuild, whisperBuild } from './support/upstream-servers.ts'
 
 const cpuHasAmx = /\bamx_int8\b/.test(readFileSync('/proc/cpuinfo', 'utf8'))

@@ -1,9 +1,9 @@
 /**
  * A GPU without its toolkit gets the CPU build, and install names the toolkit to install
- * (engines/build/cmake-build.ts), as it would on a machine with that GPU.
+ * (engines/builder/cmake-build.ts), as it would on a machine with that GPU.
  */
 import { describe, expect, it } from 'vitest'
-import { missingGpuToolkit } from '../engines/build/cmake-build.ts'
+import { missingGpuToolkit } from '../engines/builder/cmake-build.ts'
 
 const probes = (nvidia: boolean, render: boolean) => ({ nvidiaDriver: () => nvidia, renderNode: () => render })
 

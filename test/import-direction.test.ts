@@ -50,6 +50,11 @@ describe('imports point one way', () => {
     expect(wrong.map(describeImport)).toEqual([])
   })
 
+  it('what ships imports nothing of the tests or the bench (the real-model fetcher lives in test/support)', () => {
+    const wrong = all.filter((i) => /^(test|bench)\//.test(i.target))
+    expect(wrong.map(describeImport)).toEqual([])
+  })
+
   it('models import nothing of the engines: the catalog describes models, engines run them', () => {
     const wrong = under('models/').filter((i) => i.target.startsWith('engines/'))
     expect(wrong.map(describeImport)).toEqual([])

@@ -1,6 +1,6 @@
 /**
  * `npm run engines:rebase` carries our llama.cpp patches onto a new tree by three-way merge
- * (engines/build/patch-rebase.ts): a patch whose lines upstream left alone merges even
+ * (engines/builder/patch-rebase.ts): a patch whose lines upstream left alone merges even
  * where the lines around it moved, and one whose lines upstream changed too is reported with its
  * file and the lines in conflict, while the patches after it are still tried.
  */
@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { conflictLines, rebasePatches } from '../engines/build/patch-rebase.ts'
+import { conflictLines, rebasePatches } from '../engines/builder/patch-rebase.ts'
 
 const lines = (n: number, edit: Record<number, string> = {}) => Array.from({ length: n }, (_, i) => edit[i + 1] ?? `line ${i + 1}`).join('\n') + '\n'
 

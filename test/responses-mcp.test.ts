@@ -2,7 +2,9 @@
  * The Responses API's `mcp` tool on servers the user configured (test/support/mcp-test-server.ts,
  * on stdio and on HTTP), through openai-node against the whole app in-process with a scripted
  * model: tool lists, approvals asked for and answered (through previous_response_id), calls run
- * between model turns, their failures, the stream's events, the limit on calls, and each refusal.
+ * between model turns, their failures, the stream's events, the limit on calls, each refusal, and
+ * a conversation's earlier turns given to the model the same from request to request (through
+ * previous_response_id, and as the web page sends it back).
  */
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -10,6 +12,11 @@ import { join } from 'node:path'
 import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ChatJob, ChatResult, EngineJob, ToolCall } from '../engines/engine-jobs.ts'
+import type { ResponseEvent } from '../main/server/wire-types.ts'
+import type { AnswerItem } from '../renderer/src/lib/services/answer-items.ts'
+import { readResponse } from '../renderer/src/lib/services/answer-stream.ts'
+import { buildResponsesRequest, DEFAULT_PARAMETERS, type ChatTurn } from '../renderer/src/lib/services/chat-messages.ts'
+import { readSseJson } from '../renderer/src/lib/services/sse.ts'
 import { startInProcessServer, type InProcessServer, type Script } from './support/in-process-server.ts'
 import { startHttpMcpTestServer, writeMcpConfig, type HttpMcpTestServer } from './support/mcp-config.ts'
 import { postJson } from './support/server-process.ts'
@@ -346,6 +353,113 @@ describe('the mcp tool', () => {
     script = callsTool('echo', { text: 'over http' })
     const response = await client.responses.create({ model: MODEL, input: 'Echo', tools: [{ type: 'mcp', server_label: 'web', server_url: http.url, require_approval: 'never' }] })
     expect(response.output_text).toBe('The tool said: over http')
+  })
+})
+
+describe("a conversation's earlier turns", () => {
+  const THOUGHT = 'Let me see.'
+  /**
+   * A thinking model that calls `add` when asked to add and `secret_word` when asked for it, says
+   * what the tool answered after it, and is glad otherwise.
+   */
+  const converses: Script = (job, { emit }) => {
+    const chat = job as ChatJob
+    const last = chat.messages.at(-1)!
+    emit({ type: 'reasoning', text: THOUGHT })
+    const asked = last.role === 'user' ? String(last.content) : ''
+    const [a, b] = (asked.match(/\d+/g) ?? []).map(Number)
+    const wanted = asked.startsWith('Add') ? { name: 'add', args: { a, b } } : asked.startsWith('Secret') ? { name: 'secret_word', args: {} } : undefined
+    if (wanted) {
+      const call: ToolCall = { id: `call_${++callNumber}`, type: 'function', function: { name: wanted.name, arguments: JSON.stringify(wanted.args) } }
+      emit({ type: 'tool_call', index: 0, id: call.id, name: wanted.name, arguments: call.function.arguments })
+      return result({ reasoning: THOUGHT, toolCalls: [call], finishReason: 'tool_calls' })
+    }
+    const text = last.role === 'tool' ? `The tool said: ${last.content}` : 'Glad to help.'
+    emit({ type: 'text', text })
+    return result({ reasoning: THOUGHT, text })
+  }
+
+  /** The chat jobs the engine was given while `run` ran, in order. */
+  async function jobsOf(run: () => Promise<void>): Promise<ChatJob[]> {
+    const before = server.engines.flatMap((e) => e.jobs).length
+    await run()
+    return server.engines.flatMap((e) => e.jobs).slice(before) as ChatJob[]
+  }
+
+  /** Each job's messages begin with the previous job's, byte for byte: the engine's cached prompt still fits. */
+  function expectEachToExtendTheLast(jobs: ChatJob[]): void {
+    jobs.slice(1).forEach((job, i) => {
+      const earlier = JSON.stringify(jobs[i]!.messages)
+      expect(JSON.stringify(job.messages.slice(0, jobs[i]!.messages.length)), `job ${i + 1}`).toBe(earlier)
+    })
+  }
+
+  const DENIED = 'The user did not approve this call, so it did not run.'
+  const SECRET = 'The secret word is PERSIMMON.'
+
+  it('are the same bytes in every later request, a denied call included, as the web page sends them back', async () => {
+    script = converses
+    let ids = 0
+    const hooks = { newId: () => `t${ids++}`, model: MODEL, showEveryMs: 0 }
+    const turns: ChatTurn[] = []
+    /** One request of the answer being written, as the chat page makes it; the calls waiting for approval come back. */
+    const request = async (items: AnswerItem[]) => {
+      const body = buildResponsesRequest(MODEL, turns, DEFAULT_PARAMETERS, false, { toolServers: [{ name: 'calc', alwaysAllowed: ['secret_word'] }] })
+      const res = await fetch(`${server.url}/v1/responses`, { method: 'POST', headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      expect(res.status, await res.clone().text()).toBe(200)
+      const outcome = await readResponse(turns, items, readSseJson<ResponseEvent>(res.body!), new AbortController().signal, hooks)
+      expect(outcome.ended).toBe(false)
+      return outcome.approvals
+    }
+    /** A question, and the person's answer to the one call it asks to approve. */
+    const ask = async (text: string, approve?: boolean) => {
+      turns.push({ id: hooks.newId(), role: 'user', text }, { id: hooks.newId(), role: 'assistant', text: '', model: MODEL, items: [] })
+      const items = turns.at(-1)!.items!
+      const approvals = await request(items)
+      if (approve === undefined) return expect(approvals).toEqual([])
+      expect(approvals).toHaveLength(1)
+      items.push({ type: 'mcp_approval_response', approval_request_id: approvals[0]!.id, approve })
+      expect(await request(items)).toEqual([])
+    }
+    const jobs = await jobsOf(async () => {
+      await ask('Add 2 and 3', false)
+      await ask('Add 4 and 4', true)
+      // Always allowed: the server's loop runs it and asks the model again, in one request.
+      await ask('Secret word?')
+      await ask('Thanks')
+    })
+    expect(jobs).toHaveLength(7)
+    expectEachToExtendTheLast(jobs)
+    const last = jobs.at(-1)!.messages
+    expect(last.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual([DENIED, '8', SECRET])
+    expect(last.filter((m) => m.role === 'assistant').map((m) => m.reasoning_content)).toEqual(Array(6).fill(THOUGHT))
+    expect(turns.filter((t) => t.role !== 'tool' && t.text).map((t) => t.text)).toEqual([
+      'Add 2 and 3',
+      `The tool said: ${DENIED}`,
+      'Add 4 and 4',
+      'The tool said: 8',
+      'Secret word?',
+      `The tool said: ${SECRET}`,
+      'Thanks',
+      'Glad to help.',
+    ])
+  })
+
+  it('are the same bytes in every later request through previous_response_id', async () => {
+    script = converses
+    const tools = [calc({ require_approval: { never: { tool_names: ['secret_word'] } } })]
+    const approval = (response: OpenAI.Responses.Response) => response.output.find((i) => i.type === 'mcp_approval_request')!.id
+    const jobs = await jobsOf(async () => {
+      const first = await client.responses.create({ model: MODEL, input: 'Add 2 and 3', tools })
+      const denied = await client.responses.create({ model: MODEL, previous_response_id: first.id, input: [{ type: 'mcp_approval_response', approval_request_id: approval(first), approve: false }], tools })
+      const third = await client.responses.create({ model: MODEL, previous_response_id: denied.id, input: 'Add 4 and 4', tools })
+      const approved = await client.responses.create({ model: MODEL, previous_response_id: third.id, input: [{ type: 'mcp_approval_response', approval_request_id: approval(third), approve: true }], tools })
+      const secret = await client.responses.create({ model: MODEL, previous_response_id: approved.id, input: 'Secret word?', tools })
+      await client.responses.create({ model: MODEL, previous_response_id: secret.id, input: 'Thanks', tools })
+    })
+    expect(jobs).toHaveLength(7)
+    expectEachToExtendTheLast(jobs)
+    expect(jobs.at(-1)!.messages.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual([DENIED, '8', SECRET])
   })
 })
 

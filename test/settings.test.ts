@@ -42,6 +42,14 @@ describe('resolveSettings', () => {
     expect(() => resolveSettings(['--max-audio-minutes', '0'], { HEARTH_DATA_DIR: dataDirWith() }, 2)).toThrow(/--max-audio-minutes must be a positive number/)
   })
 
+  it('retrieval: both ways by default, one alone from the environment or the file, a bad one refused by name', () => {
+    expect(resolveSettings([], { HEARTH_DATA_DIR: dataDirWith() }, 2).settings.retrieval).toBe('hybrid')
+    expect(resolveSettings([], { HEARTH_DATA_DIR: dataDirWith({ retrieval: 'keywords' }) }, 2).settings.retrieval).toBe('keywords')
+    expect(resolveSettings([], { HEARTH_DATA_DIR: dataDirWith({ retrieval: 'keywords' }), HEARTH_RETRIEVAL: 'embeddings' }, 2).settings.retrieval).toBe('embeddings')
+    expect(() => resolveSettings([], { HEARTH_DATA_DIR: dataDirWith(), HEARTH_RETRIEVAL: 'magic' }, 2)).toThrow(/HEARTH_RETRIEVAL must be one of hybrid, embeddings, keywords/)
+    expect(() => resolveSettings([], { HEARTH_DATA_DIR: dataDirWith({ retrieval: 'magic' }) }, 2)).toThrow(/"retrieval"/)
+  })
+
   it('refuses bad values with a message that names them', () => {
     const env = { HEARTH_DATA_DIR: dataDirWith() }
     expect(() => resolveSettings(['--port', '70000'], env, 2)).toThrow(/--port must be an integer/)

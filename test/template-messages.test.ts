@@ -1,11 +1,11 @@
 /**
- * A chat job's messages as a model's template needs them (engines/llama-server/
- * chat-request-body.ts): system messages after the first turn, for templates that take one system
- * message at the start. What a template does with them is found by rendering a probe at load.
+ * A chat job's messages as a model's template needs them (engines/chat-request-body.ts): system
+ * messages after the first turn, for templates that take one system message at the start. What a
+ * template does with them is found by rendering a probe at load.
  */
 import { describe, expect, it } from 'vitest'
 import type { ChatMessage } from '../engines/engine-jobs.ts'
-import { keepsSystemMessagesInPlace, withSystemMessagesFolded } from '../engines/llama-server/chat-request-body.ts'
+import { keepsSystemMessagesInPlace, withSystemMessagesFolded } from '../engines/chat-request-body.ts'
 
 describe('system messages between turns', () => {
   it('are kept in place where the template writes them after the answer and before the next turn', () => {

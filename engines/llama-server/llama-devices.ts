@@ -1,7 +1,7 @@
 /** The compute devices a llama.cpp build sees, as `llama-server --list-devices` prints them. */
 import { execFile } from 'node:child_process'
 import { cpus, totalmem } from 'node:os'
-import { programPath, type LlamaBuild } from '../build/llama-build.ts'
+import { programPath, type LlamaBuild } from '../builder/llama-build.ts'
 
 /** A compute device as llama.cpp names it: its backend (CUDA, Vulkan, Metal, CPU), kind, name and memory. */
 export interface BackendDevice {

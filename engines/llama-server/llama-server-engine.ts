@@ -28,7 +28,7 @@ import type {
   EngineModelInfo,
   EngineResult,
 } from '../engine-jobs.ts'
-import { programPath, type LlamaBuild } from '../build/llama-build.ts'
+import { programPath, type LlamaBuild } from '../builder/llama-build.ts'
 import { EngineServerProcess } from '../engine-server-process.ts'
 import type { IncomingMessage } from 'node:http'
 import { ProgressBatch } from '../upstream-stream/progress-batch.ts'
@@ -41,7 +41,7 @@ import {
   templateTraits,
   type ChatTemplateTraits,
   type TemplateCaps,
-} from './chat-request-body.ts'
+} from '../chat-request-body.ts'
 import { ChatStreamReader, type UpstreamChunk } from '../upstream-stream/chat-stream-reader.ts'
 import { readEventBatches } from '../upstream-stream/event-stream.ts'
 import { decodeBase64Floats, normaliseInto } from '../embedding-vectors.ts'

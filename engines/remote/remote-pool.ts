@@ -4,7 +4,7 @@
  * request goes to the least busy healthy copy of its model. A copy that fails is taken out after
  * a few failures in a row and comes back when its server's health check passes again.
  */
-import { templateTraits, type ChatTemplateTraits, type TemplateCaps } from '../llama-server/chat-request-body.ts'
+import { templateTraits, type ChatTemplateTraits, type TemplateCaps } from '../chat-request-body.ts'
 import type { RemoteListings, RemoteModelSummary } from '../../models/catalog/remote-records.ts'
 import type { RemoteReplica } from '../../models/catalog/remote-target.ts'
 

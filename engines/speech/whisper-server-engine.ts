@@ -14,7 +14,7 @@ import { EngineServerProcess } from '../engine-server-process.ts'
 import { cancelled, inAudioTime, speechInPieces, type PieceOptions, type PieceResult } from './speech-in-pieces.ts'
 import { whisperCodeOfName } from './whisper-languages.ts'
 import { outOfQuiet, quietStretches, type QuietStretch } from './quiet-stretches.ts'
-import { programPath, type NativeBuild } from '../build/cmake-build.ts'
+import { programPath, type NativeBuild } from '../builder/cmake-build.ts'
 
 /** whisper.cpp's own fallback step, used when the client chose a temperature. */
 const TEMPERATURE_STEP = 0.2

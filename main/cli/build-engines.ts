@@ -18,12 +18,12 @@
 import { cpSync, rmSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { gpuToolkit, missingGpuToolkit, type NativeBuild } from '../../engines/build/cmake-build.ts'
-import { describeTidy, tidyEngineCache } from '../../engines/build/engine-cache-tidy.ts'
-import { pinnedSourceNames } from '../../engines/build/pinned-source.ts'
-import { buildLlama, EngineBuildError } from '../../engines/build/llama-build.ts'
-import { buildWhisper } from '../../engines/build/whisper-build.ts'
-import { selfTestVerdict } from '../../engines/build/self-test/engine-self-test.ts'
+import { gpuToolkit, missingGpuToolkit, type NativeBuild } from '../../engines/builder/cmake-build.ts'
+import { describeTidy, tidyEngineCache } from '../../engines/builder/engine-cache-tidy.ts'
+import { pinnedSourceNames } from '../../engines/builder/pinned-source.ts'
+import { buildLlama, EngineBuildError } from '../../engines/builder/llama-build.ts'
+import { buildWhisper } from '../../engines/builder/whisper-build.ts'
+import { selfTestVerdict } from '../../engines/builder/self-test/engine-self-test.ts'
 
 const { values: flags } = parseArgs({ options: { soft: { type: 'boolean' }, portable: { type: 'boolean' }, into: { type: 'string' }, without: { type: 'string' } } })
 const log = (line: string) => console.log(`hearth engines: ${line}`)

@@ -14,7 +14,7 @@ import { isDownloadError } from '../../models/downloads/download-error.ts'
 import { PARTIAL_DIR, type DownloadSnapshot } from '../../models/downloads/download-job.ts'
 import { DownloadManager } from '../../models/downloads/download-manager.ts'
 import { importModel } from '../../models/downloads/model-import.ts'
-import { formatBytes } from '../../models/downloads/model-names.ts'
+import { formatBytes } from '../../models/format-bytes.ts'
 import { removeModel } from '../../models/downloads/model-removal.ts'
 import { resolveSettings, SettingsError } from '../server/settings.ts'
 

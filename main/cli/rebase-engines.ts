@@ -11,11 +11,11 @@ import { appendFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { cmakeBuild, engineCacheDir, gpuToolkit } from '../../engines/build/cmake-build.ts'
-import { llamaRecipe } from '../../engines/build/llama-build.ts'
-import { rebasePatches, writeRefreshed } from '../../engines/build/patch-rebase.ts'
-import { EngineBuildError, LLAMA_PATCHES, LLAMA_SOURCE, llamaSourceId, pinnedLlamaSource } from '../../engines/build/pinned-source.ts'
-import { findSdist, llamaTreeFromSdist } from '../../engines/build/pypi-source.ts'
+import { cmakeBuild, engineCacheDir, gpuToolkit } from '../../engines/builder/cmake-build.ts'
+import { llamaRecipe } from '../../engines/builder/llama-build.ts'
+import { rebasePatches, writeRefreshed } from '../../engines/builder/patch-rebase.ts'
+import { EngineBuildError, LLAMA_PATCHES, LLAMA_SOURCE, llamaSourceId, pinnedLlamaSource } from '../../engines/builder/pinned-source.ts'
+import { findSdist, llamaTreeFromSdist } from '../../engines/builder/pypi-source.ts'
 
 const { values: flags } = parseArgs({
   options: { pypi: { type: 'string' }, tree: { type: 'string' }, commit: { type: 'string' }, write: { type: 'boolean' }, build: { type: 'boolean' } },
@@ -58,8 +58,8 @@ try {
     log(`built; run the tests on it with: HEARTH_LLAMA_BUILD_DIR=${build.dir} npm test`)
   }
   if (flags.write && failed.length === 0) {
-    writeRefreshed(outcomes, fileURLToPath(new URL('../../engines/build/patches/', import.meta.url)))
-    log('patches rewritten against the new tree; now change LLAMA_SOURCE in engines/build/pinned-source.ts and run npm run build:engines')
+    writeRefreshed(outcomes, fileURLToPath(new URL('../../engines/builder/patches/', import.meta.url)))
+    log('patches rewritten against the new tree; now change LLAMA_SOURCE in engines/builder/pinned-source.ts and run npm run build:engines')
   } else if (flags.write) {
     log('nothing written: mend the patches that did not merge first (in the scratch repository above), then run again')
   }

@@ -5,6 +5,7 @@
  */
 import { readFile } from 'node:fs/promises'
 import { extname, join, normalize, sep } from 'node:path'
+import { pageCsp } from '../server/page-csp.ts'
 
 export const APP_SCHEME = 'app'
 export const APP_ORIGIN = 'app://hearth'
@@ -17,22 +18,11 @@ export const APP_SCHEME_PRIVILEGES = {
 } as const
 
 /**
- * The page's CSP in the app: as on the web UI, plus requests to the embedded server on this
- * computer (its port may change when it restarts, hence the port wildcard).
+ * The page's CSP in the app: the web UI's, plus requests to the embedded server on this computer,
+ * which is another origin than app://hearth (its port may change when it restarts, hence the port
+ * wildcard).
  */
-export const APP_CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data: blob:",
-  "media-src 'self' blob:",
-  "connect-src 'self' http://127.0.0.1:*",
-  "font-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ')
+export const APP_CSP = pageCsp(['http://127.0.0.1:*'])
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

@@ -7,24 +7,10 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import express, { Router, type Response } from 'express'
+import { pageCsp } from './page-csp.ts'
 
-/**
- * The page's own rules: scripts and styles only from the server, images and recordings as data or
- * blob URLs (attachments, previews), requests only back to this server.
- */
-export const WEB_UI_CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data: blob:",
-  "media-src 'self' blob:",
-  "connect-src 'self'",
-  "font-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ')
+/** Served from the server itself, the page talks only to it. */
+export const WEB_UI_CSP = pageCsp()
 
 const API_PREFIXES = ['/v1', '/api', '/health']
 

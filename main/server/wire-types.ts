@@ -260,10 +260,13 @@ export interface McpCallItem {
   status: 'in_progress' | 'calling' | 'completed' | 'failed' | 'incomplete'
 }
 
-/** An output item of a `/v1/responses` stream, as far as the web UI reads it. */
+/**
+ * An output item of a `/v1/responses` stream, as far as the web UI reads it. The UI keeps the items
+ * whole, with the fields not named here, and sends them back as the conversation.
+ */
 export type ResponseItem =
-  | { type: 'message'; id: string; content: Array<{ type: 'output_text'; text: string }> }
-  | { type: 'reasoning'; id: string }
+  | { type: 'message'; id: string; role?: 'assistant'; status?: string; content: Array<{ type: 'output_text'; text: string }> }
+  | { type: 'reasoning'; id: string; content?: Array<{ type: 'reasoning_text'; text: string }> }
   | { type: 'function_call'; id: string; call_id: string; name: string; arguments: string }
   | { type: 'mcp_list_tools'; id: string }
   | { type: 'mcp_approval_request'; id: string; server_label: string; name: string; arguments: string }

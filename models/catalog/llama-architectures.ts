@@ -1,6 +1,6 @@
 /**
  * The architectures llama.cpp loads (LLM_ARCH_NAMES in src/llama-arch.cpp) at the pinned commit
- * (engines/build/pinned-source.ts), without `clip`, which names projectors, never a model.
+ * (engines/builder/pinned-source.ts), without `clip`, which names projectors, never a model.
  * A model of another architecture fails to load, so the catalog lists it as broken instead.
  * When the pin moves, regenerate the list; test/model-sources.test.ts compares it with the pinned
  * source wherever that source is on disk:

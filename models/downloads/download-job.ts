@@ -11,7 +11,7 @@ import { addCatalogEntry, CatalogWriteError, readCatalogEntries } from '../catal
 import { DownloadError } from './download-error.ts'
 import { etaSeconds, RateMeter } from './download-progress.ts'
 import type { ModelSource } from './hf-reference.ts'
-import { formatBytes } from './model-names.ts'
+import { formatBytes } from '../format-bytes.ts'
 import { moveIntoPlace } from './place-file.ts'
 import { probeRemoteFile, transferFile, type HttpAccess, type RemoteFileInfo, type RetryPolicy } from './remote-file.ts'
 

@@ -13,7 +13,8 @@ import { DownloadError } from './download-error.ts'
 import { PARTIAL_DIR } from './download-job.ts'
 import { freeDiskBytes } from './disk-space.ts'
 import { sanitiseFileName } from './hf-reference.ts'
-import { fileStem, formatBytes, validateModelId } from './model-names.ts'
+import { formatBytes } from '../format-bytes.ts'
+import { fileStem, validateModelId } from './model-names.ts'
 import { moveIntoPlace } from './place-file.ts'
 
 export interface ImportRequest {

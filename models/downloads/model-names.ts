@@ -22,14 +22,3 @@ export function validateModelId(id: unknown, param = 'id'): string {
 export function fileStem(fileName: string): string {
   return fileName.replace(/\.(gguf|bin)$/i, '')
 }
-
-export function formatBytes(bytes: number): string {
-  const units = ['B', 'KB', 'MB', 'GB', 'TB']
-  let value = bytes
-  let unit = 0
-  while (value >= 1000 && unit < units.length - 1) {
-    value /= 1000
-    unit++
-  }
-  return `${unit === 0 ? value : value.toFixed(value < 10 ? 2 : 1)} ${units[unit]}`
-}

@@ -1,22 +1,15 @@
-/** Building /v1/responses requests from the UI's conversation: one image at most, documents as files, MCP tools run by the server. */
+/** Building /v1/responses requests from the UI's conversation: answers as their items, one image at most, documents as files, MCP tools run by the server. */
 import { describe, expect, it } from 'vitest'
-import {
-  buildResponsesRequest,
-  cleanStopSequences,
-  conversationTitle,
-  DEFAULT_PARAMETERS,
-  DENIED_TEXT,
-  parseTools,
-  STOPPED_TEXT,
-  type ChatTurn,
-} from '../../renderer/src/lib/services/chat-messages.ts'
+import type { AnswerItem } from '../../renderer/src/lib/services/answer-items.ts'
+import { buildResponsesRequest, cleanStopSequences, conversationTitle, DEFAULT_PARAMETERS, DENIED_TEXT, parseTools, type ChatTurn } from '../../renderer/src/lib/services/chat-messages.ts'
 
 const PNG = 'data:image/png;base64,iVBORw0KGgo='
 const JPEG = 'data:image/jpeg;base64,/9j/4AAQ'
 let n = 0
 const user = (text: string, image?: string, extra: Partial<ChatTurn> = {}): ChatTurn => ({ id: String(n++), role: 'user', text, ...(image ? { image } : {}), ...extra })
-const assistant = (text: string, extra: Partial<ChatTurn> = {}): ChatTurn => ({ id: String(n++), role: 'assistant', text, ...extra })
-const said = (text: string) => ({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text }] })
+const said = (text: string): AnswerItem => ({ type: 'message', id: `msg_${text}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text }] })
+/** An answer's opening turn: what it said is its item. */
+const assistant = (text: string, extra: Partial<ChatTurn> = {}): ChatTurn => ({ id: String(n++), role: 'assistant', text, items: text ? [said(text)] : [], ...extra })
 const asked = (...content: unknown[]) => ({ role: 'user', content })
 const words = (text: string) => ({ type: 'input_text', text })
 
@@ -62,7 +55,7 @@ describe('buildResponsesRequest', () => {
     expect(body.input).toEqual([asked(words('What is the code?'), { type: 'input_file', file_id: 'file-a' }, { type: 'input_file', file_id: 'file-b' })])
   })
 
-  it('leaves out failed answers and keeps stopped ones', () => {
+  it('leaves out failed answers (no items) and keeps what stopped ones said', () => {
     const turns = [user('hi'), assistant('', { error: 'engine crashed' }), user('hi again'), assistant('partial', { stopped: true }), user('go on')]
     expect(buildResponsesRequest('m', turns, DEFAULT_PARAMETERS).input).toEqual([asked(words('hi')), asked(words('hi again')), said('partial'), asked(words('go on'))])
   })
@@ -77,8 +70,7 @@ describe('buildResponsesRequest', () => {
 
 describe('tools in the request', () => {
   const typed = '[{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]'
-  const mcpCall = (id: string) => assistant('', { toolCalls: [{ id, name: 'add', arguments: '{"a":2,"b":3}', server: 'test' }] })
-  const result = (id: string, text: string, isError = false): ChatTurn => ({ id: String(n++), role: 'tool', toolCallId: id, server: 'test', name: 'add', text, isError })
+  const result = (id: string, text: string): ChatTurn => ({ id: String(n++), role: 'tool', toolCallId: id, server: 'test', name: 'add', text, isError: false })
 
   it("offers the typed functions in the Responses API's shape and the tool servers as mcp tools, forcing a call only on a question's first request", () => {
     const parameters = { ...DEFAULT_PARAMETERS, tools: typed, toolChoice: 'required' as const }
@@ -93,35 +85,37 @@ describe('tools in the request', () => {
     expect(buildResponsesRequest('m', [user('2+3?')], parameters, true, { toolServers: servers })).not.toHaveProperty('tool_choice')
   })
 
-  it('sends a call the server ran with its result as the mcp_call it came as; a failed or stopped one with its error', () => {
-    const turns = [user('2+3?'), mcpCall('mcp_1'), result('mcp_1', '5'), assistant('It is 5.'), user('and 3+3?'), mcpCall('mcp_2'), user('never mind')]
-    const body = buildResponsesRequest('m', turns, DEFAULT_PARAMETERS)
-    expect(body.input[1]).toEqual({ type: 'mcp_call', id: 'mcp_1', server_label: 'test', name: 'add', arguments: '{"a":2,"b":3}', output: '5', error: null })
-    expect(body.input[2]).toEqual(said('It is 5.'))
-    expect(body.input[4]).toMatchObject({ type: 'mcp_call', id: 'mcp_2', output: null, error: STOPPED_TEXT })
+  it('sends each answer as its items, as they came, after its question: the turns on screen add nothing', () => {
+    const request: AnswerItem = { type: 'mcp_approval_request', id: 'mcpr_1', server_label: 'test', name: 'add', arguments: '{"a":2,"b":3}' }
+    const ran: AnswerItem = { type: 'mcp_call', id: 'mcp_1', server_label: 'test', name: 'add', arguments: '{}', output: '5', error: null, approval_request_id: null, status: 'completed' }
+    const items: AnswerItem[] = [
+      { type: 'mcp_list_tools', id: 'mcpl_1' },
+      { type: 'reasoning', id: 'rs_1', content: [{ type: 'reasoning_text', text: 'Add them.' }] },
+      ran,
+      said('Let me ask.'),
+      request,
+      { type: 'mcp_approval_response', approval_request_id: 'mcpr_1', approve: false },
+      said('It did not run.'),
+    ]
+    const turns: ChatTurn[] = [
+      user('2+3?'),
+      { ...assistant('Let me ask.'), items, toolCalls: [{ id: 'mcp_1', name: 'add', arguments: '{}', server: 'test' }] },
+      result('mcp_1', '5'),
+      { id: 'x', role: 'tool', toolCallId: 'mcpr_1', server: 'test', name: 'add', text: DENIED_TEXT, isError: true },
+      { id: 'y', role: 'assistant', text: 'It did not run.' },
+      user('and 3+3?'),
+    ]
+    const body = buildResponsesRequest('m', turns, DEFAULT_PARAMETERS, true, { toolServers: [{ name: 'test', alwaysAllowed: [] }] })
+    expect(body.input).toEqual([asked(words('2+3?')), ...items, asked(words('and 3+3?'))])
+    // A denial is the API's approval response: the server alone words what the model reads of it.
+    expect(JSON.stringify(body)).not.toContain(DENIED_TEXT)
   })
 
-  it("answers the calls waiting for approval as OpenAI's approval request and response, and the denied one's local result is not sent twice", () => {
-    const turns = [user('2+3?'), { ...mcpCall('mcpr_1'), toolCalls: [{ id: 'mcpr_1', name: 'add', arguments: '{}', server: 'test' }, { id: 'mcpr_2', name: 'add', arguments: '{"x":1}', server: 'test' }] }, result('mcpr_2', DENIED_TEXT, true)]
-    const calls = turns[1]!.toolCalls!
-    const body = buildResponsesRequest('m', turns, DEFAULT_PARAMETERS, true, { toolServers: [{ name: 'test', alwaysAllowed: [] }], approvals: [{ call: calls[0]!, approve: true }, { call: calls[1]!, approve: false }] })
-    expect(body.input.slice(1)).toEqual([
-      { type: 'mcp_approval_request', id: 'mcpr_1', server_label: 'test', name: 'add', arguments: '{}' },
-      { type: 'mcp_approval_response', approval_request_id: 'mcpr_1', approve: true },
-      { type: 'mcp_approval_request', id: 'mcpr_2', server_label: 'test', name: 'add', arguments: '{"x":1}' },
-      { type: 'mcp_approval_response', approval_request_id: 'mcpr_2', approve: false },
-    ])
-  })
-
-  it('sends a call kept before the server ran the tools (its server named on the result only) as an mcp_call', () => {
-    const old = assistant('', { toolCalls: [{ id: 'call_7', name: 'add', arguments: '{}' }] })
-    const body = buildResponsesRequest('m', [user('2+3?'), old, result('call_7', '5'), assistant('5.'), user('ok')], DEFAULT_PARAMETERS)
-    expect(body.input[1]).toEqual({ type: 'mcp_call', id: 'call_7', server_label: 'test', name: 'add', arguments: '{}', output: '5', error: null })
-  })
-
-  it('sends a call to a typed function as a function_call', () => {
-    const turns = [user('weather?'), assistant('', { toolCalls: [{ id: 'call_1', name: 'f', arguments: '{}' }] }), user('thanks')]
-    expect(buildResponsesRequest('m', turns, { ...DEFAULT_PARAMETERS, tools: typed }).input[1]).toEqual({ type: 'function_call', call_id: 'call_1', name: 'f', arguments: '{}' })
+  it('sends the same bytes for an answer in every later request', () => {
+    const turns: ChatTurn[] = [user('2+3?'), assistant('5.')]
+    const first = JSON.stringify(buildResponsesRequest('m', [...turns, user('and 3+3?')], DEFAULT_PARAMETERS).input)
+    const later = JSON.stringify(buildResponsesRequest('m', [...turns, user('and 3+3?'), assistant('6.'), user('thanks')], DEFAULT_PARAMETERS).input)
+    expect(later.startsWith(first.slice(0, -1))).toBe(true)
   })
 
   it('says what is wrong with the tools text', () => {

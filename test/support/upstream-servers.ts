@@ -4,8 +4,8 @@
  */
 import { spawn } from 'node:child_process'
 import { createServer } from 'node:net'
-import { findLlamaBuild, programPath, type LlamaBuild } from '../../engines/build/llama-build.ts'
-import { findWhisperBuild } from '../../engines/build/whisper-build.ts'
+import { findLlamaBuild, programPath, type LlamaBuild } from '../../engines/builder/llama-build.ts'
+import { findWhisperBuild } from '../../engines/builder/whisper-build.ts'
 
 export interface UpstreamServer {
   url: string

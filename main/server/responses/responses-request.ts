@@ -333,7 +333,7 @@ export function toChatRequest(request: ResponsesRequest, earlier: readonly Input
       case 'mcp_approval_response': {
         const a = item as z.infer<typeof mcpApprovalResponseItem>
         // An approved call's result comes as the `mcp_call` that ran it.
-        if (!a.approve) toolResult(a.approval_request_id, `The user did not approve this call, so it did not run${a.reason ? `: ${a.reason}` : '.'}`, where)
+        if (!a.approve) toolResult(a.approval_request_id, deniedCallText(a.reason), where)
         return
       }
       case 'mcp_call': {
@@ -478,6 +478,15 @@ export function approvedCalls(request: ResponsesRequest, earlier: readonly Input
     if (answer.approve && call && !ran.has(call.id)) approved.push({ call, at })
   })
   return approved
+}
+
+/**
+ * What the model reads of a call the client denied. Made from the `mcp_approval_response` alone, so
+ * every later request that carries the denial (sent back, or after `previous_response_id`) words it
+ * the same and the engine's cached prompt still fits.
+ */
+function deniedCallText(reason: string | null | undefined): string {
+  return `The user did not approve this call, so it did not run${reason ? `: ${reason}` : '.'}`
 }
 
 /** What the model reads of a call that ran: its output, or what went wrong. */

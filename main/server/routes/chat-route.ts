@@ -29,7 +29,7 @@ export function chatRoute(ctx: ServerContext, library: DocumentLibrary): Router 
     }
     const lifetime = requestLifetime(res, ctx.settings.requestTimeoutMs)
     try {
-      const documents = await DocumentInputs.read(request, model, { library, folder: ctx.folder, scheduler: ctx.scheduler, retrieval: ctx.settings.retrieval, owner: requestOwner(res, ctx.keys !== undefined), signal: lifetime.signal })
+      const documents = await DocumentInputs.read(request, model, { library, folder: ctx.folder, scheduler: ctx.scheduler, retrieval: ctx.settings.retrieval, notices, owner: requestOwner(res, ctx.keys !== undefined), signal: lifetime.signal })
       const plan = await planChat(documents.apply(request), model, conversationKey(req, request))
       sendNotices(res, notices)
       if (!plan.stream) {

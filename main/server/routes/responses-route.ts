@@ -50,7 +50,7 @@ export function responsesRoute(ctx: ServerContext, library: DocumentLibrary): Ro
     res.locals.model = model.id
     const lifetime = requestLifetime(res, ctx.settings.requestTimeoutMs)
     try {
-      const documents = await DocumentInputs.read(chat, model, { library, folder: ctx.folder, scheduler: ctx.scheduler, retrieval: ctx.settings.retrieval, owner, signal: lifetime.signal })
+      const documents = await DocumentInputs.read(chat, model, { library, folder: ctx.folder, scheduler: ctx.scheduler, retrieval: ctx.settings.retrieval, notices, owner, signal: lifetime.signal })
       const images = new Map<string, Buffer>()
       const firstPlan = await planChat(documents.apply(chat), model, key, images)
       const servers = await connectMcpServers(tools.mcpRequests, ctx.mcp, { req, res }, notices, lifetime.signal)

@@ -1,10 +1,12 @@
 /**
- * One streamed /v1/responses answer, read into the conversation's turns: the model's turns (text,
- * thinking, calls), the results of the MCP tools the server ran between them (tool turns), the
- * calls waiting for the person's approval, and the documents' texts it was given (the answer's
- * sources). Text reaches the screen at most every `showEveryMs`: a fast model sends hundreds of
- * deltas a second, and each re-render parses the whole answer again.
+ * One streamed /v1/responses answer, read into the answer's items (what the next request sends
+ * back) and the conversation's turns (what the screen shows): the model's turns (text, thinking,
+ * calls), the results of the MCP tools the server ran between them (tool turns), the calls waiting
+ * for the person's approval, and the documents' texts it was given (the answer's sources). Text
+ * reaches the screen at most every `showEveryMs`: a fast model sends hundreds of deltas a second,
+ * and each re-render parses the whole answer again.
  */
+import { keptItem, type AnswerItem } from './answer-items.ts'
 import type { ChatTurn, Citation, ToolCallView } from './chat-messages.ts'
 import type { ResponseEvent, ResponseItem } from '../../../../main/server/wire-types.ts'
 
@@ -25,12 +27,15 @@ export interface StreamOutcome {
 }
 
 /**
- * Reads the events into `turns`. The answer's first turn is the last of `turns` when it is an
- * empty assistant turn; a model turn after tool results is a new one. Failures end up on the turn
- * (`error`), not thrown; a stop leaves what was said.
+ * Reads the events into `items` (each output item once it is done) and `turns`. The answer's first
+ * turn is the last of `turns` when it is an empty assistant turn; a model turn after tool results
+ * is a new one. Failures end up on the turn (`error`), not thrown; a stop leaves what was said, in
+ * the items too (a call cut off while it ran stays `in_progress`, for finishCalls).
  */
-export async function readResponse(turns: ChatTurn[], events: AsyncIterable<ResponseEvent>, signal: AbortSignal, hooks: StreamHooks): Promise<StreamOutcome> {
+export async function readResponse(turns: ChatTurn[], items: AnswerItem[], events: AsyncIterable<ResponseEvent>, signal: AbortSignal, hooks: StreamHooks): Promise<StreamOutcome> {
   const approvals: ToolCallView[] = []
+  /** The item being streamed (the server closes each before it opens the next), as said so far. */
+  let open: ResponseItem | undefined
   const calls = new Map<string, ToolCallView>()
   const started = new Map<string, number>()
   let sources: Citation[] = []
@@ -65,6 +70,7 @@ export async function readResponse(turns: ChatTurn[], events: AsyncIterable<Resp
   }
 
   const added = (item: ResponseItem) => {
+    open = structuredClone(item)
     switch (item.type) {
       case 'message':
       case 'reasoning':
@@ -89,6 +95,8 @@ export async function readResponse(turns: ChatTurn[], events: AsyncIterable<Resp
   }
 
   const done = (item: ResponseItem) => {
+    open = undefined
+    items.push(keptItem(item))
     switch (item.type) {
       case 'mcp_call': {
         const id = item.approval_request_id ?? item.id
@@ -139,12 +147,14 @@ export async function readResponse(turns: ChatTurn[], events: AsyncIterable<Resp
           break
         }
         case 'response.output_text.delta':
+          if (open?.type === 'message') open.content = [{ type: 'output_text', text: (open.content[0]?.text ?? '') + (event.delta ?? '') }]
           firstDeltaMs ??= performance.now()
           unshown += event.delta ?? ''
           timer ??= setTimeout(show, hooks.showEveryMs ?? 50)
           break
         case 'response.reasoning_text.delta': {
           firstDeltaMs ??= performance.now()
+          if (open?.type === 'reasoning') open.content = [{ type: 'reasoning_text', text: (open.content?.[0]?.text ?? '') + (event.delta ?? '') }]
           const turn = answer()
           turn.reasoning = (turn.reasoning ?? '') + (event.delta ?? '')
           break
@@ -152,6 +162,7 @@ export async function readResponse(turns: ChatTurn[], events: AsyncIterable<Resp
         case 'response.function_call_arguments.delta': {
           const call = calls.get(event.item_id ?? '')
           if (call) call.arguments += event.delta ?? ''
+          if (open?.type === 'function_call') open.arguments += event.delta ?? ''
           break
         }
         case 'response.completed':
@@ -181,5 +192,13 @@ export async function readResponse(turns: ChatTurn[], events: AsyncIterable<Resp
   } finally {
     clearTimeout(timer)
     show()
+    if (open && said(open)) items.push(keptItem(open.type === 'message' ? { ...open, status: 'incomplete' } : open))
   }
+}
+
+/** Whether an item cut off mid-stream has anything in it for the model to read again. */
+function said(item: ResponseItem): boolean {
+  if (item.type === 'message') return Boolean(item.content[0]?.text)
+  if (item.type === 'reasoning') return Boolean(item.content?.[0]?.text)
+  return true
 }

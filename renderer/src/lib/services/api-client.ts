@@ -45,6 +45,15 @@ export interface RequestOptions {
   /** A plain object is sent as JSON; FormData as multipart. */
   body?: unknown
   signal?: AbortSignal
+  /** What the server set aside or did differently for this request (its `Warning` header), once the answer starts. */
+  onNotices?: (notices: string[]) => void
+}
+
+/** The texts of the server's `Warning: 299 hearth "…"` notices (request-notices.ts). */
+export function noticesOf(headers: Headers): string[] {
+  const header = headers.get('warning')
+  if (!header) return []
+  return [...header.matchAll(/299 hearth "((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]!.replace(/\\(.)/g, '$1'))
 }
 
 export class ApiClient {
@@ -100,6 +109,8 @@ export class ApiClient {
    */
   async *events<T>(path: string, options: RequestOptions = {}): AsyncGenerator<T> {
     const response = await this.request(path, options)
+    const notices = noticesOf(response.headers)
+    if (notices.length) options.onNotices?.(notices)
     if (!response.body) throw new ApiError('The server sent an empty stream', response.status)
     for await (const event of readSseJson<T>(response.body, options.signal)) {
       const error = apiErrorFrom(event, 500)

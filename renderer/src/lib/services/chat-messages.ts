@@ -1,9 +1,11 @@
 /**
- * A conversation as the UI keeps it, and the /v1/responses request made from it. The API takes one
- * image per request, so only the newest picture in the conversation travels; older pictures stay
- * on screen and their words still go along. Tool results are turns of their own (role 'tool'),
- * sent back as the `mcp_call` items they came as.
+ * A conversation as the UI keeps it, and the /v1/responses request made from it: the person's
+ * questions, and each answer as the Responses items it came as (answer-items.ts), sent back as
+ * they are. The API takes one image per request, so only the newest picture in the conversation
+ * travels; older pictures stay on screen and their words still go along. The answer's turns (its
+ * text, calls and tool results, role 'tool') are what the screen shows.
  */
+import type { AnswerItem } from './answer-items.ts'
 import type { CitationMark } from './citation-marks.ts'
 
 export interface Usage {
@@ -14,7 +16,7 @@ export interface Usage {
 export interface ChatTurn {
   id: string
   role: 'user' | 'assistant' | 'tool'
-  /** For a tool turn: the tool's result (or why the call failed), as the model is told it. */
+  /** For a tool turn: the tool's result (or why the call failed, or that the person denied it), as shown. */
   text: string
   /** A data URL (user turns only). */
   image?: string
@@ -36,6 +38,8 @@ export interface ChatTurn {
   citations?: Citation[]
   /** Where the answer cites them (the server's file citations), by source number. */
   citationMarks?: CitationMark[]
+  /** What the server said it set aside or did differently for this answer (assistant turns). */
+  notices?: string[]
   /** The server's tool loop ended here at its limit, after this many tool rounds (assistant turns). */
   toolRoundLimit?: number
   /** Tool turns: the call this answers, and which server's tool ran. */
@@ -44,6 +48,12 @@ export interface ChatTurn {
   name?: string
   isError?: boolean
   durationMs?: number
+  /**
+   * The assistant turn that opens an answer: the answer as the server sent it (every request's
+   * output items) with the person's approval responses, in order. What the model reads of the
+   * answer; the answer's other turns are for the screen.
+   */
+  items?: AnswerItem[]
 }
 
 export interface DocumentRef {
@@ -107,14 +117,8 @@ export function parseTools(text: string): { tools?: unknown[]; error?: string } 
   }
 }
 
-/** One item of a /v1/responses request's `input`, as the chat sends them. */
-export type InputItem =
-  | { role: 'user'; content: InputPart[] }
-  | { type: 'message'; role: 'assistant'; content: Array<{ type: 'output_text'; text: string }> }
-  | { type: 'function_call'; call_id: string; name: string; arguments: string }
-  | { type: 'mcp_call'; id: string; server_label: string; name: string; arguments: string; output: string | null; error: string | null }
-  | { type: 'mcp_approval_request'; id: string; server_label: string; name: string; arguments: string }
-  | { type: 'mcp_approval_response'; approval_request_id: string; approve: boolean }
+/** One item of a /v1/responses request's `input`: a question, or an item of an answer. */
+export type InputItem = { role: 'user'; content: InputPart[] } | AnswerItem
 
 type InputPart = { type: 'input_text'; text: string } | { type: 'input_image'; image_url: string } | { type: 'input_file'; file_id: string }
 
@@ -146,8 +150,6 @@ export interface ToolServerUse {
 /** What a send adds to the conversation's own request. */
 export interface RequestOptions {
   toolServers?: readonly ToolServerUse[]
-  /** The person's answers to the calls waiting for approval (on the last answer). */
-  approvals?: ReadonlyArray<{ call: ToolCallView; approve: boolean }>
   /** The first request of a question, where the parameters ask for a tool call. */
   forceToolCall?: boolean
 }
@@ -157,8 +159,7 @@ export function cleanStopSequences(stop: readonly string[]): string[] {
   return stop.filter((s) => s !== '').slice(0, 4)
 }
 
-/** What the model is told of a call the person stopped before it finished. */
-export const STOPPED_TEXT = 'The person stopped the chat before this tool call finished.'
+/** What the person sees under a call they denied (the model reads the server's own words for it). */
 export const DENIED_TEXT = 'The person did not allow this tool call.'
 
 /**
@@ -172,42 +173,20 @@ export function buildResponsesRequest(model: string, turns: readonly ChatTurn[],
   const newestImage = turns.findLastIndex((t) => t.role === 'user' && t.image)
   const question = turns.findLastIndex((t) => t.role === 'user')
   const lastImageIndex = sees || newestImage === question ? newestImage : -1
-  const results = new Map(turns.filter((t) => t.role === 'tool').map((t) => [t.toolCallId ?? '', t]))
-  const answered = new Map((options.approvals ?? []).map((a) => [a.call.id, a.approve]))
   const input: InputItem[] = []
   turns.forEach((turn, index) => {
-    if (turn.role === 'tool') return // sent with the call it answers
-    if (turn.role === 'user') {
-      const content: InputPart[] = []
-      if (turn.text) content.push({ type: 'input_text', text: turn.text })
-      if (index === lastImageIndex && turn.image) content.push({ type: 'input_image', image_url: turn.image })
-      else if (turn.image && !turn.text) content.push({ type: 'input_text', text: '(a picture)' })
-      for (const d of turn.documents ?? []) content.push({ type: 'input_file', file_id: d.id })
-      if (content.length === 0) content.push({ type: 'input_text', text: '' })
-      input.push({ role: 'user', content })
+    if (turn.role !== 'user') {
+      // An answer is its items, as they came: the same bytes in every request.
+      input.push(...(turn.items ?? []))
       return
     }
-    // Failed answers have nothing to say; a stopped one said what it said.
-    if (turn.text) input.push({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: turn.text }] })
-    for (const stored of turn.toolCalls ?? []) {
-      // Conversations kept before the server ran the tools name the server on the result only.
-      const server = stored.server ?? results.get(stored.id)?.server
-      if (!server) {
-        input.push({ type: 'function_call', call_id: stored.id, name: stored.name, arguments: stored.arguments })
-        continue
-      }
-      const call = { ...stored, server }
-      const approve = answered.get(call.id)
-      if (approve !== undefined) {
-        input.push({ type: 'mcp_approval_request', id: call.id, server_label: call.server, name: call.name, arguments: call.arguments })
-        input.push({ type: 'mcp_approval_response', approval_request_id: call.id, approve })
-        continue
-      }
-      const result = results.get(call.id)
-      const failed = !result || result.isError === true
-      const text = result?.text ?? STOPPED_TEXT
-      input.push({ type: 'mcp_call', id: call.id, server_label: call.server, name: call.name, arguments: call.arguments, output: failed ? null : text, error: failed ? text : null })
-    }
+    const content: InputPart[] = []
+    if (turn.text) content.push({ type: 'input_text', text: turn.text })
+    if (index === lastImageIndex && turn.image) content.push({ type: 'input_image', image_url: turn.image })
+    else if (turn.image && !turn.text) content.push({ type: 'input_text', text: '(a picture)' })
+    for (const d of turn.documents ?? []) content.push({ type: 'input_file', file_id: d.id })
+    if (content.length === 0) content.push({ type: 'input_text', text: '' })
+    input.push({ role: 'user', content })
   })
   const body: ResponsesRequestBody = {
     model,

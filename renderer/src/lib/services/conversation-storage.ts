@@ -1,9 +1,11 @@
 /**
  * Conversations kept across restarts in localStorage. Storage is small (about 5 MB), so when it is
  * full the pictures of older conversations are dropped first, then their words are kept without
- * pictures at all, rather than losing the conversations.
+ * pictures at all, rather than losing the conversations. Answers kept before the page kept their
+ * Responses items get them as they load (conversation-upgrade.ts).
  */
 import type { ChatTurn } from './chat-messages.ts'
+import { withAnswerItems } from './conversation-upgrade.ts'
 
 export interface Conversation {
   id: string
@@ -20,7 +22,9 @@ const KEY = 'hearth.conversations.v1'
 export function loadConversations(storage: Storage = localStorage): Conversation[] {
   try {
     const parsed = JSON.parse(storage.getItem(KEY) ?? '[]') as unknown
-    return Array.isArray(parsed) ? (parsed as Conversation[]).filter((c) => c && typeof c.id === 'string' && Array.isArray(c.turns)) : []
+    if (!Array.isArray(parsed)) return []
+    const kept = (parsed as Conversation[]).filter((c) => c && typeof c.id === 'string' && Array.isArray(c.turns))
+    return kept.map((c) => ({ ...c, turns: withAnswerItems(c.turns) }))
   } catch {
     return []
   }

@@ -1,21 +1,14 @@
 /**
  * Conversations, the one picture waiting to be sent, the sampling parameters, and the answer being
  * streamed. The server's Responses API does the work: it runs the MCP tools (each once the person
- * allows it) and reads the documents; the page sends the conversation, shows what comes back, and
- * answers approvals. Conversations are saved when an answer or a tool call ends (not per token),
- * parameters as they change.
+ * allows it) and reads the documents; the page sends the conversation (each answer as the items it
+ * came as), shows what comes back, and answers approvals with `mcp_approval_response` items.
+ * Conversations are saved when an answer or a tool call ends (not per token), parameters as they
+ * change.
  */
+import { BROKEN_OFF_TEXT, finishCalls, STOPPED_TEXT } from '../services/answer-items.ts'
 import { readResponse } from '../services/answer-stream.ts'
-import {
-  buildResponsesRequest,
-  conversationTitle,
-  DEFAULT_PARAMETERS,
-  DENIED_TEXT,
-  STOPPED_TEXT,
-  type ChatParameters,
-  type ChatTurn,
-  type ToolCallView,
-} from '../services/chat-messages.ts'
+import { buildResponsesRequest, conversationTitle, DEFAULT_PARAMETERS, DENIED_TEXT, type ChatParameters, type ChatTurn, type ToolCallView } from '../services/chat-messages.ts'
 import { loadConversations, saveConversations, type Conversation } from '../services/conversation-storage.ts'
 import { conversationDocuments } from '../services/document-files.ts'
 import { readImage, type ImageAttachment } from '../services/image-attachment.ts'
@@ -219,38 +212,36 @@ class ChatStore {
     const model = this.model
     const sees = this.canSeeImages
     const turns = conversation.turns
-    turns.push({ id: newId(), role: 'assistant', text: '', model })
+    turns.push({ id: newId(), role: 'assistant', text: '', model, items: [] })
+    // The state's own array (it wraps what it is given): what the next request sends back.
+    const items = turns.at(-1)!.items!
     try {
       const names = this.canCallTools ? (conversation.toolServers ?? []) : []
       const servers = (await mcp.usable(names, signal)).map((name) => ({ name, alwaysAllowed: this.approvals.toolsOf(name) }))
-      let approvals: Array<{ call: ToolCallView; approve: boolean }> = []
       for (let request = 0; ; request++) {
-        const body = buildResponsesRequest(model, turns, this.parameters, sees, { toolServers: servers, approvals, forceToolCall: request === 0 })
-        const events = api.events<ResponseEvent>('/v1/responses', { body, signal })
-        const outcome = await readResponse(turns, events, signal, { newId, model, onRunning: (id) => this.running(id) })
+        const body = buildResponsesRequest(model, turns, this.parameters, sees, { toolServers: servers, forceToolCall: request === 0 })
+        let notices: string[] = []
+        const events = api.events<ResponseEvent>('/v1/responses', { body, signal, onNotices: (given) => (notices = given) })
+        const outcome = await readResponse(turns, items, events, signal, { newId, model, onRunning: (id) => this.running(id) })
+        const answered = turns.findLast((t) => t.role === 'assistant')
+        if (answered && notices.length) answered.notices = [...new Set([...(answered.notices ?? []), ...notices])]
         this.persist()
         if (outcome.ended || outcome.approvals.length === 0) return
-        approvals = []
         for (const call of outcome.approvals) {
           const choice = await untilStopped(this.approve(call), signal)
-          approvals.push({ call, approve: choice !== 'deny' })
-          // The denial shows under the call at once; the model hears it with the next request.
+          // The server words what a denial tells the model; the page only says it on screen, at once.
+          items.push({ type: 'mcp_approval_response', approval_request_id: call.id, approve: choice !== 'deny' })
           if (choice === 'deny') turns.push({ id: newId(), role: 'tool', toolCallId: call.id, name: call.name, server: call.server!, text: DENIED_TEXT, isError: true })
         }
       }
     } catch (e) {
       if (!signal.aborted) this.lastAnswer(conversation)!.error = (e as Error).message
     } finally {
-      if (signal.aborted) {
-        // Every call gets an answer, even a stopped one: the next request must say what became of it.
-        const answered = new Set(turns.filter((t) => t.role === 'tool').map((t) => t.toolCallId))
-        for (const turn of turns.filter((t) => t.role === 'assistant')) {
-          for (const call of turn.toolCalls ?? []) {
-            if (call.server && !answered.has(call.id)) turns.push({ id: newId(), role: 'tool', toolCallId: call.id, name: call.name, server: call.server, text: STOPPED_TEXT, isError: true })
-          }
-        }
-        this.lastAnswer(conversation)!.stopped = true
+      // Every call gets an outcome, even a stopped one: the next request must say what became of it.
+      for (const call of finishCalls(items, signal.aborted ? STOPPED_TEXT : BROKEN_OFF_TEXT)) {
+        turns.push({ id: newId(), role: 'tool', toolCallId: call.approval_request_id ?? call.id, name: call.name, server: call.server_label, text: call.error ?? '', isError: true })
       }
+      if (signal.aborted) this.lastAnswer(conversation)!.stopped = true
       this.approval = undefined
       this.decide = undefined
       this.runningCallId = undefined

@@ -7,8 +7,8 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { engineCacheDir } from '../../../engines/build/llama-build.ts'
-import { pinnedLlamaSource } from '../../../engines/build/pinned-source.ts'
+import { engineCacheDir } from '../../../engines/builder/llama-build.ts'
+import { pinnedLlamaSource } from '../../../engines/builder/pinned-source.ts'
 import { realModelsDir } from './catalog.ts'
 
 /** numpy as the pinned converter's requirements pin it; PyYAML for gguf-py's model card reader. */

@@ -16,7 +16,7 @@ export function whisperRecipe(gpu: GpuToolkit, portable = false): BuildRecipe {
     commit: LLAMA_SOURCE.commit,
     sourceVersion: `whisper.cpp ${WHISPER_SOURCE.whisperVersion} (${WHISPER_SOURCE.npmPackage}@${WHISPER_SOURCE.version}), ggml of llama.cpp ${LLAMA_SOURCE.commit.slice(0, 7)}`,
     programs: WHISPER_PROGRAMS,
-    // Our CMakeLists.txt (native-build/whisper/) builds what Hearth runs, nothing else.
+    // Our CMakeLists.txt (engines/builder/whisper/) builds what Hearth runs, nothing else.
     flags: ggmlFlags(gpu, portable),
     source: pinnedWhisperSource,
     selfTest: (dir, scratch, onRun) => selfTestWhisper((program) => programPath(dir, program), scratch, onRun, gpu === 'none' ? {} : { gpu }),

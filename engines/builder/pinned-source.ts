@@ -204,7 +204,7 @@ export function pinnedWhisperSource(cacheDir: string, log: (line: string) => voi
 }
 
 /**
- * Hearth's own files in whisper.cpp's tree (`native-build/whisper/`): the package's top-level
+ * Hearth's own files in whisper.cpp's tree (`engines/builder/whisper/`): the package's top-level
  * CMakeLists.txt includes files it does not ship, so ours builds what Hearth runs, with the
  * self-test's program beside it.
  */

@@ -1,13 +1,15 @@
 /**
  * A Hearth chat job as the body of a llama-server `/v1/chat/completions` request (and a completion
- * job as one for `/completion` or `/infill`), field by field.
+ * job as one for `/completion` or `/infill`), field by field. Shared by both engines that talk to a
+ * llama-server: ours (llama-server/) writes the whole body, and a remote one (remote/) the parts a
+ * copy's chat template needs (its traits come from the copy's `/props`).
  * Sampling is stated in full (min_p 0, no DRY or XTC…), so llama-server's own defaults never change
  * what the contract promises.
  */
 import { createHash } from 'node:crypto'
-import type { ChatContentPart, ChatJob, ChatMessage, CompleteJob, Sampling, ToolDefinition } from '../engine-jobs.ts'
-import { openAiMessages } from '../openai-messages.ts'
-import { ModelError } from '../errors.ts'
+import type { ChatContentPart, ChatJob, ChatMessage, CompleteJob, Sampling, ToolDefinition } from './engine-jobs.ts'
+import { openAiMessages } from './openai-messages.ts'
+import { ModelError } from './errors.ts'
 
 /** What the model's chat template demands beyond OpenAI's shapes. */
 export interface TemplateQuirks {

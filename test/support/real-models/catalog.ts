@@ -6,7 +6,7 @@
  */
 import { existsSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { engineCacheDir } from '../../../engines/build/llama-build.ts'
+import { engineCacheDir } from '../../../engines/builder/llama-build.ts'
 
 export interface PinnedWheel {
   package: string

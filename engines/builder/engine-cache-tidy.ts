@@ -10,6 +10,7 @@
  */
 import { existsSync, lstatSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { formatBytes } from '../../models/format-bytes.ts'
 
 /** A build not used for this long is removed (another clone or CPU that shares the home folder would build it again). */
 export const UNUSED_BUILD_DAYS = 30
@@ -115,9 +116,4 @@ function sizeOf(path: string): number {
   } catch {
     return 0
   }
-}
-
-function formatBytes(bytes: number): string {
-  if (bytes >= 1024 ** 3) return `${(bytes / 1024 ** 3).toFixed(1)} GB`
-  return `${Math.round(bytes / 1024 ** 2)} MB`
 }
