@@ -16,7 +16,7 @@ import { KeywordIndex, searchTerms } from '../main/server/documents/keyword-inde
 import { DocumentStore } from '../main/server/documents/document-store.ts'
 import { ApiError } from '../main/server/http-errors.ts'
 import OpenAI, { toFile } from 'openai'
-import type { ChatJob, EmbedJob } from '../engines/engine-jobs.ts'
+import type { ChatJob, EmbedJob, RerankJob } from '../engines/engine-jobs.ts'
 import { ModelError } from '../engines/errors.ts'
 import { minimalDocx, minimalPdf, storedZip } from './support/document-files.ts'
 import { plainScript, startInProcessServer, type InProcessServer, type Script } from './support/in-process-server.ts'
@@ -444,6 +444,29 @@ describe('/v1/files and documents in chats', () => {
     const embedded = (bert.jobs as EmbedJob[]).flatMap((j) => j.inputs).length
     await ask()
     expect((bert.jobs as EmbedJob[]).flatMap((j) => j.inputs).length).toBe(embedded + 1) // only the question again
+  })
+
+  it('orders the best parts again with the reranker of the folder, where it has one', async () => {
+    const rerankDir = mkdtempSync(join(tmpdir(), 'hearth-documents-rerank-'))
+    writeTinyLlama(join(rerankDir, 'tiny.gguf'), { contextLength: 2048 })
+    writeTinyBert(join(rerankDir, 'bert.gguf'), { contextLength: 512 })
+    writeTinyBert(join(rerankDir, 'judge.gguf'), { contextLength: 512, reranker: true })
+    const withReranker = await startInProcessServer({ modelsDir: rerankDir })
+    try {
+      const question = 'What colour did the keeper paint the lighthouse door?'
+      const body = { model: 'tiny', messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: Buffer.from(longText()).toString('base64'), filename: 'long.txt' } }, { type: 'text', text: question }] }] }
+      expect((await postJson(withReranker, '/v1/chat/completions', body)).status).toBe(200)
+      const judge = withReranker.engines.find((e) => e.model.id === 'judge')!
+      const [job] = judge.jobs as RerankJob[]
+      expect(job).toMatchObject({ type: 'rerank', query: question })
+      expect(job!.documents.length).toBeGreaterThan(1)
+      expect(job!.documents.length).toBeLessThanOrEqual(24)
+      // The scripted reranker favours the part sharing most words with the question: it opens the excerpts.
+      const excerpts = lastQuestion(withReranker)
+      expect(excerpts.slice(excerpts.indexOf('[1] long.txt'), excerpts.indexOf('[2] long.txt'))).toContain('secret colour')
+    } finally {
+      await withReranker.stop()
+    }
   })
 
   it('finds the parts by their words when the folder has no embedding model, and says which one to download', async () => {
