@@ -33,7 +33,7 @@ const PART_TOKENS = 80
 const INPUTS_PER_JOB = 32
 
 /** A models folder with the chat model, its context cut to 2,048, and one embedding model. */
-function modelsWith(chat: string, embedderId: string, embedder: string): string {
+export function modelsWith(chat: string, embedderId: string, embedder: string): string {
   const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-retrieval-bench-models-'))
   linkOrCopy(embedder, join(modelsDir, `${embedderId}.gguf`))
   linkOrCopy(chat, join(modelsDir, `${CHAT}.gguf`))
@@ -42,7 +42,7 @@ function modelsWith(chat: string, embedderId: string, embedder: string): string 
 }
 
 /** Each way of finding parts on its own server: the share of facts among the given parts, of answers naming them, and of those citing them. */
-async function measureMethods(modelsDir: string, methods: RetrievalMethod[], answers: boolean): Promise<Record<string, number>> {
+export async function measureMethods(modelsDir: string, methods: RetrievalMethod[], answers: boolean): Promise<Record<string, number>> {
   const { documents, questions } = retrievalCorpus()
   const results: Record<string, number> = {}
   for (const method of methods) {
