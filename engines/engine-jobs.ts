@@ -20,6 +20,8 @@ export interface EngineLoadSpec {
   speculative?: { draftPath: string } | { ngram: true }
   /** Speech models: the voice-activity model (Silero) that `SpeechJob.vad` runs, when there is one. */
   vadModelPath?: string
+  /** Chat models whose file has no template: the Jinja source llama-server gets instead of its ChatML default. */
+  chatTemplate?: string
   /** Chat models: MiB of host RAM for prompts pushed out of their slots (llama-server's `--cache-ram`). */
   promptCacheMiB?: number
 }

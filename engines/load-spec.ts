@@ -1,3 +1,4 @@
+import { fallbackTemplateSource } from '../models/catalog/fallback-templates.ts'
 import type { ModelRecord } from '../models/catalog/model-record.ts'
 import type { EngineLoadSpec } from './engine-jobs.ts'
 
@@ -28,6 +29,7 @@ export function loadSpecFor(model: ModelRecord, defaults: EngineDefaults): Engin
     gpuLayers: gpu === 'all' ? ALL_LAYERS : gpu === 'auto' ? AUTO_LAYERS : (gpu ?? defaults.gpuLayers),
     parallel: slotsFor(model, defaults),
     ...(model.vadModelPath ? { vadModelPath: model.vadModelPath } : {}),
+    ...(model.kind === 'chat' && model.templateGuessed && fallbackTemplateSource(model.templateGuessed) ? { chatTemplate: fallbackTemplateSource(model.templateGuessed) } : {}),
     ...(model.kind !== 'chat'
       ? {}
       : model.draftPath

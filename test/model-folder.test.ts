@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
@@ -53,6 +53,21 @@ describe('ModelFolder', () => {
       kind: 'chat',
       hasChatTemplate: false,
     })
+  })
+
+  it('lists a model file linked into the folder from elsewhere, and skips a dangling link', async () => {
+    const linkDir = mkdtempSync(join(tmpdir(), 'hearth-folder-links-'))
+    const elsewhere = mkdtempSync(join(tmpdir(), 'hearth-folder-elsewhere-'))
+    writeTinyLlama(join(elsewhere, 'kept-elsewhere.gguf'))
+    symlinkSync(join(elsewhere, 'kept-elsewhere.gguf'), join(linkDir, 'linked.gguf'))
+    symlinkSync(join(elsewhere, 'gone.gguf'), join(linkDir, 'dangling.gguf'))
+    mkdirSync(join(elsewhere, 'family'))
+    writeTinyLlama(join(elsewhere, 'family', 'member.gguf'))
+    symlinkSync(join(elsewhere, 'family'), join(linkDir, 'family'))
+    const { models, broken } = await new ModelFolder(linkDir).scan()
+    expect(models.map((m) => m.id)).toEqual(['family/member', 'linked'])
+    expect(models.find((m) => m.id === 'linked')).toMatchObject({ kind: 'chat', hasChatTemplate: true })
+    expect(broken).toEqual([])
   })
 
   it('reads context, kind and chat template from the headers', async () => {

@@ -232,7 +232,7 @@ describe("Ollama's store", () => {
     expect(models['someone/vision-tiny:q8']).toMatchObject({ ownedBy: 'someone', capabilities: expect.arrayContaining(['vision']) })
     expect(models['someone/vision-tiny:q8']!.projectorPath).toMatch(new RegExp(`sha256-${sha256(readFileSync(files.projector))}$`))
     expect(models['someone/vision-tiny:q8']!.projectorSizeBytes).toBe(statSync(files.projector).size)
-    expect(models['example.com:5000/team/plain:v1']).toMatchObject({ ownedBy: 'team', hasChatTemplate: false, templateGuessed: true })
+    expect(models['example.com:5000/team/plain:v1']).toMatchObject({ ownedBy: 'team', hasChatTemplate: false, templateGuessed: 'chatml' })
   })
 
   it('lists what llama.cpp cannot load, with the reason, and never serves it', () => {
@@ -303,7 +303,7 @@ describe('LM Studio, the Hugging Face cache and llama.cpp', () => {
   })
 
   it("serves llama.cpp's cached files by their names", () => {
-    expect(byId(snapshot)['llama.cpp/ggml-org_tiny-GGUF_tiny-q8_0']).toMatchObject({ source: { kind: 'llama.cpp' }, ownedBy: 'llama.cpp', templateGuessed: true })
+    expect(byId(snapshot)['llama.cpp/ggml-org_tiny-GGUF_tiny-q8_0']).toMatchObject({ source: { kind: 'llama.cpp' }, ownedBy: 'llama.cpp', templateGuessed: 'chatml' })
   })
 
   it('reads only the stores turned on', async () => {

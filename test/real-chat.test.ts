@@ -319,4 +319,27 @@ describe.skipIf(!gemma || !llamaBuild)('Gemma 3 270M (base, Q4_K_M as shipped), 
     expect(await complete(hearth.url, hearth.headers, prompt, true)).toBe(whole)
     expect(await complete(upstream.url, {}, prompt, true)).toBe(whole)
   })
+
+  // The file has no chat template: llama.cpp alone would frame the chat as ChatML, which Gemma never saw.
+  it("chats in Gemma's own turns, chosen from the file, where llama.cpp alone would use ChatML", async () => {
+    const headers = { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json' }
+    const listed = await (await fetch(`${server.url}/api/models`, { headers })).json()
+    expect(listed.models.find((m: { id: string }) => m.id === GEMMA)).toMatchObject({ template_guessed: 'gemma' })
+    const question = 'What is the capital of France?'
+    const res = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ model: GEMMA, messages: [{ role: 'system', content: 'Answer in one word.' }, { role: 'user', content: question }], max_tokens: 12, temperature: 0 }),
+    })
+    const chat = await res.json()
+    expect(res.status, JSON.stringify(chat)).toBe(200)
+    // The same answer, token for token, as llama-server gives the prompt written in Gemma's turns by hand.
+    const gemmaTurns = `<start_of_turn>user\nAnswer in one word.\n\n${question}<end_of_turn>\n<start_of_turn>model\n`
+    const tokens = (await (await fetch(`${upstream.url}/tokenize`, { method: 'POST', body: JSON.stringify({ content: gemmaTurns, add_special: true }) })).json()).tokens
+    expect(chat.usage.prompt_tokens).toBe(tokens.length)
+    const byHand = await (await fetch(`${upstream.url}/v1/completions`, { method: 'POST', body: JSON.stringify({ prompt: gemmaTurns, max_tokens: 12, temperature: 0 }) })).json()
+    expect(chat.choices[0].message.content.trim()).toBe(byHand.choices[0].text.trim())
+    expect(chat.usage.completion_tokens).toBe(byHand.usage.completion_tokens)
+    expect(chat.choices[0].message.content).not.toMatch(/<\|im_(start|end)\|>/)
+  })
 })

@@ -9,12 +9,13 @@ import { LLAMA_SOURCE, llamaSourceId, patchedLlamaSource } from './pinned-source
 export { engineCacheDir, programPath, type GpuToolkit, type NativeBuild as LlamaBuild } from './cmake-build.ts'
 export { EngineBuildError } from './pinned-source.ts'
 
-export const LLAMA_PROGRAMS = ['llama-server', 'llama-bench', 'llama-quantize'] as const
+// rpc-server: the lender's side of llama.cpp's RPC backend, for a model pooled over machines (docs/pool.md).
+export const LLAMA_PROGRAMS = ['llama-server', 'llama-bench', 'llama-quantize', 'ggml-rpc-server'] as const
 
 export function llamaRecipe(gpu: GpuToolkit, portable = false): BuildRecipe {
   if (portable) {
     const native = llamaRecipe(gpu)
-    return { ...native, name: 'llama-portable', portable, flags: [...ggmlFlags(gpu, true), ...native.flags.filter((f) => f.startsWith('-DLLAMA_'))] }
+    return { ...native, name: 'llama-portable', portable, flags: [...ggmlFlags(gpu, true), ...native.flags.filter((f) => f.startsWith('-DLLAMA_') || f === '-DGGML_RPC=ON')] }
   }
   return {
     name: 'llama',
@@ -36,6 +37,8 @@ export function llamaRecipe(gpu: GpuToolkit, portable = false): BuildRecipe {
       `-DGGML_CUDA=${gpu === 'cuda' ? 'ON' : 'OFF'}`,
       `-DGGML_VULKAN=${gpu === 'vulkan' ? 'ON' : 'OFF'}`,
       `-DGGML_METAL=${gpu === 'metal' ? 'ON' : 'OFF'}`,
+      // llama-server takes `--rpc` to borrow other machines' memory; rpc-server lends this one's.
+      '-DGGML_RPC=ON',
     ],
     source: patchedLlamaSource,
     selfTest: (dir, scratch, onRun) => selfTestLlama((program) => programPath(dir, program), scratch, onRun, gpu === 'none' ? {} : { gpu }),

@@ -34,6 +34,7 @@ export function llamaServerArgs(spec: EngineLoadSpec, options: { slotCacheDir?: 
   } else {
     // Thinking comes apart from the answer (`reasoning_content`), as OpenAI-style clients expect.
     args.push('--jinja', '--reasoning-format', 'deepseek', '--cache-ram', String(spec.promptCacheMiB ?? DEFAULT_PROMPT_CACHE_MIB))
+    if (spec.chatTemplate) args.push('--chat-template', spec.chatTemplate)
     if (options.slotCacheDir) args.push('--slot-save-path', options.slotCacheDir)
   }
   if (spec.projectorPath) args.push('--mmproj', spec.projectorPath)

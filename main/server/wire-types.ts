@@ -47,8 +47,8 @@ export interface ManagedModel extends ModelObject {
   file: string | null
   /** The folder of the other program's store the file lies in; absent for Hearth's own folder. */
   source_dir?: string
-  /** The file has no chat template: llama.cpp's default (ChatML) is used. */
-  template_guessed?: boolean
+  /** The file has no chat template: the format Hearth chose from its architecture and vocabulary (`gemma`, `llama3`, `phi3`, `chatml`). */
+  template_guessed?: string
   replicas?: ReplicaObject[]
   mmproj: string | null
   kind: ModelKind

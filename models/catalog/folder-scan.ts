@@ -205,8 +205,10 @@ export class FolderScanner {
       for (const d of names) {
         if (d.name.startsWith('.')) continue
         const full = join(dir, d.name)
-        if (d.isDirectory() && depth < MAX_DISCOVERY_DEPTH) await walk(full, depth + 1)
-        else if (d.isFile() && MODEL_EXTENSIONS.has(extname(d.name).toLowerCase()) && !LATER_SPLIT_PART.test(d.name)) {
+        // A link is what it points at: people link the files they keep elsewhere (a dangling one is skipped).
+        const target = d.isSymbolicLink() ? await stat(full).catch(() => undefined) : d
+        if (target?.isDirectory() && depth < MAX_DISCOVERY_DEPTH) await walk(full, depth + 1)
+        else if (target?.isFile() && MODEL_EXTENSIONS.has(extname(d.name).toLowerCase()) && !LATER_SPLIT_PART.test(d.name)) {
           found.push(full)
         }
       }
@@ -433,7 +435,7 @@ function pairProjectors(
 /** What the GGUF says of itself, for the Ollama API's details; only the facts the file has. */
 function ggufFacts(header: Extract<ModelFileHeader, { format: 'gguf' }>, kind: ModelKind): Partial<ModelRecord> {
   const facts: Partial<ModelRecord> = {}
-  if (kind === 'chat' && header.chatTemplate === undefined) facts.templateGuessed = true
+  if (kind === 'chat' && header.chatTemplate === undefined) facts.templateGuessed = header.fallbackTemplate ?? 'chatml'
   if (header.fileType !== undefined) facts.fileType = header.fileType
   if (header.parameterCount !== undefined) facts.parameterCount = header.parameterCount
   if (header.sizeLabel !== undefined) facts.sizeLabel = header.sizeLabel

@@ -44,11 +44,19 @@ export async function readGgufMetadata(path: string): Promise<Record<string, Ggu
  * The metadata and the tensor infos, summed. Tensor infos that cannot be read leave `tensors`
  * undefined: the metadata is still what it is, and loading such a file fails in the engine as before.
  */
-export async function readGgufHeader(path: string): Promise<{ metadata: Record<string, GgufMetadataValue>; tensors: GgufTensorSummary | undefined }> {
-  return readGguf(path, true)
+export async function readGgufHeader(
+  path: string,
+  watchTokens: readonly string[] = [],
+): Promise<{ metadata: Record<string, GgufMetadataValue>; tensors: GgufTensorSummary | undefined; tokensFound: Set<string> }> {
+  return readGguf(path, true, watchTokens)
 }
 
-async function readGguf(path: string, withTensors: boolean): Promise<{ metadata: Record<string, GgufMetadataValue>; tensors: GgufTensorSummary | undefined }> {
+/** `watchTokens`: tokens to look for in the vocabulary as it is skipped (`tokensFound` says which it has). */
+async function readGguf(
+  path: string,
+  withTensors: boolean,
+  watchTokens: readonly string[] = [],
+): Promise<{ metadata: Record<string, GgufMetadataValue>; tensors: GgufTensorSummary | undefined; tokensFound: Set<string> }> {
   const handle = await open(path, 'r')
   try {
     const file = new FileCursor(handle)
@@ -59,12 +67,14 @@ async function readGguf(path: string, withTensors: boolean): Promise<{ metadata:
     const kvCount = await file.u64()
     if (kvCount > MAX_KV_COUNT) throw new GgufFormatError(`the header claims ${kvCount} metadata entries`)
     const metadata: Record<string, GgufMetadataValue> = {}
+    const tokensFound = new Set<string>()
     for (let i = 0; i < kvCount; i++) {
       const key = await file.string()
-      metadata[key] = await readValue(file, await file.u32())
+      const watch = key === 'tokenizer.ggml.tokens' && watchTokens.length > 0 ? { tokens: new Set(watchTokens), found: tokensFound } : undefined
+      metadata[key] = await readValue(file, await file.u32(), watch)
     }
     const tensors = withTensors ? await readTensorInfos(file, tensorCount).catch(() => undefined) : undefined
-    return { metadata, tensors }
+    return { metadata, tensors, tokensFound }
   } finally {
     await handle.close()
   }
@@ -89,7 +99,12 @@ async function readTensorInfos(file: FileCursor, count: number): Promise<GgufTen
   return summary
 }
 
-async function readValue(file: FileCursor, type: number): Promise<GgufMetadataValue> {
+interface TokenWatch {
+  tokens: ReadonlySet<string>
+  found: Set<string>
+}
+
+async function readValue(file: FileCursor, type: number, watch?: TokenWatch): Promise<GgufMetadataValue> {
   switch (type) {
     case TYPE.string:
       return file.string()
@@ -97,7 +112,7 @@ async function readValue(file: FileCursor, type: number): Promise<GgufMetadataVa
       const itemType = await file.u32()
       const length = await file.u64()
       if (itemType === TYPE.string) {
-        await file.skipStrings(length)
+        await file.skipStrings(length, watch)
       } else if (itemType === TYPE.array) {
         for (let i = 0; i < length; i++) await readValue(file, TYPE.array)
       } else {
@@ -160,20 +175,32 @@ class FileCursor {
     }
   }
 
-  /** Skips `count` strings: synchronously while they are in the window (a vocabulary is 150,000 of them). */
-  async skipStrings(count: number): Promise<void> {
+  /**
+   * Skips `count` strings: synchronously while they are in the window (a vocabulary is 150,000 of
+   * them), noting any of `watch.tokens` on the way (only strings of a watched length are decoded).
+   */
+  async skipStrings(count: number, watch?: TokenWatch): Promise<void> {
+    const lengths = new Set([...(watch?.tokens ?? [])].map((t) => Buffer.byteLength(t)))
     for (let left = count; left > 0; left--) {
       const end = this.windowStart + this.window.length
       if (this.position + 8 <= end) {
         const length = Number(this.window.readBigUInt64LE(this.position - this.windowStart))
         if (length > MAX_STRING_BYTES) throw new GgufFormatError(`a ${length}-byte string in the header`)
         if (this.position + 8 + length <= end) {
+          if (lengths.has(length)) this.note(this.position + 8 - this.windowStart, length, watch!)
           this.position += 8 + length
           continue
         }
       }
-      await this.skip(await this.u64())
+      const length = await this.u64()
+      if (lengths.has(length)) this.note(await this.take(length), length, watch!)
+      else await this.skip(length)
     }
+  }
+
+  private note(at: number, length: number, watch: TokenWatch): void {
+    const text = this.window.toString('utf8', at, at + length)
+    if (watch.tokens.has(text)) watch.found.add(text)
   }
 
   async skip(bytes: number): Promise<void> {

@@ -1,4 +1,5 @@
 import { open } from 'node:fs/promises'
+import { fallbackTemplateFor, TEMPLATE_MARKER_TOKENS, type FallbackTemplateName } from './fallback-templates.ts'
 import { ggufFileTypeName } from './gguf-file-types.ts'
 import { readGgufHeader, type GgufMetadataValue, type GgufTensorSummary } from './gguf-metadata.ts'
 
@@ -10,6 +11,8 @@ export type ModelFileHeader =
       name: string | undefined
       trainedContext: number | undefined
       chatTemplate: string | undefined
+      /** Where the file has no chat template: the format chosen for it (fallback-templates.ts). */
+      fallbackTemplate: FallbackTemplateName | undefined
       embeddingLength: number | undefined
       /** Shape facts the memory plan needs for the KV cache. */
       layers: number | undefined
@@ -63,21 +66,23 @@ async function readMagic(path: string): Promise<number | undefined> {
 }
 
 async function describeGguf(path: string): Promise<ModelFileHeader> {
-  let header: { metadata: Record<string, GgufMetadataValue>; tensors: GgufTensorSummary | undefined }
+  let header: { metadata: Record<string, GgufMetadataValue>; tensors: GgufTensorSummary | undefined; tokensFound: Set<string> }
   try {
-    header = await readGgufHeader(path)
+    header = await readGgufHeader(path, TEMPLATE_MARKER_TOKENS)
   } catch (e) {
     throw new CorruptModelFileError(`unreadable GGUF header: ${(e as Error).message}`)
   }
-  const { metadata, tensors } = header
+  const { metadata, tensors, tokensFound } = header
   const architecture = stringField(metadata['general.architecture'])
   const archKey = (key: string) => (architecture ? metadata[`${architecture}.${key}`] : undefined)
+  const chatTemplate = stringField(metadata['tokenizer.chat_template'])
   return {
     format: 'gguf',
     architecture,
     name: stringField(metadata['general.name']),
     trainedContext: numberField(archKey('context_length')),
-    chatTemplate: stringField(metadata['tokenizer.chat_template']),
+    chatTemplate,
+    fallbackTemplate: chatTemplate === undefined ? fallbackTemplateFor(architecture, tokensFound) : undefined,
     embeddingLength: numberField(archKey('embedding_length')),
     layers: numberField(archKey('block_count')),
     headCount: numberField(archKey('attention.head_count')),

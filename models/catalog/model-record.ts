@@ -4,6 +4,7 @@
  * them without needing each other.
  */
 import type { CatalogEntry } from './catalog-schema.ts'
+import type { FallbackTemplateName } from './fallback-templates.ts'
 import type { Capability, ModelKind } from './model-kinds.ts'
 import type { RemoteReplica } from './remote-target.ts'
 
@@ -43,8 +44,8 @@ export interface ModelRecord {
   source?: ModelSource
   /** A model of Ollama's store: its name and what its manifest adds to the GGUF. */
   ollama?: OllamaModelInfo
-  /** A chat model whose file has no chat template: llama.cpp formats its chats as ChatML, a guess. */
-  templateGuessed?: boolean
+  /** A chat model whose file has no chat template: the format Hearth chose for it, a guess (fallback-templates.ts). */
+  templateGuessed?: FallbackTemplateName
   /** The quantization as Ollama names it (`Q4_K_M`, `Q8_0`, `F16`), from the GGUF's `general.file_type`. */
   fileType?: string
   /** Parameters: every tensor's elements added up (what llama.cpp and Ollama count). */

@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto'
 import { stat } from 'node:fs/promises'
+import { fallbackTemplateNote, fallbackTemplateSource } from '../../../models/catalog/fallback-templates.ts'
 import { readGgufMetadata, type GgufMetadataValue } from '../../../models/catalog/gguf-metadata.ts'
 import type { ModelRecord } from '../../../models/catalog/model-record.ts'
 import type { LoadedModel } from '../../../engines/scheduler/model-scheduler.ts'
@@ -143,7 +144,7 @@ export async function showModel(model: ModelRecord, verbose: boolean) {
     parameters: Object.entries(parameters)
       .flatMap(([key, value]) => (Array.isArray(value) ? value : [value]).map((v) => `${key.padEnd(30)} ${JSON.stringify(v)}`))
       .join('\n'),
-    template: model.ollama?.template ?? template ?? '',
+    template: model.ollama?.template ?? template ?? (model.templateGuessed && fallbackTemplateSource(model.templateGuessed)) ?? '',
     ...(model.ollama?.system ? { system: model.ollama.system } : {}),
     details: detailsOf(model),
     model_info: modelInfo,
@@ -155,7 +156,7 @@ export async function showModel(model: ModelRecord, verbose: boolean) {
       id: model.id,
       file: model.remote ? null : model.path,
       source: model.source?.kind ?? 'hearth',
-      ...(model.templateGuessed ? { template: "guessed: the file has no chat template, so llama.cpp's default, ChatML, is used" } : {}),
+      ...(model.templateGuessed ? { template: fallbackTemplateNote(model.templateGuessed, model.architecture) } : {}),
     },
   }
 }

@@ -43,7 +43,7 @@ export function managedModel(ctx: ServerContext, m: ModelRecord, loaded: boolean
     ...modelObject(m, loaded, ctx.remotes),
     file: m.remote ? null : m.path,
     ...(m.source ? { source_dir: m.source.dir } : {}),
-    ...(m.templateGuessed ? { template_guessed: true } : {}),
+    ...(m.templateGuessed ? { template_guessed: m.templateGuessed } : {}),
     ...(m.remote && ctx.remotes
       ? {
           replicas: m.remote.replicas.map((r) => ({

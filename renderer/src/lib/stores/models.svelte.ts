@@ -31,8 +31,8 @@ export interface ModelInfo {
   remote: { health: RemoteHealth; hosts: string[] } | undefined
   /** A model another program downloaded, served where it lies (read only): which program, and its folder. */
   source: { kind: ModelSourceKind; dir: string | undefined } | undefined
-  /** The file has no chat template: llama.cpp's default is used. */
-  templateGuessed: boolean
+  /** The file has no chat template: the format chosen for it (`gemma`, `chatml`, …). */
+  templateGuessed: string | undefined
 }
 
 /** How the page names the programs whose models it lists. */
@@ -54,7 +54,7 @@ function fromWire(m: ListedModel): ModelInfo {
     kind: m.kind,
     remote: m.remote ? { health: m.remote.health, hosts: (m.replicas ?? []).map((r) => hostOf(r.base_url)) } : undefined,
     source: m.source ? { kind: m.source, dir: m.source_dir } : undefined,
-    templateGuessed: m.template_guessed === true,
+    templateGuessed: typeof m.template_guessed === 'string' ? m.template_guessed : undefined,
   }
 }
 
