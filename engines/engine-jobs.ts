@@ -20,6 +20,12 @@ export interface EngineLoadSpec {
   speculative?: { draftPath: string } | { ngram: true }
   /** Speech models: the voice-activity model (Silero) that `SpeechJob.vad` runs, when there is one. */
   vadModelPath?: string
+  /**
+   * A pooled model: llama-server borrows these machines' memory through `--rpc` (each the local
+   * end of a tunnel to a lender, and the lender's name for messages), and `fitMarginMiB` is what
+   * llama.cpp's fit leaves free on each.
+   */
+  rpc?: { endpoints: Array<{ endpoint: string; name: string }>; fitMarginMiB: number }
   /** Chat models whose file has no template: the Jinja source llama-server gets instead of its ChatML default. */
   chatTemplate?: string
   /** Chat models: MiB of host RAM for prompts pushed out of their slots (llama-server's `--cache-ram`). */

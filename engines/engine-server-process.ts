@@ -41,6 +41,8 @@ export class EngineServerProcess {
   private exited = false
   private exitReason = 'stopped'
   private killedBy: string | null = null
+  /** Why Hearth stopped the engine itself, where something outside it broke (a pooled model's lender). */
+  private stoppedBecause: string | undefined
   private readonly exitListeners: Array<() => void> = []
   /**
    * The connections streams go over, kept open between them (patch llama-17: llama-server no
@@ -161,6 +163,7 @@ export class EngineServerProcess {
   }
 
   crashError(): EngineDiedError {
+    if (this.stoppedBecause) return new EngineDiedError('engine_crashed', `the engine for model "${this.modelId}" stopped: ${this.stoppedBecause}; the next request loads it again`, this.killedBy, false)
     return new EngineDiedError('engine_crashed', `the engine for model "${this.modelId}" ${this.exitReason}; the next request reloads it${this.tellingLine()}`, this.killedBy, false)
   }
 
@@ -175,6 +178,13 @@ export class EngineServerProcess {
 
   kill(): void {
     if (!this.exited) this.child.kill('SIGKILL')
+  }
+
+  /** Kills the engine, and every request it had ends with `reason`. */
+  killBecause(reason: string): void {
+    if (this.exited) return
+    this.stoppedBecause ??= reason
+    this.kill()
   }
 
   /** The process's resident memory, 0 once it is gone. */
@@ -233,7 +243,7 @@ export class EngineServerProcess {
 }
 
 /** A port nobody listens on now; llama-server binds it a moment later. */
-function freeLoopbackPort(): Promise<number> {
+export function freeLoopbackPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer()
     probe.once('error', reject)
@@ -251,7 +261,7 @@ const hasSetpriv = process.platform === 'linux' && spawnSync('setpriv', ['--vers
  * which util-linux's setpriv sets before it execs the engine (same pid, no extra process). Elsewhere
  * a small shell watches the parent and takes the engine down with it.
  */
-function orphanSafe(program: string, args: string[]): [string, string[]] {
+export function orphanSafe(program: string, args: string[]): [string, string[]] {
   if (hasSetpriv) return ['setpriv', ['--pdeathsig', 'KILL', '--', program, ...args]]
   if (process.platform === 'win32') return [program, args]
   const watch = `"$@" & child=$!; while kill -0 ${process.pid} 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 1; done; kill -9 $child 2>/dev/null; wait $child`

@@ -25,6 +25,11 @@ export abstract class ServerEngine implements Engine {
     return this.server.stop()
   }
 
+  /** Stops the engine at once; what it was doing ends with an error that gives `reason`. */
+  stopBecause(reason: string): void {
+    this.server.killBecause(reason)
+  }
+
   async memoryBytes(): Promise<number> {
     return this.server.residentBytes()
   }

@@ -38,6 +38,10 @@ export function llamaServerArgs(spec: EngineLoadSpec, options: { slotCacheDir?: 
     if (options.slotCacheDir) args.push('--slot-save-path', options.slotCacheDir)
   }
   if (spec.projectorPath) args.push('--mmproj', spec.projectorPath)
+  if (spec.rpc) {
+    // llama.cpp's own placement: layers go where memory is free (the lenders report their caps).
+    args.push('--rpc', spec.rpc.endpoints.map((e) => e.endpoint).join(','), '--fit', 'on', '--fit-target', String(spec.rpc.fitMarginMiB))
+  }
   const speculative = spec.speculative
   if (speculative && 'draftPath' in speculative) {
     args.push('--spec-type', 'draft-simple', '--model-draft', speculative.draftPath, '--gpu-layers-draft', spec.gpuLayers < 0 ? 'auto' : String(spec.gpuLayers))

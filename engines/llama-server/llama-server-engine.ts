@@ -523,6 +523,7 @@ function chatError(status: number, body: string, limit: number, job: ChatJob): M
 
 /** Where the model's layers go: the build's GPU when layers are offloaded to one, else the CPU. */
 function devicesOf(build: LlamaBuild, spec: EngineLoadSpec): string[] {
-  return build.gpu === 'none' || spec.gpuLayers === 0 ? ['CPU'] : [build.gpu.toUpperCase(), 'CPU']
+  const local = build.gpu === 'none' || spec.gpuLayers === 0 ? ['CPU'] : [build.gpu.toUpperCase(), 'CPU']
+  return [...local, ...(spec.rpc?.endpoints.map((e) => `RPC ${e.name}`) ?? [])]
 }
 

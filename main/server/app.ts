@@ -22,6 +22,7 @@ import { filesRoute } from './routes/files-route.ts'
 import { downloadsRoute } from './routes/downloads-route.ts'
 import { healthRoute } from './routes/health-route.ts'
 import { keysRoute } from './routes/keys-route.ts'
+import { lendRoute } from './routes/lend-route.ts'
 import { managementRoute } from './routes/management-route.ts'
 import { mcpRoute } from './routes/mcp-route.ts'
 import { modelsRoute } from './routes/models-route.ts'
@@ -70,7 +71,7 @@ export function createApp(ctx: ServerContext, shared: SharedParts = sharedParts(
   app.use('/v1/messages', useAnthropicErrors)
   app.use('/v1', ...authenticated, modelsRoute(ctx), chatRoute(ctx, documents), completionsRoute(ctx), responsesRoute(ctx, documents), messagesRoute(ctx), embeddingsRoute(ctx), rerankRoute(ctx), speechRoute(ctx), filesRoute(ctx, documents))
   app.use('/api', ollamaRoute(ctx, auth, jsonBodyParser(ctx.settings.bodyLimitBytes, { anyContentType: true })))
-  app.use('/api', ...authenticated, managementRoute(ctx), downloadsRoute(ctx), keysRoute(ctx), mcpRoute(ctx), serverRoute(ctx, requests))
+  app.use('/api', ...authenticated, managementRoute(ctx), downloadsRoute(ctx), keysRoute(ctx), lendRoute(ctx), mcpRoute(ctx), serverRoute(ctx, requests))
   // API paths no router took never reach the page's files (`/api/%2e%2e` is a directory there).
   app.use(['/v1', '/api'], unknownRoute)
   app.use(webUi())

@@ -6,6 +6,7 @@ import type { BackendDevice } from '../../engines/llama-server/llama-devices.ts'
 import type { ModelScheduler } from '../../engines/scheduler/model-scheduler.ts'
 import type { RemotePool } from '../../engines/remote/remote-pool.ts'
 import type { ApiKeys } from './keys/api-keys.ts'
+import type { Lending } from './lend/lend-tunnel.ts'
 import type { McpHub } from './mcp/mcp-hub.ts'
 import type { ServerSettings } from './settings.ts'
 
@@ -29,6 +30,8 @@ export interface ServerContext {
   cpuFallbacks?: () => CpuFallback[]
   /** Where the Ollama port listens, once it does (`--ollama-port`). */
   ollamaUrl?: string
+  /** This machine's memory lent to other Hearths (`--lend`); undefined when it lends none. */
+  lending?: Lending
 }
 
 /** The GPU toolkit the llama.cpp build in use drives, where it sees a GPU; `default` is the CPU (or Metal on macOS). */

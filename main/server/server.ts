@@ -33,6 +33,10 @@ import { WhisperServerEngine } from '../../engines/speech/whisper-server-engine.
 import type { NativeBuild } from '../../engines/builder/cmake-build.ts'
 import { join } from 'node:path'
 import { ModelError } from '../../engines/errors.ts'
+import { RpcLender } from '../../engines/pool/rpc-lender.ts'
+import { lastLentMiB, startPooledLlama } from '../../engines/pool/pooled-engine.ts'
+import { programPath } from '../../engines/builder/cmake-build.ts'
+import { serveLendTunnel, type Lending } from './lend/lend-tunnel.ts'
 
 const CPU_SLOTS = 2
 const GPU_SLOTS = 4
@@ -114,8 +118,16 @@ export async function startServer(
   const cpuFallbacks = llamaBuild && new CpuFallbacks(llamaBuild, log)
   const slotCacheDir = join(settings.dataDir, 'slot-cache')
   await mkdir(slotCacheDir, { recursive: true })
-  // A remote model uses the other machine's memory, none of ours.
-  const estimateBytes = (model: ModelRecord) => (model.remote ? 0 : estimateModelMemory(model, slotsFor(model, engineDefaults)).total)
+  // A remote model uses the other machine's memory, none of ours; a pooled one, what its lenders do not hold.
+  const estimateBytes = (model: ModelRecord) => {
+    if (model.remote) return 0
+    const total = estimateModelMemory(model, slotsFor(model, engineDefaults)).total
+    const pool = model.catalogEntry?.pool
+    if (!pool) return total
+    // Before the lenders were first asked, each machine is counted an equal share.
+    const lent = lastLentMiB(model.id)
+    return lent === undefined ? Math.ceil(total / (pool.length + 1)) : Math.max(0, total - lent * 1024 ** 2)
+  }
   /** The prompt cache a chat model gets, sized from what the memory plan leaves free once it is loaded. */
   const promptCacheMiB = (model: ModelRecord) => {
     const others = scheduler.loaded().filter((m) => m.id !== model.id).reduce((sum, m) => sum + m.estimateBytes, 0)
@@ -143,7 +155,9 @@ export async function startServer(
         return WhisperServerEngine.start(spec, whisperBuild, { forwardLog })
       }
       if (!llamaBuild) throw new ModelError('engine_not_built', notBuilt.llama!)
-      const engine = await LlamaServerEngine.start(spec, llamaBuild, { forwardLog, slotCacheDir, extraArgs: cpuFallbacks?.argsFor(model) })
+      const engineOptions = { forwardLog, slotCacheDir, extraArgs: cpuFallbacks?.argsFor(model) }
+      const pool = model.catalogEntry?.pool?.map((l) => ({ url: l.url, apiKeyEnv: l.api_key_env }))
+      const engine = pool ? await startPooledLlama(spec, llamaBuild, pool, engineOptions) : await LlamaServerEngine.start(spec, llamaBuild, engineOptions)
       const given = engine.info.contextLength
       if (given !== undefined && folder.reportEngineContext(model, given)) {
         log(`warning: model "${model.id}" gets ${given} tokens of context per request from llama-server, not the ${model.contextLength} its record says; it is served with ${given}`)
@@ -155,9 +169,11 @@ export async function startServer(
   const downloads = new DownloadManager({ folder })
   // Reads mcp.json only: each MCP server starts on first need and stops with the server.
   const mcp = await McpHub.open(settings.dataDir, log)
-  const context: ServerContext = { settings, folder, scheduler, downloads, keys, log, hardware, remotes, mcp, cpuFallbacks: () => cpuFallbacks?.list() ?? [] }
+  const lending = settings.lend ? await startLending(settings, llamaBuild, log) : undefined
+  const context: ServerContext = { settings, folder, scheduler, downloads, keys, log, hardware, remotes, mcp, cpuFallbacks: () => cpuFallbacks?.list() ?? [], lending }
   const shared = sharedParts(context)
   const http = await listen(createApp(context, shared), settings.port, settings.host, settings.requestTimeoutMs)
+  serveLendTunnel(http, keys, lending, log)
   const { port } = http.address() as AddressInfo
   const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host
   // Ollama's port listens on loopback whatever --host says: its programs may come without a key.
@@ -183,11 +199,27 @@ export async function startServer(
         const stopped = servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())))
         for (const s of servers) s.closeIdleConnections()
         remotes.close()
+        lending?.lender.stop()
         await Promise.all([scheduler.shutdown(), downloads.shutdown(), keys?.store?.flush(), mcp.close()])
         for (const s of servers) s.closeAllConnections()
         await Promise.all(stopped)
       })()),
   }
+}
+
+/** llama.cpp's rpc-server for `--lend`, on loopback, capped at the memory the person set. */
+async function startLending(settings: ServerSettings, build: LlamaBuild | undefined, log: (line: string) => void): Promise<Lending> {
+  if (!build) throw new Error(`--lend: ${engineNotBuilt('llama')}`)
+  const lender = await RpcLender.start({
+    program: programPath(build.dir, 'ggml-rpc-server'),
+    memoryMiB: settings.lendMemoryMiB,
+    threads: settings.threads,
+    cacheDir: join(settings.dataDir, 'lent-tensors'),
+    log,
+  })
+  const devices = lender.devices.map((d) => `${d.name} ${d.freeMiB} MiB`).join(', ')
+  log(`lending ${devices || 'memory'} to borrowers with a key that may lend (rpc-server v${lender.protocol}, on loopback only)`)
+  return { lender, commit: build.commit, borrowers: new Set() }
 }
 
 /** An HTTP server for `app`, listening; slow clients are cut off as the comment above says. */

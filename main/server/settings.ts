@@ -67,6 +67,10 @@ export interface ServerSettings {
   modelSources: ModelSourceDirs
   /** How the parts of a long document are found: by words and meaning together (default), or one alone. */
   retrieval: RetrievalMethod
+  /** Lend this machine's memory to other Hearths' pooled models (docs/pool.md); off by default. */
+  lend?: boolean
+  /** The most memory lent, in MiB; undefined lends what the device has free. */
+  lendMemoryMiB?: number
 }
 
 const SOURCE_KINDS: readonly ModelSourceKind[] = ['ollama', 'lmstudio', 'huggingface', 'llama.cpp']
@@ -98,6 +102,8 @@ const settingsFileSchema = z.looseObject({
   remote_check_seconds: z.number().min(0.1).max(3600).optional(),
   ollama_port: z.int().min(0).max(65535).nullable().optional(),
   retrieval: z.enum(RETRIEVAL_METHODS).optional(),
+  lend: z.boolean().optional(),
+  lend_memory_mb: z.int().min(1).optional(),
   /** Per store: false turns it off, a folder (or folders) replaces where it is looked for. */
   model_sources: z
     .partialRecord(z.enum(['ollama', 'lmstudio', 'huggingface', 'llama.cpp']), z.union([z.boolean(), z.string().min(1), z.array(z.string().min(1))]))
@@ -124,6 +130,8 @@ const FLAGS = {
   'max-audio-minutes': { type: 'string' },
   'ollama-port': { type: 'string' },
   'model-sources': { type: 'string' },
+  lend: { type: 'boolean' },
+  'lend-memory': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const
 
@@ -153,6 +161,10 @@ export const USAGE = `Usage: npm run serve -- [flags]
   --model-sources LIST   the other programs' model folders to serve in    HEARTH_MODEL_SOURCES
                          place: ollama,lmstudio,huggingface,llama.cpp
                          (default all of them), or none
+  --lend                 lend this machine's memory to other Hearths'     HEARTH_LEND=1
+                         pooled models, through this port and keys that
+                         may lend (docs/pool.md)
+  --lend-memory MB       the most memory lent (default: all free)         HEARTH_LEND_MEMORY
 `
 
 export class SettingsError extends Error {
@@ -208,7 +220,13 @@ export function resolveSettings(
     ollamaPort: integer('ollama-port', flags['ollama-port'] ?? env.HEARTH_OLLAMA_PORT, 0, 65535) ?? file.ollama_port ?? undefined,
     modelSources: modelSources(flags['model-sources'] ?? env.HEARTH_MODEL_SOURCES, file.model_sources, env),
     retrieval: retrievalMethod(env.HEARTH_RETRIEVAL) ?? file.retrieval ?? 'hybrid',
+    lend: flags.lend ?? isTrue(env.HEARTH_LEND) ?? file.lend ?? false,
+    lendMemoryMiB: integer('lend-memory', flags['lend-memory'] ?? env.HEARTH_LEND_MEMORY, 1, 1 << 30) ?? file.lend_memory_mb,
     settingsFile,
+  }
+  if (settings.lend && !settings.auth) {
+    // rpc-server trusts whoever reaches it; only a key may open the way.
+    throw new SettingsError('--lend needs keys: a borrower must bring a key that may lend. Drop --no-auth')
   }
   if (!settings.auth && !isLoopback(settings.host)) {
     throw new SettingsError(

@@ -65,6 +65,18 @@ export interface ModelProblem {
   source?: ModelSourceKind
 }
 
+/** `GET /api/lend`: what this machine lends to pooled models, and to whom. */
+export interface LendStatus {
+  object: 'lend'
+  /** A borrower must run the same llama.cpp: the RPC protocol changes with it. */
+  llama_cpp_commit: string
+  rpc_protocol: string
+  running: boolean
+  memory_cap_mib: number | null
+  devices: Array<{ name: string; description: string; total_mib: number; free_mib: number }>
+  borrowers: Array<{ address: string; key: string; since: number }>
+}
+
 /** `GET /api/models`. */
 export interface ModelFolderListing {
   models_dir: string

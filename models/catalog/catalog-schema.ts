@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { remoteImportSchema, remoteTargetSchema } from './remote-target.ts'
+import { ENV_NAME, remoteImportSchema, remoteTargetSchema } from './remote-target.ts'
 
 const pricePattern = /^\d+\.\d{8}$/
 
@@ -29,6 +29,20 @@ export const catalogEntrySchema = z.looseObject({
    */
   draft: z.string().min(1).optional(),
   speculative: z.enum(['ngram']).optional(),
+  /**
+   * Other Hearths that lend their memory to this model (`--lend` there): llama.cpp spreads its layers
+   * over this machine and them (docs/pool.md). Each with the variable its key is in.
+   */
+  pool: z
+    .array(
+      z.strictObject({
+        url: z.string().url().refine((url) => /^https?:\/\/[^/]+\/?$/i.test(url), "the lending Hearth's address, such as http://desk:8181"),
+        api_key_env: z.string().regex(ENV_NAME, 'the name of an environment variable, such as DESK_KEY').optional(),
+      }),
+    )
+    .min(1)
+    .max(16)
+    .optional(),
   pricing: z
     .object({
       prompt: z.string().regex(pricePattern, 'a decimal string with 8 fractional digits, e.g. "0.00000000"'),
@@ -40,6 +54,7 @@ export const catalogEntrySchema = z.looseObject({
   if (sources.length !== 1) {
     ctx.addIssue({ code: 'custom', message: sources.length === 0 ? 'needs "file", "remote" or "replicas"' : `give one of ${sources.join(' and ')}, not both` })
   }
+  if (entry.pool && entry.file === undefined) ctx.addIssue({ code: 'custom', message: '"pool" lends memory to a model file of this machine: it needs "file"' })
 })
 
 export type CatalogEntry = z.infer<typeof catalogEntrySchema>

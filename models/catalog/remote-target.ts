@@ -5,7 +5,7 @@
  */
 import { z } from 'zod'
 
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
 export const remoteTargetSchema = z.strictObject({
   base_url: z

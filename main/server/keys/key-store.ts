@@ -38,6 +38,8 @@ export interface ManagedKey {
   tokensToday: number
   /** MCP servers: "none" unless granted (keys made before MCP existed have none). */
   mcp: McpPermission
+  /** May borrow this machine's memory when it lends (`--lend`, docs/pool.md); false unless granted. */
+  lend: boolean
 }
 
 export interface KeyQuotas {
@@ -57,6 +59,7 @@ const storedKeySchema = z.object({
   tokens_day: z.string().nullable().default(null),
   tokens_today: z.number().min(0).default(0),
   mcp: z.enum(MCP_PERMISSIONS).default('none'),
+  lend: z.boolean().default(false),
 })
 const keysFileSchema = z.object({ version: z.literal(1), keys: z.array(storedKeySchema) })
 
@@ -107,6 +110,7 @@ export class KeyStore {
         tokensDay: k.tokens_day,
         tokensToday: k.tokens_today,
         mcp: k.mcp,
+        lend: k.lend,
       })
     }
     return store
@@ -126,7 +130,7 @@ export class KeyStore {
   }
 
   /** Makes a key; the returned `key` is the only time it exists outside the client. */
-  async create(label: string | null, quotas: KeyQuotas, mcp: McpPermission = 'none'): Promise<{ key: string; record: ManagedKey }> {
+  async create(label: string | null, quotas: KeyQuotas, mcp: McpPermission = 'none', lend = false): Promise<{ key: string; record: ManagedKey }> {
     const key = generateApiKey()
     const record: ManagedKey = {
       id: `key_${randomBytes(6).toString('hex')}`,
@@ -140,19 +144,21 @@ export class KeyStore {
       tokensDay: null,
       tokensToday: 0,
       mcp,
+      lend,
     }
     this.keys.set(record.id, record)
     await this.save()
     return { key, record }
   }
 
-  async update(id: string, changes: KeyQuotas & { label?: string | null; mcp?: McpPermission }): Promise<ManagedKey | undefined> {
+  async update(id: string, changes: KeyQuotas & { label?: string | null; mcp?: McpPermission; lend?: boolean }): Promise<ManagedKey | undefined> {
     const record = this.keys.get(id)
     if (!record) return undefined
     if (changes.label !== undefined) record.label = changes.label
     if (changes.requestsPerMinute !== undefined) record.requestsPerMinute = changes.requestsPerMinute
     if (changes.tokensPerDay !== undefined) record.tokensPerDay = changes.tokensPerDay
     if (changes.mcp !== undefined) record.mcp = changes.mcp
+    if (changes.lend !== undefined) record.lend = changes.lend
     await this.save()
     return record
   }
@@ -236,6 +242,7 @@ function toStored(k: ManagedKey) {
     tokens_day: k.tokensDay,
     tokens_today: k.tokensToday,
     mcp: k.mcp,
+    lend: k.lend,
   }
 }
 

@@ -19,6 +19,8 @@ const createSchema = z.object({
   tokens_per_day: quota.optional(),
   /** What the key may do with MCP servers (docs/mcp.md). */
   mcp: z.enum(MCP_PERMISSIONS).optional(),
+  /** May borrow this machine's memory when it lends (docs/pool.md). */
+  lend: z.boolean().optional(),
 })
 
 export function keysRoute(ctx: ServerContext): Router {
@@ -31,7 +33,7 @@ export function keysRoute(ctx: ServerContext): Router {
     const { key, record } = await store.create(body.label ?? null, {
       requestsPerMinute: body.requests_per_minute ?? null,
       tokensPerDay: body.tokens_per_day ?? null,
-    }, body.mcp)
+    }, body.mcp, body.lend)
     ctx.log(`API key ${record.id}${record.label ? ` ${JSON.stringify(record.label)}` : ''} was created`)
     res.status(201).set('Cache-Control', 'no-store').json({ ...keyObject(store, record), key })
   })
@@ -55,6 +57,7 @@ export function keysRoute(ctx: ServerContext): Router {
       requestsPerMinute: body.requests_per_minute,
       tokensPerDay: body.tokens_per_day,
       mcp: body.mcp,
+      lend: body.lend,
     })
     res.json(keyObject(store, record!))
   })
@@ -116,5 +119,6 @@ function keyObject(store: KeyStore, k: ManagedKey) {
     tokens_today: store.tokensToday(k.id),
     last_used: k.lastUsed,
     mcp: k.mcp,
+    lend: k.lend,
   }
 }

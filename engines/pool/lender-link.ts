@@ -1,0 +1,150 @@
+/**
+ * The borrower's side of a pooled model: for each lender, a check (its key, that it lends, the
+ * same llama.cpp) and a local forwarder llama-server's `--rpc` connects to. Each connection to the
+ * forwarder becomes one tunnel: an HTTP request to the lender's own port with the key, upgraded to
+ * a raw stream (main/server/lend/lend-tunnel.ts). Nothing of the RPC protocol is read or changed
+ * here; llama.cpp places the layers and talks to the lenders itself.
+ */
+import { request as httpRequest } from 'node:http'
+import { request as httpsRequest } from 'node:https'
+import { createServer, type Server, type Socket } from 'node:net'
+import { ModelError } from '../errors.ts'
+
+export interface PoolLender {
+  /** The lending Hearth's own address: `http://desk:8181`. */
+  url: string
+  /** The environment variable its key is in (a key that may lend there). */
+  apiKeyEnv?: string
+}
+
+/** What the lender says of itself (`GET /api/lend`). */
+interface LendStatus {
+  llama_cpp_commit: string
+  rpc_protocol: string
+  running: boolean
+  devices: Array<{ name: string; free_mib: number; total_mib: number }>
+}
+
+const CHECK_TIMEOUT_MS = 5_000
+const LEND_PROTOCOL = 'hearth-rpc'
+
+export class LenderLink {
+  private readonly tunnels = new Set<Socket>()
+  private dropListener: ((reason: string) => void) | undefined
+  private closed = false
+
+  private constructor(
+    readonly lender: PoolLender,
+    private readonly key: string | undefined,
+    private readonly forwarder: Server,
+    /** The memory the lender has free for this borrower, in MiB. */
+    readonly freeMiB: number,
+  ) {}
+
+  /** `desk:8181`: how messages name the machine. */
+  get name(): string {
+    return new URL(this.lender.url).host
+  }
+
+  /** Where llama-server's `--rpc` connects: the local forwarder. */
+  get endpoint(): string {
+    const { port } = this.forwarder.address() as { port: number }
+    return `127.0.0.1:${port}`
+  }
+
+  /** Checks the lender (a 502 naming it when it cannot lend to us) and opens the forwarder. */
+  static async open(lender: PoolLender, commit: string, env: NodeJS.ProcessEnv = process.env): Promise<LenderLink> {
+    const host = new URL(lender.url).host
+    const key = lender.apiKeyEnv ? env[lender.apiKeyEnv] : undefined
+    if (lender.apiKeyEnv && !key) throw unavailable(`the key for lender ${host} is not set: put it in the environment variable ${lender.apiKeyEnv}`)
+    const status = await checkLender(lender.url, key)
+    if (status.llama_cpp_commit !== commit) {
+      throw unavailable(
+        `lender ${host} runs llama.cpp ${status.llama_cpp_commit.slice(0, 12)} (RPC protocol ${status.rpc_protocol}) and this machine ${commit.slice(0, 12)}: ` +
+          'a pooled model needs the same llama.cpp on every machine; update Hearth on both',
+      )
+    }
+    if (!status.running) throw unavailable(`lender ${host} has stopped lending (its rpc-server is not running)`)
+    const freeMiB = status.devices.reduce((sum, d) => sum + d.free_mib, 0)
+    if (freeMiB <= 0) throw unavailable(`lender ${host} has no memory left to lend`)
+    const forwarder = createServer()
+    const link = new LenderLink(lender, key, forwarder, freeMiB)
+    forwarder.on('connection', (local) => link.tunnel(local))
+    await new Promise<void>((resolve, reject) => {
+      forwarder.once('error', reject)
+      forwarder.listen(0, '127.0.0.1', resolve)
+    })
+    return link
+  }
+
+  /** Called once when a tunnel to the lender breaks while the model runs. */
+  onDrop(listener: (reason: string) => void): void {
+    this.dropListener = listener
+  }
+
+  close(): void {
+    this.closed = true
+    this.forwarder.close()
+    for (const socket of this.tunnels) socket.destroy()
+  }
+
+  private tunnel(local: Socket): void {
+    local.setNoDelay(true)
+    this.tunnels.add(local)
+    local.on('error', () => undefined)
+    // llama.cpp closing its own connection is no drop; the lender closing one llama.cpp still holds is.
+    let borrowerDone = false
+    local.once('end', () => (borrowerDone = true))
+    const url = new URL('/api/lend/connect', this.lender.url)
+    const request = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, {
+      headers: { connection: 'Upgrade', upgrade: LEND_PROTOCOL, ...(this.key ? { authorization: `Bearer ${this.key}` } : {}) },
+    })
+    const dropped = (reason: string) => {
+      local.destroy()
+      this.tunnels.delete(local)
+      if (!this.closed) this.dropListener?.(`lender ${this.name} ${reason}`)
+    }
+    request.on('upgrade', (res, remote: Socket, head: Buffer) => {
+      remote.setNoDelay(true)
+      if (head.length > 0) local.write(head)
+      local.pipe(remote)
+      remote.pipe(local)
+      remote.on('error', () => undefined)
+      remote.on('close', () => (borrowerDone ? local.destroy() : dropped('dropped off (its connection closed)')))
+      local.on('close', () => {
+        this.tunnels.delete(local)
+        remote.destroy()
+      })
+      void res
+    })
+    request.on('response', (res) => {
+      res.resume()
+      dropped(`refused the tunnel (HTTP ${res.statusCode})`)
+    })
+    request.on('error', (e) => dropped(`cannot be reached (${(e as NodeJS.ErrnoException).code ?? e.message})`))
+    request.end()
+  }
+}
+
+async function checkLender(url: string, key: string | undefined): Promise<LendStatus> {
+  const host = new URL(url).host
+  let res: Response
+  try {
+    res = await fetch(new URL('/api/lend', url), { headers: key ? { authorization: `Bearer ${key}` } : {}, signal: AbortSignal.timeout(CHECK_TIMEOUT_MS) })
+  } catch (e) {
+    const cause = (e as { cause?: { code?: string } }).cause?.code ?? (e as Error).message
+    throw unavailable(`lender ${host} cannot be reached (${cause})`)
+  }
+  const body = (await res.json().catch(() => undefined)) as (LendStatus & { error?: { message?: string } }) | undefined
+  if (res.status === 401) throw unavailable(`lender ${host} refused the key${key ? '' : ' (none was sent: set api_key_env)'}`)
+  if (res.status === 403) throw unavailable(`lender ${host} does not let this key borrow: make it with "lend": true there`)
+  if (res.status === 409) throw unavailable(`lender ${host} does not lend memory (start its Hearth with --lend)`)
+  if (!res.ok || !body || typeof body.llama_cpp_commit !== 'string') {
+    throw unavailable(`lender ${host} answered ${res.status}${body?.error?.message ? `: ${body.error.message}` : ''}; is it a Hearth that lends?`)
+  }
+  return body
+}
+
+function unavailable(message: string): ModelError {
+  return new ModelError('remote_unavailable', message)
+}

@@ -1,0 +1,65 @@
+/**
+ * A model whose catalog entry names lenders (`"pool"`): llama-server started with `--rpc` to a
+ * tunnel per lender, so llama.cpp places its layers over this machine's memory and theirs. When a
+ * lender drops off, the engine is stopped at once with the lender's name as the reason: every
+ * request it had ends with that error, none hangs, and the lender frees its memory as its
+ * connection closes. The next request checks the lenders again and loads anew.
+ */
+import type { LlamaBuild } from '../builder/llama-build.ts'
+import type { EngineLoadSpec } from '../engine-jobs.ts'
+import { ModelError } from '../errors.ts'
+import { LlamaServerEngine, type LlamaServerEngineOptions } from '../llama-server/llama-server-engine.ts'
+import { LenderLink, type PoolLender } from './lender-link.ts'
+
+/** The most llama.cpp's fit leaves free on a lender: the lender's cap is already what its person chose to lend. */
+const MAX_FIT_MARGIN_MIB = 512
+
+/** What the lenders had free at their last check, per model: the memory plan counts the rest as ours. */
+const lentMiB = new Map<string, number>()
+
+export function lastLentMiB(modelId: string): number | undefined {
+  return lentMiB.get(modelId)
+}
+
+export async function startPooledLlama(
+  spec: EngineLoadSpec,
+  build: LlamaBuild,
+  pool: readonly PoolLender[],
+  options: LlamaServerEngineOptions = {},
+): Promise<LlamaServerEngine> {
+  const links: LenderLink[] = []
+  const closeAll = () => links.forEach((l) => l.close())
+  try {
+    // One at a time: a lender that refuses is named before anything is borrowed from the next.
+    for (const lender of pool) links.push(await LenderLink.open(lender, build.commit))
+  } catch (e) {
+    closeAll()
+    throw e
+  }
+  lentMiB.set(spec.modelId, links.reduce((sum, l) => sum + l.freeMiB, 0))
+  const smallest = Math.min(...links.map((l) => l.freeMiB))
+  const pooled: EngineLoadSpec = {
+    ...spec,
+    // Layers may go to the lenders whatever this machine's own GPU setting says.
+    gpuLayers: spec.gpuLayers === 0 ? -1 : spec.gpuLayers,
+    rpc: { endpoints: links.map((l) => ({ endpoint: l.endpoint, name: l.name })), fitMarginMiB: Math.max(1, Math.min(MAX_FIT_MARGIN_MIB, Math.floor(smallest / 10))) },
+  }
+  let dropped: string | undefined
+  let engine: LlamaServerEngine | undefined
+  for (const link of links) {
+    link.onDrop((reason) => {
+      dropped ??= reason
+      engine?.stopBecause(reason)
+    })
+  }
+  try {
+    engine = await LlamaServerEngine.start(pooled, build, options)
+  } catch (e) {
+    closeAll()
+    if (dropped) throw new ModelError('remote_unavailable', `model "${spec.modelId}" could not load: ${dropped}`)
+    throw e
+  }
+  if (dropped) engine.stopBecause(dropped)
+  engine.onExit(closeAll)
+  return engine
+}
