@@ -31,6 +31,8 @@ export interface TestServerOptions {
   dataDir?: string
   /** Inference threads per model (1 by default, as tests on a 2-core machine should). */
   threads?: number
+  /** Run it in this network namespace (another machine on the test's LAN: lan-namespaces.ts). */
+  namespace?: string
 }
 
 /** Servers still running when the test process exits are killed, so a failed suite leaves none behind. */
@@ -58,7 +60,8 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     ...(options.args?.includes('--model-sources') ? [] : ['--model-sources', 'none']),
     ...(options.args ?? []),
   ]
-  const child = spawn(process.execPath, args, {
+  const [command, commandArgs] = options.namespace ? ['ip', ['netns', 'exec', options.namespace, process.execPath, ...args]] : [process.execPath, args]
+  const child = spawn(command, commandArgs, {
     cwd: PROJECT_ROOT,
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -6,7 +6,7 @@
  * each type twice over: on the CPU alone (the path of a model too big for the GPU, or of
  * `--backend cpu`), then once on the GPU.
  */
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { writeSelfTestLlama, writeSelfTestWhisper } from './self-test-models.ts'
@@ -24,6 +24,8 @@ export interface SelfTestRun {
   detail?: string
   /** The weights sat in AMX's buffer, so the batched products ran on the matrix units. */
   amx?: boolean
+  /** Every layer on a local ggml-rpc-server: the path of a model pooled over machines (docs/pool.md). */
+  rpc?: true
 }
 
 export interface SelfTestReport {
@@ -101,7 +103,32 @@ export function selfTestLlama(program: Programs, scratch: string, onRun: (run: S
     bench: (model, threads, onGpu) =>
       run(program('llama-bench'), ['-m', model, '-p', '64', '-n', '4', '-r', '1', '-t', String(threads), ...(onGpu ? ['-ngl', '99'] : ['-dev', 'none']), '-o', 'json', '-v']),
     usedAmx: (log) => /AMX model buffer size/.test(log),
+    // The pool's path: the same model's layers on a local rpc-server, as a lender would hold them.
+    afterTypes: (source, dir, record) => {
+      const out = join(dir, 'self-test-rpc-Q8_0.gguf')
+      const quantized = run(program('llama-quantize'), ['--pure', source, out, 'Q8_0', '1'])
+      if (!ranCleanly(quantized)) return record({ weightType: 'Q8_0', threads: 1, rpc: true, ...outcomeOf(quantized) })
+      record({ weightType: 'Q8_0', threads: 1, rpc: true, ...outcomeOf(withRpcServer(program('ggml-rpc-server'), (endpoint) =>
+        run(program('llama-bench'), ['-m', out, '-p', '64', '-n', '4', '-r', '1', '-t', '1', '-rpc', endpoint, '-ngl', '99', '-o', 'json', '-v']))) })
+    },
   })
+}
+
+/** Runs `use` with a ggml-rpc-server on a loopback port, then stops it. */
+function withRpcServer(program: string, use: (endpoint: string) => Ran): Ran {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 40_000)
+    const server = spawn(program, ['--host', '127.0.0.1', '--port', String(port), '--threads', '1'], { stdio: 'ignore' })
+    try {
+      // Listening within a second or two; a port someone else holds makes it exit at once.
+      const knock = `const n=require('node:net');let t=0;(function k(){const s=n.connect(${port},'127.0.0.1');s.on('connect',()=>{s.destroy();process.exit(0)});s.on('error',()=>{if(++t>100)process.exit(1);setTimeout(k,50)})})()`
+      if (spawnSync(process.execPath, ['-e', knock], { timeout: 10_000 }).status !== 0) continue
+      return use(`127.0.0.1:${port}`)
+    } finally {
+      server.kill('SIGKILL')
+    }
+  }
+  return { status: 1, signal: null, log: 'ggml-rpc-server did not start', timedOut: false }
 }
 
 /** Runs whisper.cpp's self-test with the build's own whisper-quantize and Hearth's whisper/whisper-self-test.cpp (the encoder's 1,500 frames, the decoder's batch and single tokens). */
@@ -127,6 +154,8 @@ interface Harness {
   quantize: (source: string, type: WeightType, dir: string) => { out: string; result?: Ran }
   bench: (model: string, threads: number, onGpu: boolean) => Ran
   usedAmx: (log: string) => boolean
+  /** More runs on the weights' source, before the scratch folder goes. */
+  afterTypes?: (source: string, dir: string, record: (run: SelfTestRun) => void) => void
 }
 
 function selfTest(engine: SelfTestReport['engine'], scratch: string, types: readonly WeightType[], onRun: (run: SelfTestRun) => void, options: SelfTestOptions, harness: Harness): SelfTestReport {
@@ -157,6 +186,7 @@ function selfTest(engine: SelfTestReport['engine'], scratch: string, types: read
       if (options.gpu) record({ weightType: type.name, threads: 1, gpu: true, ...outcomeOf(harness.bench(out, 1, true)) })
       if (out !== source) rmSync(out, { force: true })
     }
+    harness.afterTypes?.(source, scratch, record)
   } finally {
     rmSync(scratch, { recursive: true, force: true })
   }

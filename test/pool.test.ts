@@ -1,0 +1,219 @@
+/**
+ * One model over three machines (docs/pool.md), on one machine made a LAN: two lenders, each its
+ * own Hearth with `--lend` in its own network namespace (lan-namespaces.ts), one reached over a
+ * link with a LAN's latency and rate (delaying-proxy.ts); the borrower here, its models.json naming
+ * them. Real weights (SmolLM2-135M, Q4_1): greedy text through the pool is the text of the model
+ * served whole. Then what must not work: a wrong key, a key that may not lend, a lender that does
+ * not lend, the RPC port from another machine, a lender that dies mid-answer.
+ * Skipped loudly where llama.cpp is not built, the model is not fetched or namespaces cannot be
+ * made (not root); failed instead in CI, where everything must run.
+ */
+import { execFileSync, spawn } from 'node:child_process'
+import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { request } from 'node:http'
+import { connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { programPath } from '../engines/builder/cmake-build.ts'
+import { startDelayingProxy, type DelayingProxy } from './support/delaying-proxy.ts'
+import { listeningIn, makeLanMachine, namespacesUnavailable, type LanMachine } from './support/lan-namespaces.ts'
+import { realModel } from './support/real-models/real-model.ts'
+import { startTestServer, type TestServer } from './support/server-process.ts'
+import { cannotRun } from './support/skips.ts'
+import { llamaBuild } from './support/upstream-servers.ts'
+
+const MODEL = 'smollm2-135m-instruct-q4_1'
+const smollm = realModel(MODEL)
+const noNamespaces = namespacesUnavailable()
+if (!llamaBuild) cannotRun('test/pool.test.ts: llama.cpp is not built on this machine (npm run build:engines)')
+if (noNamespaces) cannotRun(`test/pool.test.ts: ${noNamespaces}`)
+
+const LENDER_KEY = 'lender-key-0123456789'
+/** Each lender lends 40 MiB: the 98 MB model and its context fit only over all three machines. */
+const LENT_MIB = 40
+const QUESTION = [{ role: 'system', content: 'Answer in one short sentence.' }, { role: 'user', content: 'What is the capital of France?' }]
+
+describe.skipIf(!smollm || !llamaBuild || noNamespaces !== undefined)('one model over three machines, lent through Hearth', () => {
+  const machines: LanMachine[] = []
+  const lenders: TestServer[] = []
+  let link: DelayingProxy
+  let borrower: TestServer
+
+  beforeAll(async () => {
+    for (const index of [1, 2]) {
+      const machine = makeLanMachine(index)
+      machines.push(machine)
+      const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-lender-'))
+      lenders.push(await startTestServer({ modelsDir, namespace: machine.namespace, args: ['--host', machine.address, '--lend', '--lend-memory', String(LENT_MIB), '--api-key', LENDER_KEY] }))
+    }
+    // The second lender is a LAN away: 1 ms each way, 1 Gbit/s.
+    const second = new URL(lenders[1]!.url)
+    link = await startDelayingProxy({ host: second.hostname, port: Number(second.port) }, { delayMs: 1, bitsPerSecond: 1e9 })
+    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-borrower-'))
+    copyFileSync(smollm!, join(modelsDir, 'smol.gguf'))
+    const pool = [{ url: lenders[0]!.url, api_key_env: 'LENDER_ONE_KEY' }, { url: `http://${link.address}`, api_key_env: 'LENDER_TWO_KEY' }]
+    writeFileSync(
+      join(modelsDir, 'models.json'),
+      JSON.stringify({
+        models: [
+          { id: 'smol', file: 'smol.gguf' },
+          { id: 'smol-pooled', file: 'smol.gguf', pool },
+          { id: 'smol-wrong-key', file: 'smol.gguf', pool: [{ url: lenders[0]!.url, api_key_env: 'WRONG_KEY' }] },
+          { id: 'smol-no-key', file: 'smol.gguf', pool: [{ url: lenders[0]!.url, api_key_env: 'UNSET_KEY' }] },
+        ],
+      }),
+    )
+    borrower = await startTestServer({ modelsDir, env: { LENDER_ONE_KEY: LENDER_KEY, LENDER_TWO_KEY: LENDER_KEY, WRONG_KEY: 'not-the-key-0123' } })
+  }, 120_000)
+
+  afterAll(async () => {
+    await borrower?.stop()
+    await link?.close()
+    for (const lender of lenders) await lender.stop()
+    for (const machine of machines) machine.remove()
+  })
+
+  const headers = () => ({ authorization: `Bearer ${borrower.apiKey}`, 'content-type': 'application/json' })
+  async function ask(model: string) {
+    const res = await fetch(`${borrower.url}/v1/chat/completions`, { method: 'POST', headers: headers(), body: JSON.stringify({ model, messages: QUESTION, max_tokens: 24, temperature: 0 }) })
+    return { status: res.status, body: await res.json() }
+  }
+  const lendStatus = async (lender: TestServer) => (await fetch(`${lender.url}/api/lend`, { headers: { authorization: `Bearer ${LENDER_KEY}` } })).json()
+
+  it('answers through the pool word for word as the model served whole, its layers on the lenders', async () => {
+    const whole = await ask('smol')
+    expect(whole.status, JSON.stringify(whole.body)).toBe(200)
+    expect(whole.body.choices[0].message.content).toContain('Paris')
+    const pooled = await ask('smol-pooled')
+    expect(pooled.status, JSON.stringify(pooled.body)).toBe(200)
+    expect(pooled.body.choices[0].message.content).toBe(whole.body.choices[0].message.content)
+    const listed = await (await fetch(`${borrower.url}/api/models`, { headers: headers() })).json()
+    const model = listed.models.find((m: { id: string }) => m.id === 'smol-pooled')
+    expect(model.devices).toEqual(['CPU', `RPC ${new URL(lenders[0]!.url).host}`, `RPC ${link.address}`])
+    for (const lender of lenders) {
+      const status = await lendStatus(lender)
+      expect(status).toMatchObject({ running: true, memory_cap_mib: LENT_MIB, llama_cpp_commit: llamaBuild!.commit })
+      expect(status.devices[0]).toMatchObject({ name: 'CPU', total_mib: LENT_MIB })
+      expect(status.borrowers).toHaveLength(1)
+    }
+    // The lenders hold weights: their rpc-servers grew by megabytes.
+    for (const machine of machines) expect(rpcServerResidentMiB(machine)).toBeGreaterThan(8)
+  })
+
+  it('refuses, naming the lender, a key it does not take and a key that is not set', async () => {
+    const lender = new URL(lenders[0]!.url).host
+    const wrong = await ask('smol-wrong-key')
+    expect(wrong.status).toBe(502)
+    expect(wrong.body.error.message).toBe(`lender ${lender} refused the key`)
+    const unset = await ask('smol-no-key')
+    expect(unset.status).toBe(502)
+    expect(unset.body.error.message).toContain('UNSET_KEY')
+  })
+
+  it('lets through its tunnel only a key that may lend, and its RPC port is out of reach of other machines', async () => {
+    const lender = lenders[0]!
+    expect((await upgrade(lender.url, '/api/lend/connect', undefined)).status).toBe(401)
+    expect((await upgrade(lender.url, '/api/lend/connect', 'not-the-key-0123')).status).toBe(401)
+    const plain = await (await fetch(`${lender.url}/api/keys`, { method: 'POST', headers: { authorization: `Bearer ${LENDER_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ label: 'plain' }) })).json()
+    expect((await upgrade(lender.url, '/api/lend/connect', plain.key)).status).toBe(403)
+    expect((await fetch(`${lender.url}/api/lend`, { headers: { authorization: `Bearer ${plain.key}` } })).status).toBe(403)
+    expect((await upgrade(lender.url, '/api/other', LENDER_KEY)).status).toBe(404)
+    const lending = await (await fetch(`${lender.url}/api/keys`, { method: 'POST', headers: { authorization: `Bearer ${LENDER_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ label: 'desk', lend: true }) })).json()
+    expect(lending.lend).toBe(true)
+    const admitted = await upgrade(lender.url, '/api/lend/connect', lending.key)
+    expect(admitted.status).toBe(101)
+    admitted.socket?.destroy()
+    // The rpc-server listens on the lender's loopback only: from here, at the lender's address, nothing answers.
+    const hearthPort = new URL(lender.url).port
+    const rpcPorts = listeningIn(machines[0]!).filter((a) => a.startsWith('127.0.0.1:')).map((a) => a.split(':')[1]!)
+    expect(rpcPorts.length).toBeGreaterThan(0)
+    expect(listeningIn(machines[0]!)).toEqual(expect.arrayContaining([`${machines[0]!.address}:${hearthPort}`]))
+    for (const port of rpcPorts) expect(await reaches(machines[0]!.address, Number(port))).toBe(false)
+    // A Hearth that does not lend (the borrower) says so, to the tunnel as to the check.
+    expect((await fetch(`${borrower.url}/api/lend`, { headers: headers() })).status).toBe(409)
+    expect((await upgrade(borrower.url, '/api/lend/connect', borrower.apiKey)).status).toBe(409)
+  })
+
+  it('ends a stream cut by a lender that dies with an error naming it, and answers the next request at once', async () => {
+    const res = await fetch(`${borrower.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: headers(),
+      body: JSON.stringify({ model: 'smol-pooled', messages: [{ role: 'user', content: 'Tell me a long story about a lighthouse.' }], max_tokens: 4000, temperature: 0, stream: true }),
+    })
+    expect(res.status).toBe(200)
+    const reader = res.body!.getReader()
+    let text = new TextDecoder().decode((await reader.read()).value)
+    await lenders[1]!.stop('SIGKILL')
+    const started = performance.now()
+    for (;;) {
+      const { value, done } = await reader.read()
+      if (done) break
+      text += new TextDecoder().decode(value)
+    }
+    expect(performance.now() - started).toBeLessThan(15_000)
+    expect(text).toContain(`lender ${link.address} dropped off`)
+    const next = await ask('smol-pooled')
+    expect(next.status).toBe(502)
+    expect(next.body.error.message).toMatch(new RegExp(`^lender ${link.address.replace('.', '\\.')} (cannot be reached|refused the tunnel|answered)`))
+    // The first lender let go of what it lent.
+    await expect.poll(async () => (await lendStatus(lenders[0]!)).borrowers.length, { timeout: 10_000 }).toBe(0)
+  })
+})
+
+describe.skipIf(!llamaBuild || !smollm)("a lender's cap (patch llama-19)", () => {
+  it('refuses an allocation past the memory it lends, and llama.cpp says it could not allocate', async () => {
+    const port = 20_000 + Math.floor(Math.random() * 40_000)
+    const rpc = spawn(programPath(llamaBuild!.dir, 'ggml-rpc-server'), ['--host', '127.0.0.1', '--port', String(port), '--threads', '1'], { env: { ...process.env, GGML_RPC_MEM_CAP_MB: '8' } })
+    let lenderLog = ''
+    rpc.stdout.on('data', (d: Buffer) => (lenderLog += d))
+    rpc.stderr.on('data', (d: Buffer) => (lenderLog += d))
+    try {
+      await expect.poll(() => reaches('127.0.0.1', port), { timeout: 10_000 }).toBe(true)
+      // Every layer asked of it, none fitted by llama.cpp: more than 8 MiB.
+      const server = spawn(programPath(llamaBuild!.dir, 'llama-server'), ['-m', smollm!, '--rpc', `127.0.0.1:${port}`, '-ngl', '99', '--fit', 'off', '--port', '0', '-t', '1', '-c', '256'])
+      let log = ''
+      server.stderr.on('data', (d: Buffer) => (log += d))
+      server.stdout.on('data', (d: Buffer) => (log += d))
+      const code = await new Promise<number | null>((resolve) => server.once('exit', resolve))
+      expect(code).not.toBe(0)
+      expect(log).toMatch(/failed to allocate|unable to allocate/i)
+      expect(lenderLog).toMatch(/of the 8 MiB lent are taken: refused/)
+    } finally {
+      rpc.kill('SIGKILL')
+    }
+  }, 60_000)
+})
+
+/** An upgrade request as a borrower makes it; the status it got, and the socket where it was let through. */
+function upgrade(base: string, path: string, key: string | undefined): Promise<{ status: number; socket?: import('node:net').Socket }> {
+  return new Promise((resolve, reject) => {
+    const req = request(new URL(path, base), { headers: { connection: 'Upgrade', upgrade: 'hearth-rpc', ...(key ? { authorization: `Bearer ${key}` } : {}) } })
+    req.on('upgrade', (res, socket) => resolve({ status: res.statusCode ?? 0, socket }))
+    req.on('response', (res) => {
+      res.resume()
+      resolve({ status: res.statusCode ?? 0 })
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+function reaches(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port, timeout: 2_000 })
+    socket.once('connect', () => (socket.destroy(), resolve(true)))
+    socket.once('error', () => resolve(false))
+    socket.once('timeout', () => (socket.destroy(), resolve(false)))
+  })
+}
+
+/** The resident memory of the rpc-server in a lender's namespace, MiB. */
+function rpcServerResidentMiB(machine: LanMachine): number {
+  const pids = execFileSync('ip', ['netns', 'pids', machine.namespace], { encoding: 'utf8' }).split('\n').filter(Boolean)
+  for (const pid of pids) {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+    if (/^Name:\s+ggml-rpc-server/m.test(status)) return Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0) / 1024
+  }
+  return 0
+}
