@@ -1,0 +1,185 @@
+/**
+ * One model over several machines (docs/pool.md): the real-size model whole, and split over two and
+ * three lenders, on loopback and on links of 0.2 ms / 1 Gbit and 2 ms / 300 Mbit (each way, made by
+ * a delaying proxy: this kernel has no netem). Each split through Hearth (lenders with `--lend`, the
+ * borrower's `pool`, the authenticated tunnel) against llama-server started by hand with the same
+ * arguments and `--rpc` to bare ggml-rpc-servers behind the same links: what Hearth's tunnel and
+ * front cost, target ≤ 5 %. Every lender lends a share of the model's size, so llama.cpp's fit
+ * must split it. Engines and rpc-servers share the engine core (a split model computes on one
+ * machine at a time); Hearth's processes, the proxies and the client the others. Interleaved, medians.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { copyFileSync, mkdirSync, mkdtempSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { findLlamaBuild, programPath, type LlamaBuild } from '../engines/builder/llama-build.ts'
+import { llamaServerArgs } from '../engines/llama-server/llama-server-args.ts'
+import { startDelayingProxy, type DelayingProxy, type LinkShape } from '../test/support/delaying-proxy.ts'
+import { startTestServer, type TestServer } from '../test/support/server-process.ts'
+import { startUpstreamProgram, type UpstreamServer } from '../test/support/upstream-servers.ts'
+import { fmt, median } from './bench-server.ts'
+import { CLIENT_CORES, ENGINE_CORE, onClientCores, pinProcess } from './cores.ts'
+import { realSizeModel, say, spec, stream, words, type Endpoint } from './upstream-bench.ts'
+
+interface PoolShape {
+  label: string
+  lenders: number
+  link: LinkShape | undefined
+}
+
+const SHAPES: PoolShape[] = [
+  { label: 'whole', lenders: 0, link: undefined },
+  { label: '2 lenders, loopback', lenders: 2, link: undefined },
+  { label: '3 lenders, loopback', lenders: 3, link: undefined },
+  { label: '2 lenders, 0.2 ms / 1 Gbit', lenders: 2, link: { delayMs: 0.2, bitsPerSecond: 1e9 } },
+  { label: '2 lenders, 2 ms / 300 Mbit', lenders: 2, link: { delayMs: 2, bitsPerSecond: 300e6 } },
+]
+const KEY = 'pool-bench-key-0123456789'
+const PROMPT_WORDS = 96
+const DECODE_TOKENS = 32
+const CONTEXT = 2048
+
+interface Side {
+  endpoint: Endpoint
+  stop(): Promise<void>
+}
+
+export async function runPoolBench(options: { runs: number }): Promise<Record<string, Record<string, number>>> {
+  const build = findLlamaBuild()
+  if (!build) throw new Error('llama.cpp is not built on this machine: npm run build:engines')
+  const model = realSizeModel(build)
+  const modelMiB = statSync(model).size / 1024 ** 2
+  console.log(`\n# one model over several machines: ${Math.round(modelMiB)} MiB real-size Q4_K_M, Hearth's pool against llama-server --rpc to bare rpc-servers, ${options.runs} runs`)
+  const figures: Record<string, Record<string, number>> = {}
+  for (const shape of SHAPES) {
+    // Each lender lends a share: the model (and its context) fits only over all the machines.
+    const lentMiB = shape.lenders === 0 ? 0 : Math.ceil(modelMiB / (shape.lenders + 1))
+    const hearth = await startHearthPool(build, model, shape, lentMiB)
+    const upstream = await startUpstreamPool(build, model, shape, lentMiB)
+    try {
+      figures[shape.label] = await onClientCores(() => measure(hearth.endpoint, upstream.endpoint, options.runs))
+    } finally {
+      await hearth.stop()
+      await upstream.stop()
+    }
+    const f = figures[shape.label]!
+    console.log(
+      `${shape.label.padEnd(28)} decode ${fmt(f.hearth_decode!)} vs ${fmt(f.upstream_decode!)} tok/s (${fmt(f.decode_ratio!, 2)}x)  ` +
+        `prompt ${fmt(f.hearth_prompt!)} vs ${fmt(f.upstream_prompt!)} tok/s (${fmt(f.prompt_ratio!, 2)}x)  ` +
+        `first token ${fmt(f.hearth_first_token_ms!, 0)} vs ${fmt(f.upstream_first_token_ms!, 0)} ms`,
+    )
+  }
+  return figures
+}
+
+async function measure(hearth: Endpoint, upstream: Endpoint, runs: number): Promise<Record<string, number>> {
+  const sides = [hearth, upstream] as const
+  for (const side of sides) await stream(side, say('warm up'), 4)
+  const decode: [number[], number[]] = [[], []]
+  const prompt: [number[], number[]] = [[], []]
+  const first: [number[], number[]] = [[], []]
+  for (let run = 0; run < runs; run++) {
+    for (const i of run % 2 ? ([1, 0] as const) : ([0, 1] as const)) {
+      // A new prompt each time (its first word differs), so no cache helps either side.
+      const result = await stream(sides[i], say(words(PROMPT_WORDS, `${run}${i}x${process.pid}`)), DECODE_TOKENS)
+      decode[i].push(result.decodePerSecond)
+      prompt[i].push(((result.promptTokens - result.cachedTokens) * 1000) / result.enginePromptMs)
+      first[i].push(result.ttftMs)
+    }
+  }
+  const m = (values: number[]) => median(values)
+  return {
+    hearth_decode: m(decode[0]),
+    upstream_decode: m(decode[1]),
+    decode_ratio: m(decode[0]) / m(decode[1]),
+    hearth_prompt: m(prompt[0]),
+    upstream_prompt: m(prompt[1]),
+    prompt_ratio: m(prompt[0]) / m(prompt[1]),
+    hearth_first_token_ms: m(first[0]),
+    upstream_first_token_ms: m(first[1]),
+  }
+}
+
+/** Lender Hearths with `--lend`, each behind its link, and a borrower whose models.json pools them. */
+async function startHearthPool(build: LlamaBuild, model: string, shape: PoolShape, lentMiB: number): Promise<Side> {
+  const lenders: TestServer[] = []
+  const links: DelayingProxy[] = []
+  const pool: Array<{ url: string; api_key_env: string }> = []
+  for (let i = 0; i < shape.lenders; i++) {
+    const lender = await startTestServer({ modelsDir: mkdtempSync(join(tmpdir(), 'hearth-pool-lender-')), args: ['--lend', '--lend-memory', String(lentMiB), '--api-key', KEY] })
+    lenders.push(lender)
+    pinProcess(lender.process.pid!, CLIENT_CORES)
+    const target = new URL(lender.url)
+    const link = shape.link ? await startDelayingProxy({ host: target.hostname, port: Number(target.port) }, shape.link) : undefined
+    if (link) links.push(link)
+    pool.push({ url: link ? `http://${link.address}` : lender.url, api_key_env: 'POOL_BENCH_KEY' })
+  }
+  const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-pool-borrower-'))
+  copyFileSync(model, join(modelsDir, 'real-size.gguf'))
+  writeFileSync(join(modelsDir, 'models.json'), JSON.stringify({ models: [{ id: 'pooled', file: 'real-size.gguf', context_length: CONTEXT, ...(pool.length ? { pool } : {}) }] }))
+  const borrower = await startTestServer({ modelsDir, threads: 1, args: ['--parallel', '1'], env: { POOL_BENCH_KEY: KEY } })
+  pinProcess(borrower.process.pid!, CLIENT_CORES)
+  const endpoint = { url: borrower.url, headers: { authorization: `Bearer ${borrower.apiKey}` }, model: 'pooled' }
+  await stream(endpoint, say('load'), 2)
+  // The engines compute one machine at a time: all of them on the engine core.
+  for (const pid of pidsOf(['llama-server', 'ggml-rpc-server'], [borrower, ...lenders].map((s) => s.process.pid!))) pinProcess(pid, ENGINE_CORE)
+  return {
+    endpoint,
+    stop: async () => {
+      await borrower.stop()
+      for (const link of links) await link.close()
+      for (const lender of lenders) await lender.stop()
+    },
+  }
+}
+
+/** llama-server by hand, with Hearth's own arguments for the model, and `--rpc` to bare rpc-servers behind the same links. */
+async function startUpstreamPool(build: LlamaBuild, model: string, shape: PoolShape, lentMiB: number): Promise<Side> {
+  const rpcServers: ChildProcess[] = []
+  const links: DelayingProxy[] = []
+  const endpoints: Array<{ endpoint: string; name: string }> = []
+  for (let i = 0; i < shape.lenders; i++) {
+    const port = 20_000 + Math.floor(Math.random() * 40_000)
+    const cache = join(tmpdir(), `hearth-pool-bench-rpc-cache-${i}`)
+    mkdirSync(cache, { recursive: true })
+    const rpc = spawn('taskset', ['-c', ENGINE_CORE, programPath(build.dir, 'ggml-rpc-server'), '--host', '127.0.0.1', '--port', String(port), '--threads', '1', '--cache'], {
+      stdio: 'ignore',
+      env: { ...process.env, GGML_RPC_MEM_CAP_MB: String(lentMiB), LLAMA_CACHE: cache },
+    })
+    rpcServers.push(rpc)
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    const link = shape.link ? await startDelayingProxy({ host: '127.0.0.1', port }, shape.link) : undefined
+    if (link) links.push(link)
+    endpoints.push({ endpoint: link ? link.address : `127.0.0.1:${port}`, name: `rpc-${i}` })
+  }
+  const loadSpec = { ...spec('pooled', model, 1, CONTEXT), ...(endpoints.length ? { gpuLayers: -1, rpc: { endpoints, fitMarginMiB: Math.max(1, Math.min(512, Math.floor(lentMiB / 10))) } } : {}) }
+  const server: UpstreamServer = await startUpstreamProgram(build, 'llama-server', llamaServerArgs(loadSpec), { cpus: ENGINE_CORE })
+  return {
+    endpoint: { url: server.url, headers: {}, model: 'pooled' },
+    stop: async () => {
+      await server.stop()
+      for (const link of links) await link.close()
+      for (const rpc of rpcServers) rpc.kill('SIGKILL')
+    },
+  }
+}
+
+/** The processes named `names` among the descendants of `roots`. */
+function pidsOf(names: string[], roots: number[]): number[] {
+  const found: number[] = []
+  const walk = (pid: number) => {
+    let children: number[] = []
+    try {
+      children = execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).trim().split('\n').filter(Boolean).map(Number)
+    } catch {
+      // none
+    }
+    for (const child of children) {
+      const comm = execFileSync('ps', ['-o', 'comm=', '-p', String(child)], { encoding: 'utf8' }).trim()
+      if (names.some((n) => comm.startsWith(n.slice(0, 15)))) found.push(child)
+      walk(child)
+    }
+  }
+  for (const root of roots) walk(root)
+  return found
+}
