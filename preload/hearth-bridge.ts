@@ -13,6 +13,8 @@ export interface DesktopServerState {
   ollama: boolean
   /** That port's address, while it is served. */
   ollamaUrl: string | undefined
+  /** Lending this computer's memory to other Hearths' pooled models (docs/pool.md). */
+  lend: boolean
   /** Why the server is not running, when it failed to start. */
   error: string | undefined
 }
@@ -29,6 +31,7 @@ export interface HearthBridge {
   setServerRunning(running: boolean): Promise<DesktopServerState>
   setLanAccess(lan: boolean): Promise<DesktopServerState>
   setOllamaPort(on: boolean): Promise<DesktopServerState>
+  setLending(on: boolean): Promise<DesktopServerState>
   getPreferences(): Promise<DesktopPreferences>
   setKeepRunningInTray(keep: boolean): Promise<DesktopPreferences>
   /** A native file dialog for importing a model file; undefined when cancelled. */

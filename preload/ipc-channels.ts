@@ -5,6 +5,7 @@ export enum Channel {
   SetServerRunning = 'hearth:set-server-running',
   SetLanAccess = 'hearth:set-lan-access',
   SetOllamaPort = 'hearth:set-ollama-port',
+  SetLending = 'hearth:set-lending',
   GetPreferences = 'hearth:get-preferences',
   SetKeepRunningInTray = 'hearth:set-keep-running-in-tray',
   PickModelFile = 'hearth:pick-model-file',

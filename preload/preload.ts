@@ -12,6 +12,7 @@ const bridge: HearthBridge = {
   setServerRunning: (running) => ipcRenderer.invoke(Channel.SetServerRunning, running === true) as Promise<DesktopServerState>,
   setLanAccess: (lan) => ipcRenderer.invoke(Channel.SetLanAccess, lan === true) as Promise<DesktopServerState>,
   setOllamaPort: (on) => ipcRenderer.invoke(Channel.SetOllamaPort, on === true) as Promise<DesktopServerState>,
+  setLending: (on) => ipcRenderer.invoke(Channel.SetLending, on === true) as Promise<DesktopServerState>,
   getPreferences: () => ipcRenderer.invoke(Channel.GetPreferences) as Promise<DesktopPreferences>,
   setKeepRunningInTray: (keep) => ipcRenderer.invoke(Channel.SetKeepRunningInTray, keep === true) as Promise<DesktopPreferences>,
   pickModelFile: () => ipcRenderer.invoke(Channel.PickModelFile) as Promise<string | undefined>,

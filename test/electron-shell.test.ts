@@ -189,7 +189,7 @@ function fakeStartServer(keyFile?: string) {
   let closed = 0
   const failWith: Array<NodeJS.ErrnoException | undefined> = []
   const start = async (s: ServerSettings): Promise<RunningServer> => {
-    electron.calls.push(`startServer ${s.host}:${s.port}${s.ollamaPort !== undefined ? ` ollama ${s.ollamaPort}` : ''}`)
+    electron.calls.push(`startServer ${s.host}:${s.port}${s.ollamaPort !== undefined ? ` ollama ${s.ollamaPort}` : ''}${s.lend ? ' lend' : ''}`)
     const failure = failWith.shift()
     if (failure) throw failure
     started.push(s)
@@ -334,11 +334,12 @@ describe('IPC handlers', () => {
     return {
       done,
       actions: {
-        serverState: () => ({ running: true, url: 'http://127.0.0.1:8181', lan: false, ollama: false, ollamaUrl: undefined, error: undefined }),
+        serverState: () => ({ running: true, url: 'http://127.0.0.1:8181', lan: false, ollama: false, ollamaUrl: undefined, lend: false, error: undefined }),
         apiKey: async () => 'key',
-        setServerRunning: async (running: boolean) => (done.push(`running ${running}`), { running, url: undefined, lan: false, ollama: false, ollamaUrl: undefined, error: undefined }),
-        setLanAccess: async (lan: boolean) => (done.push(`lan ${lan}`), { running: true, url: 'x', lan, ollama: false, ollamaUrl: undefined, error: undefined }),
-        setOllamaPort: async (on: boolean) => (done.push(`ollama ${on}`), { running: true, url: 'x', lan: false, ollama: on, ollamaUrl: undefined, error: undefined }),
+        setServerRunning: async (running: boolean) => (done.push(`running ${running}`), { running, url: undefined, lan: false, ollama: false, ollamaUrl: undefined, lend: false, error: undefined }),
+        setLanAccess: async (lan: boolean) => (done.push(`lan ${lan}`), { running: true, url: 'x', lan, ollama: false, ollamaUrl: undefined, lend: false, error: undefined }),
+        setOllamaPort: async (on: boolean) => (done.push(`ollama ${on}`), { running: true, url: 'x', lan: false, ollama: on, ollamaUrl: undefined, lend: false, error: undefined }),
+        setLending: async (on: boolean) => (done.push(`lend ${on}`), { running: true, url: 'x', lan: false, ollama: false, ollamaUrl: undefined, lend: on, error: undefined }),
         preferences: () => ({ keepRunningInTray: true }),
         setKeepRunningInTray: async (keep: boolean) => (done.push(`keep ${keep}`), { keepRunningInTray: keep }),
         pickModelFile: async () => '/a.gguf',
@@ -364,13 +365,15 @@ describe('IPC handlers', () => {
     expect(await call(Channel.GetApiKey)).toBe('key')
     await call(Channel.SetLanAccess, true)
     await call(Channel.SetOllamaPort, true)
+    await call(Channel.SetLending, true)
     await call(Channel.SetKeepRunningInTray, false)
     await call(Channel.CopyText, 'hello')
-    expect(done).toEqual(['lan true', 'ollama true', 'keep false', 'copy hello'])
+    expect(done).toEqual(['lan true', 'ollama true', 'lend true', 'keep false', 'copy hello'])
     await expect(call(Channel.SetLanAccess, 'yes')).rejects.toThrow(/true or false/)
     await expect(call(Channel.SetOllamaPort, 1)).rejects.toThrow(/true or false/)
+    await expect(call(Channel.SetLending, 'on')).rejects.toThrow(/true or false/)
     await expect(call(Channel.CopyText, { toString: () => 'x' })).rejects.toThrow(/string/)
-    expect(done).toHaveLength(4)
+    expect(done).toHaveLength(5)
   })
 
   it('refuses other pages, other schemes and subframes', async () => {
@@ -398,7 +401,7 @@ describe('the embedded server', () => {
     const server = new EmbeddedServer(settings(mkdtempSync(join(tmpdir(), 'hearth-emb-'))), fake.start, () => undefined)
     const seen: boolean[] = []
     server.onChange((s) => seen.push(s.lan))
-    expect(await server.start()).toEqual({ running: true, url: 'http://127.0.0.1:8181', lan: false, ollama: false, ollamaUrl: undefined, error: undefined })
+    expect(await server.start()).toEqual({ running: true, url: 'http://127.0.0.1:8181', lan: false, ollama: false, ollamaUrl: undefined, lend: false, error: undefined })
     expect(fake.started[0]).toMatchObject({ host: '127.0.0.1', corsOrigins: [APP_ORIGIN] })
     electron.calls.length = 0
     const lan = await server.setLan(true)
@@ -522,7 +525,7 @@ describe('startup and shutdown', () => {
     const state = await electron.ipcHandlers.get(Channel.SetLanAccess)!(trustedEvent, true)
     expect(state).toMatchObject({ running: true, lan: true })
     expect(electron.calls).toEqual(['server.close', 'startServer 0.0.0.0:8181', `webContents.send ${Channel.ServerState}`])
-    expect(JSON.parse(readFileSync(join(dataDir, 'desktop.json'), 'utf8'))).toEqual({ keepRunningInTray: true, lan: true, ollama: false })
+    expect(JSON.parse(readFileSync(join(dataDir, 'desktop.json'), 'utf8'))).toEqual({ keepRunningInTray: true, lan: true, ollama: false, lend: false })
     expect(electron.trays[0].tooltip).toContain('(also on the network)')
   })
 
@@ -535,9 +538,18 @@ describe('startup and shutdown', () => {
     expect(JSON.parse(readFileSync(join(dataDir, 'desktop.json'), 'utf8'))).toMatchObject({ ollama: true })
   })
 
+  it('remembers lending and restarts the server lending', async () => {
+    const { dataDir } = await startApp()
+    electron.calls.length = 0
+    const state = await electron.ipcHandlers.get(Channel.SetLending)!(trustedEvent, true)
+    expect(state).toMatchObject({ running: true, lend: true })
+    expect(electron.calls).toEqual(['server.close', 'startServer 127.0.0.1:8181 lend', `webContents.send ${Channel.ServerState}`])
+    expect(JSON.parse(readFileSync(join(dataDir, 'desktop.json'), 'utf8'))).toMatchObject({ lend: true })
+  })
+
   it('builds the tray menu from the server state', () => {
     const clicked: string[] = []
-    const menu = trayMenu({ running: false, url: undefined, lan: false, ollama: false, ollamaUrl: undefined, error: 'port taken' }, {
+    const menu = trayMenu({ running: false, url: undefined, lan: false, ollama: false, ollamaUrl: undefined, lend: false, error: 'port taken' }, {
       openWindow: () => clicked.push('open'),
       setServerRunning: (r) => clicked.push(`run ${r}`),
       copyAddress: () => clicked.push('copy'),
@@ -558,7 +570,7 @@ describe('the preload bridge', () => {
     await import('../preload/preload.ts')
     const bridge = electron.exposed.hearth as Record<string, (...args: any[]) => any>
     expect(Object.keys(bridge).sort()).toEqual(
-      ['copyText', 'getApiKey', 'getPreferences', 'getServerState', 'onServerState', 'pickModelFile', 'setKeepRunningInTray', 'setLanAccess', 'setOllamaPort', 'setServerRunning'].sort(),
+      ['copyText', 'getApiKey', 'getPreferences', 'getServerState', 'onServerState', 'pickModelFile', 'setKeepRunningInTray', 'setLanAccess', 'setLending', 'setOllamaPort', 'setServerRunning'].sort(),
     )
     expect(Object.values(bridge).every((f) => typeof f === 'function')).toBe(true)
     expect(await bridge.setLanAccess!('yes')).toEqual({ channel: Channel.SetLanAccess, args: [false] })

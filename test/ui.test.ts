@@ -456,6 +456,8 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
     await expect.poll(() => page.getByTestId('request-log').getByText('POST /v1/responses').count()).toBeGreaterThan(0)
     // With the prompt's size and what of it came from the engine's cache.
     await expect.poll(async () => (await page.getByTestId('request-prompt').allTextContents()).some((t) => /\d+ tokens/.test(t))).toBe(true)
+    // This server lends nothing, and says how it would.
+    expect(await page.getByTestId('lend-state').textContent()).toMatch(/^\s*Off\s.*--lend/s)
     // What runs the models: llama.cpp built here, its commit and CPU features (or, loudly, that it is not built).
     const engine = page.getByTestId('engine-card')
     if (llamaBuild) {
@@ -484,7 +486,7 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
     await desktop.addInitScript(
       ({ url, apiKey }) => {
         const calls: string[] = []
-        let state = { running: true, url, lan: false, ollama: false, ollamaUrl: undefined as string | undefined, error: undefined as string | undefined }
+        let state = { running: true, url, lan: false, ollama: false, ollamaUrl: undefined as string | undefined, lend: false, error: undefined as string | undefined }
         ;(window as unknown as { bridgeCalls: string[] }).bridgeCalls = calls
         ;(window as unknown as { hearth: unknown }).hearth = {
           getServerState: async () => state,
@@ -492,6 +494,7 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
           setServerRunning: async (running: boolean) => (calls.push(`setServerRunning ${running}`), (state = { ...state, running })),
           setLanAccess: async (lan: boolean) => (calls.push(`setLanAccess ${lan}`), (state = { ...state, lan })),
           setOllamaPort: async (on: boolean) => (calls.push(`setOllamaPort ${on}`), (state = { ...state, ollama: on, ollamaUrl: on ? 'http://127.0.0.1:11434' : undefined })),
+          setLending: async (on: boolean) => (calls.push(`setLending ${on}`), (state = { ...state, lend: on })),
           getPreferences: async () => ({ keepRunningInTray: true }),
           setKeepRunningInTray: async (keep: boolean) => (calls.push(`setKeepRunningInTray ${keep}`), { keepRunningInTray: keep }),
           pickModelFile: async () => (calls.push('pickModelFile'), '/models/picked.gguf'),
@@ -518,13 +521,16 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
       await expect.poll(() => app.getByTestId('ollama-toggle').isChecked()).toBe(true)
       expect(await app.getByTestId('ollama-address').textContent()).toBe('http://127.0.0.1:11434')
       await app.screenshot({ path: join(ARTIFACTS, 'server-desktop-ollama-port.png') })
+      // Lending this computer's memory to other Hearths: on at a click too.
+      await app.getByTestId('lend-toggle').click()
+      await expect.poll(() => app.getByTestId('lend-toggle').isChecked()).toBe(true)
       await app.getByRole('button', { name: 'Copy key' }).click()
       await app.getByRole('checkbox', { name: /Keep the server running in the tray/ }).click()
       await app.goto(`${server.url}/#/models`)
       await app.getByRole('button', { name: 'Browse…' }).click()
       await expect.poll(() => app.getByPlaceholder('/path/to/model.gguf').inputValue()).toBe('/models/picked.gguf')
       const calls = await app.evaluate(() => (window as unknown as { bridgeCalls: string[] }).bridgeCalls)
-      expect(calls).toEqual(expect.arrayContaining(['getApiKey', 'setLanAccess true', 'setOllamaPort true', `copyText ${key}`, 'setKeepRunningInTray false', 'pickModelFile']))
+      expect(calls).toEqual(expect.arrayContaining(['getApiKey', 'setLanAccess true', 'setOllamaPort true', 'setLending true', `copyText ${key}`, 'setKeepRunningInTray false', 'pickModelFile']))
     } finally {
       await desktop.close()
     }

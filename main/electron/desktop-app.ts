@@ -72,7 +72,7 @@ export class DesktopApp {
     await this.preferences.load()
     registerIpcHandlers(ipcMain, this.actions())
     this.server.onChange((state) => this.serverChanged(state))
-    await this.server.start(this.preferences.value.lan, this.preferences.value.ollama || undefined)
+    await this.server.start(this.preferences.value.lan, this.preferences.value.ollama || undefined, this.preferences.value.lend || undefined)
     this.createWindow()
     this.createTray()
   }
@@ -162,6 +162,10 @@ export class DesktopApp {
       setOllamaPort: async (on) => {
         await this.preferences.update({ ollama: on })
         return this.server.setOllama(on)
+      },
+      setLending: async (on) => {
+        await this.preferences.update({ lend: on })
+        return this.server.setLending(on)
       },
       preferences: () => ({ keepRunningInTray: this.preferences.value.keepRunningInTray }),
       setKeepRunningInTray: async (keep) => ({ keepRunningInTray: (await this.preferences.update({ keepRunningInTray: keep })).keepRunningInTray }),

@@ -8,9 +8,11 @@ export interface DesktopPrefs {
   lan: boolean
   /** Serve Ollama's API on its own port, for the programs written for Ollama. */
   ollama: boolean
+  /** Lend this computer's memory to other Hearths' pooled models. */
+  lend: boolean
 }
 
-export const DEFAULT_PREFS: DesktopPrefs = { keepRunningInTray: true, lan: false, ollama: false }
+export const DEFAULT_PREFS: DesktopPrefs = { keepRunningInTray: true, lan: false, ollama: false, lend: false }
 
 export class DesktopPreferences {
   private current: DesktopPrefs = { ...DEFAULT_PREFS }
@@ -31,6 +33,7 @@ export class DesktopPreferences {
         keepRunningInTray: typeof parsed.keepRunningInTray === 'boolean' ? parsed.keepRunningInTray : DEFAULT_PREFS.keepRunningInTray,
         lan: typeof parsed.lan === 'boolean' ? parsed.lan : DEFAULT_PREFS.lan,
         ollama: typeof parsed.ollama === 'boolean' ? parsed.ollama : DEFAULT_PREFS.ollama,
+        lend: typeof parsed.lend === 'boolean' ? parsed.lend : DEFAULT_PREFS.lend,
       }
     } catch {
       this.current = { ...DEFAULT_PREFS }

@@ -20,6 +20,7 @@ export class EmbeddedServer {
   private running: RunningServer | undefined
   private lan = false
   private ollama: boolean
+  private lend: boolean
   private error: string | undefined
   private queue: Promise<unknown> = Promise.resolve()
   private readonly listeners = new Set<(state: DesktopServerState) => void>()
@@ -30,6 +31,7 @@ export class EmbeddedServer {
     private readonly log: (line: string) => void = console.log,
   ) {
     this.ollama = settings.ollamaPort !== undefined
+    this.lend = settings.lend === true
   }
 
   get state(): DesktopServerState {
@@ -41,6 +43,7 @@ export class EmbeddedServer {
       lan: this.lan,
       ollama: this.ollama,
       ollamaUrl: this.running?.ollamaUrl,
+      lend: this.lend,
       error: this.error,
     }
   }
@@ -50,10 +53,11 @@ export class EmbeddedServer {
     return () => this.listeners.delete(listener)
   }
 
-  start(lan = this.lan, ollama = this.ollama): Promise<DesktopServerState> {
+  start(lan = this.lan, ollama = this.ollama, lend = this.lend): Promise<DesktopServerState> {
     return this.serially(async () => {
       this.lan = lan
       this.ollama = ollama
+      this.lend = lend
       await this.startNow()
     })
   }
@@ -90,6 +94,18 @@ export class EmbeddedServer {
     })
   }
 
+  /** Lends this computer's memory, or stops: the server restarts when it is running. */
+  setLending(on: boolean): Promise<DesktopServerState> {
+    return this.serially(async () => {
+      if (on === this.lend) return
+      this.lend = on
+      if (this.running) {
+        await this.stopNow()
+        await this.startNow()
+      }
+    })
+  }
+
   /** The key the server accepts: read fresh, since the page may have regenerated it. */
   async apiKey(): Promise<string | undefined> {
     if (!this.settings.auth) return undefined
@@ -106,6 +122,7 @@ export class EmbeddedServer {
       host: this.lan ? EVERY_INTERFACE : LOOPBACK,
       corsOrigins: [...(this.settings.corsOrigins ?? []), APP_ORIGIN],
       ollamaPort: this.ollama ? (this.settings.ollamaPort ?? OLLAMA_DEFAULT_PORT) : undefined,
+      lend: this.lend,
     }
     try {
       this.running = await this.startServer(settings, this.log)

@@ -14,6 +14,7 @@ export interface DesktopActions {
   setServerRunning(running: boolean): Promise<DesktopServerState>
   setLanAccess(lan: boolean): Promise<DesktopServerState>
   setOllamaPort(on: boolean): Promise<DesktopServerState>
+  setLending(on: boolean): Promise<DesktopServerState>
   preferences(): DesktopPreferences
   setKeepRunningInTray(keep: boolean): Promise<DesktopPreferences>
   pickModelFile(): Promise<string | undefined>
@@ -50,6 +51,7 @@ export function registerIpcHandlers(ipc: Pick<IpcMain, 'handle'>, actions: Deskt
   handle(Channel.SetServerRunning, (running) => actions.setServerRunning(boolean(running, 'running')))
   handle(Channel.SetLanAccess, (lan) => actions.setLanAccess(boolean(lan, 'lan')))
   handle(Channel.SetOllamaPort, (on) => actions.setOllamaPort(boolean(on, 'on')))
+  handle(Channel.SetLending, (on) => actions.setLending(boolean(on, 'on')))
   handle(Channel.GetPreferences, () => actions.preferences())
   handle(Channel.SetKeepRunningInTray, (keep) => actions.setKeepRunningInTray(boolean(keep, 'keep')))
   handle(Channel.PickModelFile, () => actions.pickModelFile())

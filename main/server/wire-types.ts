@@ -124,6 +124,8 @@ export interface ServerInfo {
   key_file: string | null
   /** Where Ollama's API is served keyless for this computer's programs (`--ollama-port`); null when off. */
   ollama_url: string | null
+  /** What this computer lends to other Hearths' pooled models (`--lend`); null when it lends nothing. */
+  lending: { memory_cap_mib: number | null; borrowers: number } | null
 }
 
 /**

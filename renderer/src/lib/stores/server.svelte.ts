@@ -118,7 +118,7 @@ class ServerStore {
   }
 
   /** Desktop app only: the embedded server on or off, or reachable from the network. */
-  async switchServer(change: { running?: boolean; lan?: boolean; ollama?: boolean }): Promise<void> {
+  async switchServer(change: { running?: boolean; lan?: boolean; ollama?: boolean; lend?: boolean }): Promise<void> {
     const bridge = desktopBridge()
     if (!bridge) return
     this.switching = true
@@ -127,6 +127,7 @@ class ServerStore {
       if (change.running !== undefined) state = await bridge.setServerRunning(change.running)
       if (change.lan !== undefined) state = await bridge.setLanAccess(change.lan)
       if (change.ollama !== undefined) state = await bridge.setOllamaPort(change.ollama)
+      if (change.lend !== undefined) state = await bridge.setLending(change.lend)
       if (state) connection.serverState = state
       if (state?.running) {
         this.unwatch()
