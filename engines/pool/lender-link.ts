@@ -1,13 +1,12 @@
 /**
  * The borrower's side of a pooled model: for each lender, a check (its key, that it lends, the
- * same llama.cpp) and a local forwarder llama-server's `--rpc` connects to. Each connection to the
- * forwarder becomes one tunnel: an HTTP request to the lender's own port with the key, upgraded to
- * a raw stream (main/server/lend/lend-tunnel.ts). Nothing of the RPC protocol is read or changed
- * here; llama.cpp places the layers and talks to the lenders itself.
+ * same llama.cpp) and a local forwarder llama-server's `--rpc` connects to, on a thread of its own
+ * (tunnel-worker.mjs). Each connection to the forwarder becomes one tunnel: an HTTP request to the
+ * lender's own port with the key, upgraded to a raw stream (main/server/lend/lend-tunnel.ts).
+ * Nothing of the RPC protocol is read or changed here; llama.cpp places the layers and talks to
+ * the lenders itself.
  */
-import { request as httpRequest } from 'node:http'
-import { request as httpsRequest } from 'node:https'
-import { createServer, type Server, type Socket } from 'node:net'
+import { Worker } from 'node:worker_threads'
 import { ModelError } from '../errors.ts'
 
 export interface PoolLender {
@@ -28,18 +27,24 @@ interface LendStatus {
 const CHECK_TIMEOUT_MS = 5_000
 const LEND_PROTOCOL = 'hearth-rpc'
 
+/** The thread that carries the tunnels: plain JavaScript, beside this file (and the desktop bundle). */
+const TUNNEL_WORKER = new URL('./tunnel-worker.mjs', import.meta.url)
+
 export class LenderLink {
-  private readonly tunnels = new Set<Socket>()
   private dropListener: ((reason: string) => void) | undefined
   private closed = false
 
   private constructor(
     readonly lender: PoolLender,
-    private readonly key: string | undefined,
-    private readonly forwarder: Server,
+    private readonly worker: Worker,
+    private readonly port: number,
     /** The memory the lender has free for this borrower, in MiB. */
     readonly freeMiB: number,
-  ) {}
+  ) {
+    worker.on('message', (message: { type: string; reason?: string }) => {
+      if (message.type === 'drop' && !this.closed) this.dropListener?.(`lender ${this.name} ${message.reason}`)
+    })
+  }
 
   /** `desk:8181`: how messages name the machine. */
   get name(): string {
@@ -48,8 +53,7 @@ export class LenderLink {
 
   /** Where llama-server's `--rpc` connects: the local forwarder. */
   get endpoint(): string {
-    const { port } = this.forwarder.address() as { port: number }
-    return `127.0.0.1:${port}`
+    return `127.0.0.1:${this.port}`
   }
 
   /** Checks the lender (a 502 naming it when it cannot lend to us) and opens the forwarder. */
@@ -67,14 +71,12 @@ export class LenderLink {
     if (!status.running) throw unavailable(`lender ${host} has stopped lending (its rpc-server is not running)`)
     const freeMiB = status.devices.reduce((sum, d) => sum + d.free_mib, 0)
     if (freeMiB <= 0) throw unavailable(`lender ${host} has no memory left to lend`)
-    const forwarder = createServer()
-    const link = new LenderLink(lender, key, forwarder, freeMiB)
-    forwarder.on('connection', (local) => link.tunnel(local))
-    await new Promise<void>((resolve, reject) => {
-      forwarder.once('error', reject)
-      forwarder.listen(0, '127.0.0.1', resolve)
+    const worker = new Worker(TUNNEL_WORKER, { workerData: { url: lender.url, key, protocol: LEND_PROTOCOL } })
+    const port = await new Promise<number>((resolve, reject) => {
+      worker.once('error', reject)
+      worker.once('message', (message: { type: string; port?: number }) => (message.type === 'listening' ? resolve(message.port!) : reject(new Error(`tunnel thread: ${message.type}`))))
     })
-    return link
+    return new LenderLink(lender, worker, port, freeMiB)
   }
 
   /** Called once when a tunnel to the lender breaks while the model runs. */
@@ -82,47 +84,11 @@ export class LenderLink {
     this.dropListener = listener
   }
 
+  /** Ends the forwarder and every tunnel with it (a terminated thread's sockets close). */
   close(): void {
+    if (this.closed) return
     this.closed = true
-    this.forwarder.close()
-    for (const socket of this.tunnels) socket.destroy()
-  }
-
-  private tunnel(local: Socket): void {
-    local.setNoDelay(true)
-    this.tunnels.add(local)
-    local.on('error', () => undefined)
-    // llama.cpp closing its own connection is no drop; the lender closing one llama.cpp still holds is.
-    let borrowerDone = false
-    local.once('end', () => (borrowerDone = true))
-    const url = new URL('/api/lend/connect', this.lender.url)
-    const request = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, {
-      headers: { connection: 'Upgrade', upgrade: LEND_PROTOCOL, ...(this.key ? { authorization: `Bearer ${this.key}` } : {}) },
-    })
-    const dropped = (reason: string) => {
-      local.destroy()
-      this.tunnels.delete(local)
-      if (!this.closed) this.dropListener?.(`lender ${this.name} ${reason}`)
-    }
-    request.on('upgrade', (res, remote: Socket, head: Buffer) => {
-      remote.setNoDelay(true)
-      if (head.length > 0) local.write(head)
-      local.pipe(remote)
-      remote.pipe(local)
-      remote.on('error', () => undefined)
-      remote.on('close', () => (borrowerDone ? local.destroy() : dropped('dropped off (its connection closed)')))
-      local.on('close', () => {
-        this.tunnels.delete(local)
-        remote.destroy()
-      })
-      void res
-    })
-    request.on('response', (res) => {
-      res.resume()
-      dropped(`refused the tunnel (HTTP ${res.statusCode})`)
-    })
-    request.on('error', (e) => dropped(`cannot be reached (${(e as NodeJS.ErrnoException).code ?? e.message})`))
-    request.end()
+    void this.worker.terminate()
   }
 }
 

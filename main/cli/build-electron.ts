@@ -19,7 +19,7 @@ const NODE_TARGET = 'node22'
  * Files the server's modules find beside themselves through import.meta.url. In the bundle
  * "beside" is dist-electron/, so they are copied (or, for the audio worker, built) there.
  */
-const SIDECAR_FILES = ['models/catalog/recommended-models.json']
+const SIDECAR_FILES = ['models/catalog/recommended-models.json', 'engines/pool/tunnel-worker.mjs']
 const AUDIO_WORKER = 'media/audio/decode-audio.worker.ts'
 
 export async function buildElectron(outDir = ELECTRON_OUT_DIR): Promise<number> {
