@@ -91,6 +91,7 @@ describe.skipIf(!smollm || !llamaBuild || noNamespaces !== undefined)('one model
     const listed = await (await fetch(`${borrower.url}/api/models`, { headers: headers() })).json()
     const model = listed.models.find((m: { id: string }) => m.id === 'smol-pooled')
     expect(model.devices).toEqual(['CPU', `RPC ${new URL(lenders[0]!.url).host}`, `RPC ${link.address}`])
+    expect(model.pool).toEqual([new URL(lenders[0]!.url).host, link.address])
     for (const lender of lenders) {
       const status = await lendStatus(lender)
       expect(status).toMatchObject({ running: true, memory_cap_mib: LENT_MIB, llama_cpp_commit: llamaBuild!.commit })

@@ -50,6 +50,8 @@ export interface ManagedModel extends ModelObject {
   /** The file has no chat template: the format Hearth chose from its architecture and vocabulary (`gemma`, `llama3`, `phi3`, `chatml`). */
   template_guessed?: string
   replicas?: ReplicaObject[]
+  /** A pooled model: the machines that lend it memory (docs/pool.md); `devices` says where its parts run once loaded. */
+  pool?: string[]
   mmproj: string | null
   kind: ModelKind
   architecture: string | null

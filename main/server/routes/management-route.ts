@@ -55,6 +55,7 @@ export function managedModel(ctx: ServerContext, m: ModelRecord, loaded: boolean
           })),
         }
       : {}),
+    ...(m.catalogEntry?.pool ? { pool: m.catalogEntry.pool.map((l) => new URL(l.url).host) } : {}),
     mmproj: m.projectorPath ?? null,
     kind: m.kind,
     architecture: m.architecture ?? null,

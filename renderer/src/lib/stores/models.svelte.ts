@@ -33,6 +33,8 @@ export interface ModelInfo {
   source: { kind: ModelSourceKind; dir: string | undefined } | undefined
   /** The file has no chat template: the format chosen for it (`gemma`, `chatml`, …). */
   templateGuessed: string | undefined
+  /** A pooled model: the machines lending it memory. */
+  pool: string[] | undefined
 }
 
 /** How the page names the programs whose models it lists. */
@@ -55,6 +57,7 @@ function fromWire(m: ListedModel): ModelInfo {
     remote: m.remote ? { health: m.remote.health, hosts: (m.replicas ?? []).map((r) => hostOf(r.base_url)) } : undefined,
     source: m.source ? { kind: m.source, dir: m.source_dir } : undefined,
     templateGuessed: typeof m.template_guessed === 'string' ? m.template_guessed : undefined,
+    pool: m.pool,
   }
 }
 
