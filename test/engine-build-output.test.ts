@@ -55,9 +55,12 @@ for program in "$@"; do
   echo "[40/40] Linking CXX executable bin/$program"
   # The runners say how they were called (ARGS_LOG), and a GPU's run dies where CRASH_ON_GPU says so.
   runner='if [ -n "$ARGS_LOG" ]; then echo "$(basename "$0") $*" >> "$ARGS_LOG"; fi
-case " $* " in *" -ngl "*|*" gpu "*) if [ -n "$CRASH_ON_GPU" ]; then kill -ILL $$; fi ;; esac'
+case " $* " in *" -rpc "*) ;; *" -ngl "*|*" gpu "*) if [ -n "$CRASH_ON_GPU" ]; then kill -ILL $$; fi ;; esac'
+  # The lender's rpc-server listens where it is told, and closes every connection.
+  rpc='while [ $# -gt 0 ]; do [ "$1" = "--port" ] && port=$2; shift; done
+exec "$NODE" -e "require(\\"net\\").createServer((s) => s.destroy()).listen($port, \\"127.0.0.1\\")"'
   case "$program" in llama-bench|hearth-whisper-self-test) body="$runner
-$crash" ;; *) body="" ;; esac
+$crash" ;; ggml-rpc-server) body="$rpc" ;; *) body="" ;; esac
   printf '#!/bin/sh\\n%s\\n' "$body" > "$dir/bin/$program"; chmod +x "$dir/bin/$program"
 done
 `
@@ -72,7 +75,7 @@ function buildWith(env: Record<string, string>, args: string[] = [], prepareCach
   const result = spawnSync(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'main/cli/build-engines.ts'), ...args], {
     cwd: PROJECT_ROOT,
     // The fake builds are recorded in a file of their own, not in the project's record.
-    env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, HEARTH_ENGINE_CACHE: cache, HEARTH_ENGINE_RECORD: join(cache, 'record.json'), HEARTH_ENGINE_GPU: 'none', ...env },
+    env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, HEARTH_ENGINE_CACHE: cache, HEARTH_ENGINE_RECORD: join(cache, 'record.json'), HEARTH_ENGINE_GPU: 'none', NODE: process.execPath, ...env },
     encoding: 'utf8',
   })
   return { ...result, cache }
@@ -114,7 +117,8 @@ describe.skipIf(!haveSources)('the engine build as a person sees it', () => {
     expect(manifest.withheld).toEqual(fallback.withheld)
     expect(manifest.cmakeFlags).toEqual(expect.arrayContaining(fallback.flags))
     expect(manifest.selfTest).toMatchObject({ engine: 'llama', passed: true })
-    expect(manifest.selfTest.runs).toHaveLength(30)
+    // Every type at 1 and 2 threads, and Q8_0 over a local rpc-server (the pool's path).
+    expect(manifest.selfTest.runs).toHaveLength(31)
   })
 
   it('runs a GPU\'s build on the CPU alone and on the GPU, and blames no CPU feature for a crash on the GPU', () => {
@@ -125,11 +129,13 @@ describe.skipIf(!haveSources)('the engine build as a person sees it', () => {
     expect(stdout).toMatch(/whisper: self-test passed: 11 weight types ran at 1 and 2 threads, and on the GPU \(CUDA\)/)
     const calls = readFileSync(argsLog, 'utf8').trim().split('\n')
     const bench = calls.filter((c) => c.startsWith('llama-bench '))
-    // Each type three times: on the CPU alone at 1 and 2 threads, then on the GPU, every layer offloaded.
-    expect(bench).toHaveLength(45)
+    // Each type three times: on the CPU alone at 1 and 2 threads, then on the GPU, every layer
+    // offloaded; and once more over a local rpc-server.
+    expect(bench).toHaveLength(46)
+    expect(bench.filter((c) => / -rpc 127\.0\.0\.1:\d+ /.test(c))).toHaveLength(1)
     expect(bench.filter((c) => / -t 1 .*-dev none /.test(c))).toHaveLength(15)
     expect(bench.filter((c) => / -t 2 .*-dev none /.test(c))).toHaveLength(15)
-    expect(bench.filter((c) => / -ngl 99 /.test(c) && !c.includes('-dev none'))).toHaveLength(15)
+    expect(bench.filter((c) => / -ngl 99 /.test(c) && !c.includes('-dev none') && !c.includes('-rpc'))).toHaveLength(15)
     const whisper = calls.filter((c) => c.startsWith('hearth-whisper-self-test '))
     expect(whisper.filter((c) => c.endsWith(' cpu'))).toHaveLength(22)
     expect(whisper.filter((c) => c.endsWith(' gpu'))).toHaveLength(11)

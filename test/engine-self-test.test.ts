@@ -24,7 +24,7 @@ describe.skipIf(!llamaBuild)('llama.cpp as built here', () => {
   it('runs every weight type llama-quantize makes, at 1 and 2 threads', () => {
     const report = selfTestLlama((p) => programPath(llamaBuild!.dir, p), scratch('llama'))
     expect(report.runs.filter((r) => r.outcome !== 'ran')).toEqual([])
-    expect(report.runs.map((r) => `${r.weightType}@${r.threads}`)).toEqual(LLAMA_WEIGHT_TYPES.flatMap((t) => [`${t.name}@1`, `${t.name}@2`]))
+    expect(report.runs.map((r) => `${r.weightType}@${r.threads}${r.rpc ? ' over rpc' : ''}`)).toEqual([...LLAMA_WEIGHT_TYPES.flatMap((t) => [`${t.name}@1`, `${t.name}@2`]), 'Q8_0@1 over rpc'])
     expect(selfTestVerdict(report)).toMatch(/^self-test passed: 15 weight types ran at 1 and 2 threads/)
     if (cpuHasAmx && builtWithAmx) {
       const onAmx = [...new Set(report.runs.filter((r) => r.amx).map((r) => r.weightType))]

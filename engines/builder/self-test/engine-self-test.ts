@@ -239,7 +239,8 @@ export function selfTestVerdict(report: SelfTestReport): string {
     const units = amx.length > 0 ? `; AMX ran ${amx.join(' ')}` : '; no AMX here'
     const variant = report.cpuVariant ? ` on its ${report.cpuVariant} CPU backend` : ''
     const gpu = report.gpu ? `, and on the GPU (${report.gpu.toUpperCase()})` : ''
-    return `self-test passed: ${types.length} weight types ran at ${threads} threads${variant}${gpu}${units} (${report.seconds} s)`
+    const rpc = report.runs.some((r) => r.rpc) ? ', and over a local rpc-server' : ''
+    return `self-test passed: ${types.length} weight types ran at ${threads} threads${variant}${gpu}${rpc}${units} (${report.seconds} s)`
   }
   const broken = report.runs.filter((r) => r.outcome !== 'ran')
   const how = [...new Set(broken.map((r) => `${r.gpu ? 'on the GPU: ' : ''}${r.outcome === 'crashed' ? `killed by ${r.signal}` : r.detail}`))].join('; ')
