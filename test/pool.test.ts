@@ -10,12 +10,13 @@
  */
 import { execFileSync, spawn } from 'node:child_process'
 import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
-import { request } from 'node:http'
+import { createServer, request } from 'node:http'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { programPath } from '../engines/builder/cmake-build.ts'
+import { LenderLink } from '../engines/pool/lender-link.ts'
 import { startDelayingProxy, type DelayingProxy } from './support/delaying-proxy.ts'
 import { listeningIn, makeLanMachine, namespacesUnavailable, type LanMachine } from './support/lan-namespaces.ts'
 import { realModel } from './support/real-models/real-model.ts'
@@ -159,6 +160,48 @@ describe.skipIf(!smollm || !llamaBuild || noNamespaces !== undefined)('one model
     expect(next.body.error.message).toMatch(new RegExp(`^lender ${link.address.replace('.', '\\.')} (cannot be reached|refused the tunnel|answered)`))
     // The first lender let go of what it lent.
     await expect.poll(async () => (await lendStatus(lenders[0]!)).borrowers.length, { timeout: 10_000 }).toBe(0)
+  })
+})
+
+describe('checking a lender before anything is borrowed', () => {
+  /** A stand-in for a lending Hearth's `GET /api/lend` that answers as told. */
+  async function standIn(status: number, body: unknown): Promise<{ url: string; close(): void }> {
+    const server = createServer((_req, res) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body)))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, close: () => server.close() }
+  }
+  const lends = (commit: string, freeMiB = 4096) => ({ object: 'lend', llama_cpp_commit: commit, rpc_protocol: '7.0.0', running: true, memory_cap_mib: null, devices: [{ name: 'CPU', description: 'x', total_mib: freeMiB, free_mib: freeMiB }], borrowers: [] })
+  const ours = 'de3ff815ea7d559ee917f063901b8986f038abc6'
+
+  it.each([
+    ['another llama.cpp', 200, lends('0123456789abcdef0123456789abcdef01234567'), /runs llama\.cpp 0123456789ab \(RPC protocol 7\.0\.0\) and this machine de3ff815ea7d: .* update Hearth on both/],
+    ['no memory left', 200, lends(ours, 0), /has no memory left to lend/],
+    ['a Hearth that does not lend', 409, { error: { message: 'no', code: 'not_lending' } }, /does not lend memory \(start its Hearth with --lend\)/],
+    ['a key without lend', 403, { error: { message: 'no' } }, /does not let this key borrow: make it with "lend": true there/],
+    ['something else', 404, { error: { message: 'Unknown route' } }, /answered 404: Unknown route; is it a Hearth that lends\?/],
+  ])('refuses %s, naming the lender', async (_what, status, body, message) => {
+    const lender = await standIn(status, body)
+    try {
+      const opened = LenderLink.open({ url: lender.url, apiKeyEnv: 'K' }, ours, { K: 'a-key-0123456789' })
+      await expect(opened).rejects.toMatchObject({ code: 'remote_unavailable', message: expect.stringMatching(new RegExp(`^lender ${new URL(lender.url).host.replace(/\./g, '\\.')} `)) })
+      await expect(opened).rejects.toThrow(message)
+    } finally {
+      lender.close()
+    }
+  })
+
+  it('opens a forwarder for llama-server where the lender is the same llama.cpp, and closes it', async () => {
+    const lender = await standIn(200, lends(ours))
+    try {
+      const link = await LenderLink.open({ url: lender.url, apiKeyEnv: 'K' }, ours, { K: 'a-key-0123456789' })
+      expect(link.freeMiB).toBe(4096)
+      const [host, port] = link.endpoint.split(':')
+      expect(await reaches(host!, Number(port))).toBe(true)
+      link.close()
+      await expect.poll(() => reaches(host!, Number(port)), { timeout: 5_000 }).toBe(false)
+    } finally {
+      lender.close()
+    }
   })
 })
 
