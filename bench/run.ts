@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- [--runs N] [--only real-size,grammar,overhead,embeddings,remote,pool,speech,real-weights,amx,gpu,ollama,ollama-quick,retrieval,retrieval-quick,agents,agents-session,agents-together,agents-together-{3,5}-{shared,unshared}] [--agents-model tiny] [--hearth-first] [--amx-types Q4_0,Q8_0,Q4_K_M,Q4_1] [--skip-upstream]`
+ * `npm run bench -- [--runs N] [--only real-size,grammar,overhead,embeddings,remote,pool,defaults,speech,real-weights,amx,gpu,ollama,ollama-quick,retrieval,retrieval-quick,agents,agents-session,agents-together,agents-together-{3,5}-{shared,unshared}] [--agents-model tiny] [--hearth-first] [--amx-types Q4_0,Q8_0,Q4_K_M,Q4_1] [--skip-upstream]`
  * Measures Hearth against the upstream programs it runs, built from the same source (see
  * bench/upstream-bench.ts and bench/speech-bench.ts), and prints each figure with its target. Not
  * a test: numbers vary with the machine.

@@ -72,9 +72,12 @@ export function cachedBenchModel(build: LlamaBuild, name: string, quantization: 
   return path
 }
 
-/** Upstream llama-server on `file` with the command line Hearth would give it, on the engine core. */
-async function startUpstream(build: LlamaBuild, spec: EngineLoadSpec): Promise<{ endpoint: Endpoint; pid: number; stop: () => Promise<void> }> {
-  const upstream = await startUpstreamProgram(build, 'llama-server', llamaServerArgs(spec), { cpus: ENGINE_CORE })
+/**
+ * Upstream llama-server on `file` with the command line Hearth would give it (or `args`, such as
+ * llama-server's own defaults), on the engine core.
+ */
+async function startUpstream(build: LlamaBuild, spec: EngineLoadSpec, args = llamaServerArgs(spec)): Promise<{ endpoint: Endpoint; pid: number; stop: () => Promise<void> }> {
+  const upstream = await startUpstreamProgram(build, 'llama-server', args, { cpus: ENGINE_CORE })
   return { endpoint: { url: upstream.url, headers: {}, model: spec.modelId }, pid: upstream.pid, stop: upstream.stop }
 }
 
@@ -93,9 +96,10 @@ async function withBothSides<T>(
   hearthArgs: string[],
   warmUp: (endpoint: Endpoint) => Promise<unknown>,
   measure: (hearth: Hearth, upstream: Upstream, enginePid: number) => Promise<T>,
+  upstreamArgs?: string[],
 ): Promise<T> {
   return onClientCores(async () => {
-    const upstream = await startUpstream(build, spec)
+    const upstream = await startUpstream(build, spec, upstreamArgs)
     const hearth = await startHearth(file, spec.modelId, hearthArgs)
     try {
       await warmUp(hearth.endpoint)
@@ -262,6 +266,32 @@ async function realSizeSingle(build: LlamaBuild, file: string, runs: number): Pr
 }
 
 /**
+ * Hearth as a person starts it (its default slots, context and cache) against llama-server as a
+ * person starts it: `-m FILE -t 1 --jinja`, everything else llama-server's own defaults (issue 54).
+ * Decode and a ~700-token prompt, interleaved, medians.
+ */
+async function realSizeAgainstDefaults(build: LlamaBuild, file: string, runs: number): Promise<Record<string, number>> {
+  const id = basename(file, '.gguf')
+  const defaults = ['-m', file, '-t', '1', '--jinja', '--alias', id]
+  return withBothSides(build, file, spec(id, file, 1, await trainedContext(file)), [], warmChat, async (hearth, upstream) => {
+    const decode: [number[], number[]] = [[], []]
+    const prompt: [number[], number[]] = [[], []]
+    for (let run = 0; run < runs; run++) {
+      for (const side of inTurns(run)) {
+        const endpoint = side ? upstream.endpoint : hearth.endpoint
+        decode[side].push((await stream(endpoint, say(`run ${run} tell a story`), 64)).decodePerSecond)
+        const first = await stream(endpoint, say(words(690, `${side}-${run}-${Math.random()}`)), 1)
+        prompt[side].push(((first.promptTokens - first.cachedTokens) * 1000) / first.enginePromptMs)
+      }
+    }
+    return {
+      defaults_decode_ratio: ratioLine('decode, against its defaults', median(decode[0]), median(decode[1]), 'tok/s', '≥ 1.0'),
+      defaults_prompt_ratio: ratioLine('prompt (~700), against its defaults', median(prompt[0]), median(prompt[1]), 'tok/s', '≥ 1.0'),
+    }
+  }, defaults)
+}
+
+/**
  * What a JSON Schema grammar adds to the first token (building the grammar from the schema, then
  * constraining each sampled token), on the real-size model: Hearth with and without a schema, and
  * llama-server the same, so the cost is seen to be the engine's.
@@ -397,6 +427,7 @@ export async function runUpstreamBench(options: { smallChatModel: string; embedd
     results.real_size = await realSizeSingle(build, file, options.runs)
     results.real_size_concurrent = await realSizeConcurrent(build, file, Math.max(2, Math.ceil(options.runs / 2)))
   }
+  if (options.only('real-size') || options.only('defaults')) results.against_defaults = await realSizeAgainstDefaults(build, realSizeModel(build), options.runs)
   if (options.only('grammar')) results.grammar = await grammarCost(build, realSizeModel(build), options.runs * 8)
   if (options.only('overhead')) results.overhead = await overhead(build, options.smallChatModel, options.runs)
   if (options.only('embeddings')) results.embeddings = await embeddings(build, options.embeddingModel, options.runs)
