@@ -39,7 +39,7 @@ beforeAll(() => {
   // A build folder whose llama-server is the faulting one in front of the real one.
   faultingBuild = mkdtempSync(join(tmpdir(), 'hearth-faulting-build-'))
   copyFileSync(join(llamaBuild.dir, 'build.json'), join(faultingBuild, 'build.json'))
-  for (const program of ['llama-bench', 'llama-quantize']) symlinkSync(programPath(llamaBuild.dir, program), join(faultingBuild, program))
+  for (const program of ['llama-bench', 'llama-quantize', 'ggml-rpc-server']) symlinkSync(programPath(llamaBuild.dir, program), join(faultingBuild, program))
   const wrapper = join(faultingBuild, 'llama-server')
   writeFileSync(wrapper, `#!/bin/sh\nexec "${process.execPath}" "${join(PROJECT_ROOT, 'test/support/faulting-llama-server.mjs')}" "${programPath(llamaBuild.dir, 'llama-server')}" "$@"\n`)
   chmodSync(wrapper, 0o755)

@@ -98,6 +98,9 @@ describe.skipIf(!smollm || !llamaBuild || noNamespaces !== undefined)('one model
       expect(status).toMatchObject({ running: true, memory_cap_mib: LENT_MIB, llama_cpp_commit: llamaBuild!.commit })
       expect(status.devices[0]).toMatchObject({ name: 'CPU', total_mib: LENT_MIB })
       expect(status.borrowers).toHaveLength(1)
+      // The Server page's view of it.
+      const server = await (await fetch(`${lender.url}/api/server`, { headers: { authorization: `Bearer ${LENDER_KEY}` } })).json()
+      expect(server.lending).toEqual({ memory_cap_mib: LENT_MIB, borrowers: 1 })
     }
     // The lenders hold weights: their rpc-servers grew by megabytes.
     for (const machine of machines) expect(rpcServerResidentMiB(machine)).toBeGreaterThan(8)

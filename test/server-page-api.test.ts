@@ -48,6 +48,7 @@ describe('GET /api/server', () => {
       auth: true,
       key_file: join(dataDir, 'api-key'),
       ollama_url: null,
+      lending: null,
     })
   })
 
