@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { findLlamaBuild, programPath, type LlamaBuild } from '../engines/builder/llama-build.ts'
 import { llamaServerArgs } from '../engines/llama-server/llama-server-args.ts'
+import { fitMarginMiB } from '../engines/pool/pooled-engine.ts'
 import { startDelayingProxy, type DelayingProxy, type LinkShape } from '../test/support/delaying-proxy.ts'
 import { startTestServer, type TestServer } from '../test/support/server-process.ts'
 import { startUpstreamProgram, type UpstreamServer } from '../test/support/upstream-servers.ts'
@@ -152,7 +153,7 @@ async function startUpstreamPool(build: LlamaBuild, model: string, shape: PoolSh
     if (link) links.push(link)
     endpoints.push({ endpoint: link ? link.address : `127.0.0.1:${port}`, name: `rpc-${i}` })
   }
-  const loadSpec = { ...spec('pooled', model, 1, CONTEXT), ...(endpoints.length ? { gpuLayers: -1, rpc: { endpoints, fitMarginMiB: Math.max(1, Math.min(512, Math.floor(lentMiB / 10))) } } : {}) }
+  const loadSpec = { ...spec('pooled', model, 1, CONTEXT), ...(endpoints.length ? { gpuLayers: -1, rpc: { endpoints, fitMarginMiB: fitMarginMiB(lentMiB) } } : {}) }
   const server: UpstreamServer = await startUpstreamProgram(build, 'llama-server', llamaServerArgs(loadSpec), { cpus: ENGINE_CORE })
   return {
     endpoint: { url: server.url, headers: {}, model: 'pooled' },

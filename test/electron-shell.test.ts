@@ -529,22 +529,16 @@ describe('startup and shutdown', () => {
     expect(electron.trays[0].tooltip).toContain('(also on the network)')
   })
 
-  it("remembers the Ollama port and restarts the server with it, on loopback", async () => {
+  it.each([
+    ['the Ollama port', Channel.SetOllamaPort, 'ollama', 'startServer 127.0.0.1:8181 ollama 11434'],
+    ['lending', Channel.SetLending, 'lend', 'startServer 127.0.0.1:8181 lend'],
+  ] as const)('remembers %s and restarts the server with it, on loopback', async (_what, channel, key, started) => {
     const { dataDir } = await startApp()
     electron.calls.length = 0
-    const state = await electron.ipcHandlers.get(Channel.SetOllamaPort)!(trustedEvent, true)
-    expect(state).toMatchObject({ running: true, ollama: true })
-    expect(electron.calls).toEqual(['server.close', 'startServer 127.0.0.1:8181 ollama 11434', `webContents.send ${Channel.ServerState}`])
-    expect(JSON.parse(readFileSync(join(dataDir, 'desktop.json'), 'utf8'))).toMatchObject({ ollama: true })
-  })
-
-  it('remembers lending and restarts the server lending', async () => {
-    const { dataDir } = await startApp()
-    electron.calls.length = 0
-    const state = await electron.ipcHandlers.get(Channel.SetLending)!(trustedEvent, true)
-    expect(state).toMatchObject({ running: true, lend: true })
-    expect(electron.calls).toEqual(['server.close', 'startServer 127.0.0.1:8181 lend', `webContents.send ${Channel.ServerState}`])
-    expect(JSON.parse(readFileSync(join(dataDir, 'desktop.json'), 'utf8'))).toMatchObject({ lend: true })
+    const state = await electron.ipcHandlers.get(channel)!(trustedEvent, true)
+    expect(state).toMatchObject({ running: true, [key]: true })
+    expect(electron.calls).toEqual(['server.close', started, `webContents.send ${Channel.ServerState}`])
+    expect(JSON.parse(readFileSync(join(dataDir, 'desktop.json'), 'utf8'))).toMatchObject({ [key]: true })
   })
 
   it('builds the tray menu from the server state', () => {

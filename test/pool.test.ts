@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { programPath } from '../engines/builder/cmake-build.ts'
 import { LenderLink } from '../engines/pool/lender-link.ts'
 import { startDelayingProxy, type DelayingProxy } from './support/delaying-proxy.ts'
+import { residentBytes } from './support/process-stats.ts'
 import { listeningIn, makeLanMachine, namespacesUnavailable, type LanMachine } from './support/lan-namespaces.ts'
 import { realModel } from './support/real-models/real-model.ts'
 import { startTestServer, type TestServer } from './support/server-process.ts'
@@ -258,9 +259,6 @@ function reaches(host: string, port: number): Promise<boolean> {
 /** The resident memory of the rpc-server in a lender's namespace, MiB. */
 function rpcServerResidentMiB(machine: LanMachine): number {
   const pids = execFileSync('ip', ['netns', 'pids', machine.namespace], { encoding: 'utf8' }).split('\n').filter(Boolean)
-  for (const pid of pids) {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8')
-    if (/^Name:\s+ggml-rpc-server/m.test(status)) return Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0) / 1024
-  }
-  return 0
+  const rpc = pids.find((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'ggml-rpc-server')
+  return rpc === undefined ? 0 : (residentBytes(Number(rpc)) ?? 0) / 1024 ** 2
 }

@@ -25,7 +25,9 @@ interface LendStatus {
 }
 
 const CHECK_TIMEOUT_MS = 5_000
-const LEND_PROTOCOL = 'hearth-rpc'
+/** Where a lender's tunnel is, and the protocol its HTTP request upgrades to (main/server/lend/lend-tunnel.ts serves it). */
+export const LEND_CONNECT_PATH = '/api/lend/connect'
+export const LEND_PROTOCOL = 'hearth-rpc'
 
 /** The thread that carries the tunnels: plain JavaScript, beside this file (and the desktop bundle). */
 const TUNNEL_WORKER = new URL('./tunnel-worker.mjs', import.meta.url)
@@ -71,7 +73,7 @@ export class LenderLink {
     if (!status.running) throw unavailable(`lender ${host} has stopped lending (its rpc-server is not running)`)
     const freeMiB = status.devices.reduce((sum, d) => sum + d.free_mib, 0)
     if (freeMiB <= 0) throw unavailable(`lender ${host} has no memory left to lend`)
-    const worker = new Worker(TUNNEL_WORKER, { workerData: { url: lender.url, key, protocol: LEND_PROTOCOL } })
+    const worker = new Worker(TUNNEL_WORKER, { workerData: { url: lender.url, key, path: LEND_CONNECT_PATH, protocol: LEND_PROTOCOL } })
     const port = await new Promise<number>((resolve, reject) => {
       worker.once('error', reject)
       worker.once('message', (message: { type: string; port?: number }) => (message.type === 'listening' ? resolve(message.port!) : reject(new Error(`tunnel thread: ${message.type}`))))

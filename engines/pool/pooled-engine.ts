@@ -14,6 +14,11 @@ import { LenderLink, type PoolLender } from './lender-link.ts'
 /** The most llama.cpp's fit leaves free on a lender: the lender's cap is already what its person chose to lend. */
 const MAX_FIT_MARGIN_MIB = 512
 
+/** What llama.cpp's fit leaves free on each lender (`--fit-target`), from the smallest lender's free memory. */
+export function fitMarginMiB(smallestFreeMiB: number): number {
+  return Math.max(1, Math.min(MAX_FIT_MARGIN_MIB, Math.floor(smallestFreeMiB / 10)))
+}
+
 /** What the lenders had free at their last check, per model: the memory plan counts the rest as ours. */
 const lentMiB = new Map<string, number>()
 
@@ -42,7 +47,7 @@ export async function startPooledLlama(
     ...spec,
     // Layers may go to the lenders whatever this machine's own GPU setting says.
     gpuLayers: spec.gpuLayers === 0 ? -1 : spec.gpuLayers,
-    rpc: { endpoints: links.map((l) => ({ endpoint: l.endpoint, name: l.name })), fitMarginMiB: Math.max(1, Math.min(MAX_FIT_MARGIN_MIB, Math.floor(smallest / 10))) },
+    rpc: { endpoints: links.map((l) => ({ endpoint: l.endpoint, name: l.name })), fitMarginMiB: fitMarginMiB(smallest) },
   }
   let dropped: string | undefined
   let engine: LlamaServerEngine | undefined

@@ -4,13 +4,13 @@
 // only, so it runs as it is from the source tree and from the desktop app's bundle.
 //
 // Each connection llama-server makes to the forwarder becomes one HTTP request to the lender's
-// /api/lend/connect with the key, upgraded to a raw stream; nothing of the RPC protocol is read.
+// lend path with the key, upgraded to a raw stream; nothing of the RPC protocol is read.
 import { request as httpRequest } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import { createServer } from 'node:net'
 import { parentPort, workerData } from 'node:worker_threads'
 
-const { url, key, protocol } = workerData
+const { url, key, path, protocol } = workerData
 const tunnels = new Set()
 
 const forwarder = createServer((local) => {
@@ -20,7 +20,7 @@ const forwarder = createServer((local) => {
   // llama.cpp closing its own connection is no drop; the lender closing one llama.cpp still holds is.
   let borrowerDone = false
   local.once('end', () => (borrowerDone = true))
-  const target = new URL('/api/lend/connect', url)
+  const target = new URL(path, url)
   const request = (target.protocol === 'https:' ? httpsRequest : httpRequest)(target, {
     headers: { connection: 'Upgrade', upgrade: protocol, ...(key ? { authorization: `Bearer ${key}` } : {}) },
   })

@@ -72,33 +72,24 @@ export class EmbeddedServer {
 
   /** Restarts the server on the other host when it is running. */
   setLan(lan: boolean): Promise<DesktopServerState> {
-    return this.serially(async () => {
-      if (lan === this.lan) return
-      this.lan = lan
-      if (this.running) {
-        await this.stopNow()
-        await this.startNow()
-      }
-    })
+    return this.switchTo('lan', lan)
   }
 
   /** Serves Ollama's API on its port, or stops: the server restarts when it is running. */
   setOllama(on: boolean): Promise<DesktopServerState> {
-    return this.serially(async () => {
-      if (on === this.ollama) return
-      this.ollama = on
-      if (this.running) {
-        await this.stopNow()
-        await this.startNow()
-      }
-    })
+    return this.switchTo('ollama', on)
   }
 
   /** Lends this computer's memory, or stops: the server restarts when it is running. */
   setLending(on: boolean): Promise<DesktopServerState> {
+    return this.switchTo('lend', on)
+  }
+
+  /** Sets one of the server's switches; a running server restarts with it (nothing happens when it is already so). */
+  private switchTo(name: 'lan' | 'ollama' | 'lend', on: boolean): Promise<DesktopServerState> {
     return this.serially(async () => {
-      if (on === this.lend) return
-      this.lend = on
+      if (on === this[name]) return
+      this[name] = on
       if (this.running) {
         await this.stopNow()
         await this.startNow()

@@ -9,10 +9,9 @@
 import type { IncomingMessage, Server } from 'node:http'
 import type { Socket } from 'node:net'
 import type { ApiKeys, KeyIdentity } from '../keys/api-keys.ts'
+import { LEND_CONNECT_PATH, LEND_PROTOCOL } from '../../../engines/pool/lender-link.ts'
 import type { RpcLender } from '../../../engines/pool/rpc-lender.ts'
 
-export const LEND_CONNECT_PATH = '/api/lend/connect'
-export const LEND_PROTOCOL = 'hearth-rpc'
 
 export interface Borrower {
   /** The address the borrower came from. */
