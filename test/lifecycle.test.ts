@@ -3,12 +3,17 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { makeMemoryCgroup, memoryCgroupsUnavailable } from './support/memory-cgroups.ts'
 import { postJson, startTestServer, type TestServer } from './support/server-process.ts'
+import { cannotRun } from './support/skips.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
 
 let modelsDir: string
 let server: TestServer | undefined
 const hello = [{ role: 'user', content: 'Once upon a time' }]
+const MiB = 1024 ** 2
+const noCgroups = memoryCgroupsUnavailable()
+if (noCgroups) cannotRun(`test/lifecycle.test.ts (a memory cgroup's cap): ${noCgroups}`)
 
 beforeAll(() => {
   modelsDir = mkdtempSync(join(tmpdir(), 'hearth-lifecycle-'))
@@ -84,5 +89,33 @@ describe('model lifecycle', () => {
     expect(system.loaded[0]).toMatchObject({ id: 'one', devices: ['CPU'], busy: false, waiting: 0 })
     expect(system.loaded[0].rss_bytes).toBeGreaterThan(10 * 1024 * 1024)
     expect(system.loaded[0].estimate_bytes).toBeGreaterThan(1024 * 1024)
+  })
+
+  // A container's --memory or a systemd unit's MemoryMax: the kernel kills what grows past the cap
+  // however much the machine has free, so the plan counts the cap.
+  it.skipIf(noCgroups !== undefined)("plans within a memory cgroup's cap, refusing with 503 what would not fit there", async () => {
+    for (const [roomMiB, fits] of [[120, true], [30, false]] as const) {
+      const memory = makeMemoryCgroup(`hearth-lifecycle-${process.pid}-${roomMiB}`)
+      try {
+        server = await startTestServer({ modelsDir, memory })
+        const cap = memory.usageBytes() + roomMiB * MiB
+        memory.cap(cap)
+        const system = await get('/api/system')
+        expect(system.memory.total_bytes).toBe(cap)
+        expect(system.memory.free_bytes).toBeLessThanOrEqual(roomMiB * MiB)
+        expect(system.memory.budget_bytes).toBeLessThan(roomMiB * MiB)
+        const res = await postJson(server, '/v1/chat/completions', { model: 'one', messages: hello, max_tokens: 2 })
+        if (fits) expect(res.status, JSON.stringify(res.json)).toBe(200)
+        else {
+          expect(res.status).toBe(503)
+          expect(res.json.error).toMatchObject({ code: 'insufficient_memory' })
+        }
+        expect(memory.oomKills()).toBe(0)
+      } finally {
+        await server?.stop()
+        server = undefined
+        memory.remove()
+      }
+    }
   })
 })

@@ -1,6 +1,7 @@
 /**
  * One model over three machines (docs/pool.md), on one machine made a LAN: two lenders, each its
- * own Hearth with `--lend` in its own network namespace (lan-namespaces.ts), one reached over a
+ * own Hearth with `--lend` in its own network namespace (lan-namespaces.ts) and memory cgroup
+ * (memory-cgroups.ts) too small for the model, one reached over a
  * link with a LAN's latency and rate (delaying-proxy.ts); the borrower here, its models.json naming
  * them. Real weights (SmolLM2-135M, Q4_1): greedy text through the pool is the text of the model
  * served whole. Then what must not work: a wrong key, a key that may not lend, a lender that does
@@ -9,7 +10,7 @@
  * made (not root); failed instead in CI, where everything must run.
  */
 import { execFileSync, spawn } from 'node:child_process'
-import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { createServer, request } from 'node:http'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -20,6 +21,7 @@ import { LenderLink } from '../engines/pool/lender-link.ts'
 import { startDelayingProxy, type DelayingProxy } from './support/delaying-proxy.ts'
 import { residentBytes } from './support/process-stats.ts'
 import { listeningIn, makeLanMachine, namespacesUnavailable, type LanMachine } from './support/lan-namespaces.ts'
+import { makeMemoryCgroup, memoryCgroupsUnavailable, type MemoryCgroup } from './support/memory-cgroups.ts'
 import { realModel } from './support/real-models/real-model.ts'
 import { startTestServer, type TestServer } from './support/server-process.ts'
 import { cannotRun } from './support/skips.ts'
@@ -27,18 +29,25 @@ import { llamaBuild } from './support/upstream-servers.ts'
 
 const MODEL = 'smollm2-135m-instruct-q4_1'
 const smollm = realModel(MODEL)
-const noNamespaces = namespacesUnavailable()
+const noLan = namespacesUnavailable() ?? memoryCgroupsUnavailable()
 if (!llamaBuild) cannotRun('test/pool.test.ts: llama.cpp is not built on this machine (npm run build:engines)')
-if (noNamespaces) cannotRun(`test/pool.test.ts: ${noNamespaces}`)
+if (noLan) cannotRun(`test/pool.test.ts: ${noLan}`)
 
 const LENDER_KEY = 'lender-key-0123456789'
 /** Each lender lends 40 MiB: the 98 MB model and its context fit only over all three machines. */
 const LENT_MIB = 40
+/**
+ * Each lender's machine has, above its Hearth at rest, what it lends and this (the rpc-server's own
+ * program, the tunnel's buffers, the tensor cache's writes): 90 MiB in all, less than the model.
+ */
+const LENDER_ROOM_MIB = 50
+const MiB = 1024 ** 2
 const QUESTION = [{ role: 'system', content: 'Answer in one short sentence.' }, { role: 'user', content: 'What is the capital of France?' }]
 
-describe.skipIf(!smollm || !llamaBuild || noNamespaces !== undefined)('one model over three machines, lent through Hearth', () => {
+describe.skipIf(!smollm || !llamaBuild || noLan !== undefined)('one model over three machines, lent through Hearth', () => {
   const machines: LanMachine[] = []
   const lenders: TestServer[] = []
+  const lenderMemory: MemoryCgroup[] = []
   let link: DelayingProxy
   let borrower: TestServer
 
@@ -46,8 +55,14 @@ describe.skipIf(!smollm || !llamaBuild || noNamespaces !== undefined)('one model
     for (const index of [1, 2]) {
       const machine = makeLanMachine(index)
       machines.push(machine)
+      const memory = makeMemoryCgroup(`${machine.namespace}-memory`)
+      lenderMemory.push(memory)
       const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-lender-'))
-      lenders.push(await startTestServer({ modelsDir, namespace: machine.namespace, args: ['--host', machine.address, '--lend', '--lend-memory', String(LENT_MIB), '--api-key', LENDER_KEY] }))
+      lenders.push(await startTestServer({ modelsDir, namespace: machine.namespace, memory, args: ['--host', machine.address, '--lend', '--lend-memory', String(LENT_MIB), '--api-key', LENDER_KEY] }))
+      // The machine holds its Hearth at rest, what it lends, and room for the rpc-server's own
+      // program: less than the model, so the model runs only pooled.
+      const atRest = memory.usageBytes()
+      memory.cap(atRest + (LENT_MIB + LENDER_ROOM_MIB) * MiB)
     }
     // The second lender is a LAN away: 1 ms each way, 1 Gbit/s.
     const second = new URL(lenders[1]!.url)
@@ -74,6 +89,7 @@ describe.skipIf(!smollm || !llamaBuild || noNamespaces !== undefined)('one model
     await link?.close()
     for (const lender of lenders) await lender.stop()
     for (const machine of machines) machine.remove()
+    for (const memory of lenderMemory) memory.remove()
   })
 
   const headers = () => ({ authorization: `Bearer ${borrower.apiKey}`, 'content-type': 'application/json' })
@@ -105,6 +121,9 @@ describe.skipIf(!smollm || !llamaBuild || noNamespaces !== undefined)('one model
     }
     // The lenders hold weights: their rpc-servers grew by megabytes.
     for (const machine of machines) expect(rpcServerResidentMiB(machine)).toBeGreaterThan(8)
+    // Within machines too small for the model: none of their processes was killed for memory.
+    expect((LENT_MIB + LENDER_ROOM_MIB) * MiB).toBeLessThan(statSync(smollm!).size)
+    for (const memory of lenderMemory) expect(memory.oomKills()).toBe(0)
   })
 
   it('refuses, naming the lender, a key it does not take and a key that is not set', async () => {

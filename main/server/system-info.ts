@@ -1,6 +1,5 @@
 /** GET /api/system: the devices, the memory and its budget, and what is loaded at what real cost. */
-import { freemem, totalmem } from 'node:os'
-import { memoryBudget } from './memory-budget.ts'
+import { machineMemory, memoryBudget } from './memory-budget.ts'
 import type { ServerContext } from './server-context.ts'
 import type { SystemInfo } from './wire-types.ts'
 
@@ -36,6 +35,7 @@ export async function systemInfo(ctx: ServerContext): Promise<SystemInfo> {
       waiting: m.waiting,
     })),
   )
+  const memory = machineMemory()
   return {
     backend,
     // What serves chat and embeddings: llama.cpp built here (commit, CPU features, GPU toolkit), or
@@ -45,8 +45,8 @@ export async function systemInfo(ctx: ServerContext): Promise<SystemInfo> {
       : { name: 'not-built', commit: null, cpu_features: [], gpu_backend: 'none', not_built: notBuilt, self_tests: selfTests, cpu_fallbacks: cpuFallbacks },
     devices: devices.map((d) => ({ name: d.name, type: d.type, backend: d.backend, memory_bytes: d.memoryBytes })),
     memory: {
-      total_bytes: totalmem(),
-      free_bytes: freemem(),
+      total_bytes: memory.totalBytes,
+      free_bytes: memory.freeBytes,
       budget_bytes: memoryBudget(ctx.settings, ctx.scheduler),
       budget_source: ctx.settings.memoryBudgetBytes === undefined ? 'free memory' : 'settings',
     },

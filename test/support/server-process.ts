@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import type { MemoryCgroup } from './memory-cgroups.ts'
 
 export const PROJECT_ROOT = resolve(import.meta.dirname, '../..')
 export const TEST_API_KEY = 'test-key-0123456789'
@@ -33,6 +34,8 @@ export interface TestServerOptions {
   threads?: number
   /** Run it in this network namespace (another machine on the test's LAN: lan-namespaces.ts). */
   namespace?: string
+  /** Run it, and the engines it starts, inside this memory cgroup (memory-cgroups.ts). */
+  memory?: MemoryCgroup
 }
 
 /** Servers still running when the test process exits are killed, so a failed suite leaves none behind. */
@@ -60,7 +63,8 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     ...(options.args?.includes('--model-sources') ? [] : ['--model-sources', 'none']),
     ...(options.args ?? []),
   ]
-  const [command, commandArgs] = options.namespace ? ['ip', ['netns', 'exec', options.namespace, process.execPath, ...args]] : [process.execPath, args]
+  const inNamespace: [string, string[]] = options.namespace ? ['ip', ['netns', 'exec', options.namespace, process.execPath, ...args]] : [process.execPath, args]
+  const [command, commandArgs] = options.memory ? options.memory.wrap(...inNamespace) : inNamespace
   const child = spawn(command, commandArgs, {
     cwd: PROJECT_ROOT,
     env: { ...process.env, ...options.env },
