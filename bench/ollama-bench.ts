@@ -41,6 +41,11 @@ interface Turn {
   promptTokens: number
   cachedTokens: number
   completionTokens: number
+  /** The engine's own time for the prompt, as the answer reports it (prompt_eval_duration). */
+  promptEvalMs: number
+  /** When its first token and its last came, ms after the request was sent. */
+  firstAt: number
+  lastAt: number
 }
 
 const BENCH_MODEL = 'bench'
@@ -81,6 +86,9 @@ async function chat(side: Side, messages: unknown[], maxTokens: number): Promise
     promptTokens: done.prompt_eval_count ?? 0,
     cachedTokens: done.prompt_eval_cached_count ?? 0,
     completionTokens: completion,
+    promptEvalMs: (done.prompt_eval_duration ?? 0) / 1e6,
+    firstAt: first - started,
+    lastAt: last - started,
   }
 }
 
@@ -138,7 +146,7 @@ export async function runOllamaBench({ runs, session = true }: { runs: number; s
       await chat(side, say('warm up'), 2)
       side.pin()
     }
-    const samples = { decode: [[], []], prompt: [[], []], turn2: [[], []], together: [[], []] } as Record<string, [number[], number[]]>
+    const samples = { decode: [[], []], prompt: [[], []], turn2: [[], []], turn2_engine: [[], []], together: [[], []] } as Record<string, [number[], number[]]>
     for (let run = 0; run < runs; run++) {
       for (const side of inTurns(run, sides)) {
         const i = side.name === 'hearth' ? 0 : 1
@@ -147,11 +155,15 @@ export async function runOllamaBench({ runs, session = true }: { runs: number; s
         const long = words(690, `${side.name}-${run}-${Math.random()}`)
         const first = await chat(side, say(long), 1)
         samples.prompt![i].push(((first.promptTokens - first.cachedTokens) * 1000) / first.ttftMs)
-        samples.turn2![i].push((await chat(side, [...say(long), { role: 'assistant', content: 'river' }, ...say('and then?')], 1)).ttftMs)
+        const turn2 = await chat(side, [...say(long), { role: 'assistant', content: 'river' }, ...say('and then?')], 1)
+        samples.turn2![i].push(turn2.ttftMs)
+        samples.turn2_engine![i].push(turn2.promptEvalMs)
+        if (process.env.HEARTH_BENCH_TRACE) console.log(`  ${side.name} turn 2: first token ${fmt(turn2.ttftMs, 0)} ms, engine prompt ${fmt(turn2.promptEvalMs, 0)} ms for ${turn2.promptTokens - turn2.cachedTokens} of ${turn2.promptTokens} tokens`)
         // Four streams at once, 64 tokens each: the tokens of all four over the wall time.
         const started = performance.now()
         const four = await Promise.all([0, 1, 2, 3].map((k) => chat(side, say(`run ${run}, story ${k}: once`), 64)))
         samples.together![i].push((four.reduce((n, t) => n + t.completionTokens, 0) * 1000) / (performance.now() - started))
+        if (process.env.HEARTH_BENCH_TRACE) console.log(`  ${side.name} four streams: ${four.map((t) => `${fmt(t.firstAt / 1000, 1)}–${fmt(t.lastAt / 1000, 1)} s (${t.completionTokens})`).join(', ')}`)
       }
     }
     const m = (k: string, i: 0 | 1) => median(samples[k]![i])
