@@ -267,6 +267,10 @@ async function benchOneSession(build: LlamaBuild, file: string, modelsDir: strin
       `the rest of the load ${fmt((reload.ms - reload.loadMs - reload.restoreMs) / 1000, 2)} s, the turn ${fmt(afterUnload.ms / 1000, 2)} s ` +
       `(${afterUnload.promptTokens - afterUnload.cachedTokens} tokens computed); llama-server: start ${fmt(upstreamStartMs / 1000, 2)} s, the turn ${fmt(upstreamResumed.ms / 1000, 2)} s`,
   )
+  // What resuming costs beyond the turn's own new tokens (which any engine must compute): the
+  // engine's start, the model's load and the slots' restore, as a share of the turn (issue 54).
+  figures.resume_overhead_share = reload.ms / afterUnload.ms
+  console.log(`${'resume overhead (start, load, restore)'.padEnd(44)} ${fmt(reload.ms / 1000, 2)} s of a ${fmt(afterUnload.ms / 1000, 1)} s turn: ${fmt(100 * figures.resume_overhead_share, 1)} % (target ≤ 5 %)`)
   figures.resumed_after_unload_restore_ms = reload.restoreMs
   figures.resumed_after_unload_load_ms = reload.loadMs
   figures.resumed_after_restart_speedup = line('next turn after a restart', afterRestart.ms, upstreamResumed.ms, 's', '≥ 10×')

@@ -9,7 +9,7 @@ import type { ModelRecord } from '../../../models/catalog/model-record.ts'
 import type { ChatResult, JobProgress, ToolCall } from '../../../engines/engine-jobs.ts'
 import type { DocumentInputs } from '../documents/document-inputs.ts'
 import { recordUsage } from '../keys/key-quotas.ts'
-import { planChat, type ChatPlan } from '../openai/chat-request.ts'
+import { planChat, type ChatPlan, type ChatRequest } from '../openai/chat-request.ts'
 import { Notices } from '../request-notices.ts'
 import type { ServerContext } from '../server-context.ts'
 import {
@@ -30,7 +30,7 @@ import {
 } from './response-object.ts'
 import { needsApproval, type ListedMcpTool, type McpServerTools } from './response-mcp-tools.ts'
 import type { ApprovedCall } from './response-mcp-servers.ts'
-import { toChatRequest, type InputItem, type ResponsesRequest } from './responses-request.ts'
+import { continuedChat, inputItemsOf, toChatRequest, type ConvertedResponse, type InputItem, type ResponsesRequest } from './responses-request.ts'
 
 /** Tool rounds (model -> tools -> model) one answer may take; a request's `max_tool_calls` counts calls instead. */
 export const MAX_TOOL_ROUNDS = 8
@@ -98,6 +98,9 @@ export class McpToolLoop {
   /** "label/tool" for every call run, for the request log. */
   private readonly runs: string[] = []
   private rounds = 0
+  /** This answer's conversation, once a turn needed more than the route's first plan; and how many of its items it holds. */
+  private conversation: ConvertedResponse | undefined
+  private added = 0
 
   constructor(private readonly o: ToolLoopOptions) {}
 
@@ -151,15 +154,30 @@ export class McpToolLoop {
     }
   }
 
-  /** The next turn's job: the conversation with the items this answer has made so far. */
+  /**
+   * The next turn's job: the conversation with the items this answer has made so far. It is
+   * converted once, with the MCP servers' tools; each later turn appends the items made since, so
+   * an earlier turn's messages are never written again, and read as a later request's would.
+   */
   private async plan(produced: OutputItem[]): Promise<ChatPlan> {
     const { earlier, shape, servers } = this.o
     // Once tools have answered, a choice that forces a call would force one every turn until the limit.
     const request = this.rounds > 0 ? withFreeChoice(this.o.request) : this.o.request
-    // Notices were told with the first conversion; a later turn's would repeat them.
-    const { chat, tools } = toChatRequest(request, earlier, shape.seal, new Notices(), { mcp: servers, produced: produced as InputItem[] })
-    // The same tools as before, now with the MCP servers' (what the writer and the items read).
-    shape.tools = tools
+    // Notices were told with the route's conversion; these would repeat them.
+    let chat: ChatRequest
+    if (!this.conversation) {
+      this.conversation = toChatRequest(request, earlier, shape.seal, new Notices(), { mcp: servers, produced: produced as InputItem[] })
+      // The same tools as before, now with the MCP servers' (what the writer and the items read).
+      shape.tools = this.conversation.tools
+      chat = this.conversation.chat
+    } else {
+      const { conversation } = this.conversation
+      const inputCount = inputItemsOf(request).length
+      for (let n = this.added; n < produced.length; n++) conversation.add(produced[n] as InputItem, `input[${inputCount + n}]`)
+      conversation.flush()
+      chat = continuedChat(this.conversation, request, new Notices())
+    }
+    this.added = produced.length
     return planChat(this.o.documents.apply(chat), this.o.model, this.o.conversationKey, this.o.images)
   }
 

@@ -238,6 +238,8 @@ export interface ConvertedResponse {
   tools: ResponseTools
   /** The request's own names for the chat's fields, for the 400s found once it is a chat. */
   params: ClientParams
+  /** The items' messages, open for the items an answer adds (the MCP loop's rounds). */
+  conversation: ChatConversation
 }
 
 /** Chat's names for the fields a Responses request names otherwise. */
@@ -250,134 +252,23 @@ const RESPONSES_FIELDS = { max_tokens: 'max_output_tokens', response_format: 'te
  */
 export function toChatRequest(request: ResponsesRequest, earlier: readonly InputItem[], seal: ReasoningSeal, notices: Notices, extras: ConversionExtras = {}): ConvertedResponse {
   const tools = new ResponseTools((request.tools ?? []) as ResponseTool[], notices, extras.mcp)
-  const messages: ChatRequestMessage[] = []
   const params = new ClientParams()
   for (const [chat, responses] of Object.entries(RESPONSES_FIELDS)) params.set(chat, responses)
-  /** The chat's name for the message pushed next. */
-  const next = () => `messages[${messages.length}]`
-  /** A chat message, and the input item it came from. */
-  const push = (message: ChatRequestMessage, where: string) => {
-    params.set(next(), where)
-    messages.push(message)
-  }
-  if (request.instructions) push({ role: 'system', content: request.instructions }, 'instructions')
-  let assistant: Extract<ChatRequestMessage, { role: 'assistant' }> | undefined
-  let assistantItem = '' // the item the assistant's message began with
-  let callItems: string[] = [] // the item of each of its calls
-  let reasoning = ''
-  const flush = () => {
-    if (assistant) {
-      callItems.forEach((where, j) => {
-        // chat's `function: {name, arguments}` is the call item itself
-        params.set(`${next()}.tool_calls[${j}]`, where)
-        params.set(`${next()}.tool_calls[${j}].function`, where)
-      })
-      push(assistant, assistantItem)
-    }
-    assistant = undefined
-    callItems = []
-  }
-  const call = (id: string, name: string, args: string, where: string) => {
-    if (!assistant) assistantItem = where
-    assistant ??= { role: 'assistant', content: null, ...(reasoning ? { reasoning_content: reasoning } : {}) }
-    reasoning = ''
-    ;(assistant.tool_calls ??= []).push({ id, type: 'function', function: { name, arguments: args } })
-    callItems.push(where)
-  }
   const items = [...earlier, ...inputItemsOf(request), ...(extras.produced ?? [])]
   const offset = earlier.length
   checkCallPairs(items, offset)
   checkApprovals(items, offset)
-  // An approval request is a call the model made once it is answered (denied, or run); unanswered, the model never sees it.
-  const answered = answeredApprovals(items)
-  const toolResult = (callId: string, content: string, where: string) => {
-    flush()
-    params.set(`${next()}.tool_call_id`, `${where}.call_id`)
-    params.set(`${next()}.content`, `${where}.output`)
-    push({ role: 'tool', tool_call_id: callId, content }, where)
-  }
-  items.forEach((item, n) => {
-    const where = `input[${n - offset}]`
-    const type = 'type' in item ? item.type : undefined
-    switch (type) {
-      case 'reasoning': {
-        const r = item as z.infer<typeof reasoningItem>
-        // Hearth's own sealed reasoning reads back whole; another server's is opaque.
-        reasoning += seal.open(r.encrypted_content) ?? (r.content ?? r.summary ?? []).map((p) => p.text).join('')
-        return
-      }
-      case 'function_call': {
-        const c = item as z.infer<typeof functionCallItem>
-        call(c.call_id, tools.flatName(c.name, c.namespace), c.arguments, where)
-        return
-      }
-      case 'custom_tool_call': {
-        const c = item as z.infer<typeof customToolCallItem>
-        call(c.call_id, tools.flatName(c.name, c.namespace), JSON.stringify({ input: c.input }), where)
-        return
-      }
-      case 'function_call_output':
-      case 'custom_tool_call_output': {
-        const o = item as z.infer<typeof functionCallOutputItem>
-        const output = typeof o.output === 'string' ? o.output : o.output.map((p) => ('text' in p ? p.text : '(a picture)')).join('\n')
-        toolResult(o.call_id, output, where)
-        return
-      }
-      case 'mcp_list_tools':
-        return // the tools themselves are in this request's `tools`
-      case 'mcp_approval_request': {
-        const r = item as McpApprovalRequestItem
-        if (answered.has(r.id)) call(r.id, tools.mcpFlatName(r.server_label, r.name), r.arguments, where)
-        return
-      }
-      case 'mcp_approval_response': {
-        const a = item as z.infer<typeof mcpApprovalResponseItem>
-        // An approved call's result comes as the `mcp_call` that ran it.
-        if (!a.approve) toolResult(a.approval_request_id, deniedCallText(a.reason), where)
-        return
-      }
-      case 'mcp_call': {
-        const c = item as z.infer<typeof mcpCallItem>
-        const callId = c.approval_request_id ?? c.id
-        if (!c.approval_request_id || !answered.has(c.approval_request_id)) call(callId, tools.mcpFlatName(c.server_label, c.name), c.arguments, where)
-        toolResult(callId, mcpCallText(c), where)
-        return
-      }
-      case 'web_search_call':
-      case 'file_search_call':
-      case 'code_interpreter_call':
-      case 'image_generation_call':
-      case 'tool_search_call':
-      case 'tool_search_output':
-        return // a hosted tool's turn: Hearth never ran it and the model cannot read it
-    }
-    const message = item as z.infer<typeof messageItem>
-    flush()
-    if (message.role === 'assistant') {
-      const text = typeof message.content === 'string' ? message.content : message.content.map((p) => ('text' in p ? p.text : 'refusal' in p ? p.refusal : '')).join('')
-      assistant = { role: 'assistant', content: text, ...(reasoning ? { reasoning_content: reasoning } : {}) }
-      assistantItem = where
-      reasoning = ''
-      return
-    }
-    if (typeof message.content !== 'string') {
-      message.content.forEach((part, k) => {
-        const chatPart = `${next()}.content[${k}]`
-        // chat's `image_url: {url}` is Responses' `image_url`; its `file: {…}` the part itself
-        if (part.type === 'input_image') params.set(`${chatPart}.image_url.url`, `${where}.content[${k}].image_url`)
-        if (part.type === 'input_file') params.set(`${chatPart}.file`, `${where}.content[${k}]`)
-      })
-    }
-    push({ role: message.role, content: chatContent(message.content, where) }, where)
-  })
-  flush()
+  const conversation = new ChatConversation(tools, params, seal, answeredApprovals(items))
+  if (request.instructions) conversation.push({ role: 'system', content: request.instructions }, 'instructions')
+  items.forEach((item, n) => conversation.add(item, `input[${n - offset}]`))
+  conversation.flush()
 
   // Built typed from what the Responses schema checked: only the checks across fields remain.
   const textFormat = request.text?.format
   const chat = checkedAs(params, () => checkChatRequest(
     {
       model: request.model,
-      messages,
+      messages: [...conversation.messages],
       max_tokens: request.max_output_tokens ?? undefined,
       temperature: request.temperature ?? undefined,
       top_p: request.top_p ?? undefined,
@@ -390,7 +281,155 @@ export function toChatRequest(request: ResponsesRequest, earlier: readonly Input
     },
     notices,
   ))
-  return { chat, tools, params }
+  return { chat, tools, params, conversation }
+}
+
+/**
+ * Items into chat messages, in order, kept open: the MCP loop (mcp-tool-loop.ts) adds each
+ * round's items to the conversation it converted once, so a turn's messages are those a later
+ * request converting the same items gets, and no earlier turn is converted again.
+ */
+export class ChatConversation {
+  readonly messages: ChatRequestMessage[] = []
+  /** The assistant message being gathered (its text, then its calls), the item it began with, and the item of each call. */
+  private assistant: Extract<ChatRequestMessage, { role: 'assistant' }> | undefined
+  private assistantItem = ''
+  private callItems: string[] = []
+  /** Thinking read since the last assistant message, for the next one. */
+  private reasoning = ''
+
+  constructor(
+    private readonly tools: ResponseTools,
+    private readonly params: ClientParams,
+    private readonly seal: ReasoningSeal,
+    /** Approval requests the conversation has answered: an unanswered one the model never sees. */
+    private readonly answered: ReadonlySet<string>,
+  ) {}
+
+  /** The chat's name for the message pushed next. */
+  private next(): string {
+    return `messages[${this.messages.length}]`
+  }
+
+  /** A chat message, and the input item it came from. */
+  push(message: ChatRequestMessage, where: string): void {
+    this.params.set(this.next(), where)
+    this.messages.push(message)
+  }
+
+  /** Ends the assistant message being gathered. */
+  flush(): void {
+    if (this.assistant) {
+      this.callItems.forEach((where, j) => {
+        // chat's `function: {name, arguments}` is the call item itself
+        this.params.set(`${this.next()}.tool_calls[${j}]`, where)
+        this.params.set(`${this.next()}.tool_calls[${j}].function`, where)
+      })
+      this.push(this.assistant, this.assistantItem)
+    }
+    this.assistant = undefined
+    this.callItems = []
+  }
+
+  private call(id: string, name: string, args: string, where: string): void {
+    if (!this.assistant) this.assistantItem = where
+    this.assistant ??= { role: 'assistant', content: null, ...(this.reasoning ? { reasoning_content: this.reasoning } : {}) }
+    this.reasoning = ''
+    ;(this.assistant.tool_calls ??= []).push({ id, type: 'function', function: { name, arguments: args } })
+    this.callItems.push(where)
+  }
+
+  private toolResult(callId: string, content: string, where: string): void {
+    this.flush()
+    this.params.set(`${this.next()}.tool_call_id`, `${where}.call_id`)
+    this.params.set(`${this.next()}.content`, `${where}.output`)
+    this.push({ role: 'tool', tool_call_id: callId, content }, where)
+  }
+
+  /** One item, `where` naming it for errors (`input[3]`). */
+  add(item: InputItem, where: string): void {
+    const { tools } = this
+    const type = 'type' in item ? item.type : undefined
+    switch (type) {
+      case 'reasoning': {
+        const r = item as z.infer<typeof reasoningItem>
+        // Hearth's own sealed reasoning reads back whole; another server's is opaque.
+        this.reasoning += this.seal.open(r.encrypted_content) ?? (r.content ?? r.summary ?? []).map((p) => p.text).join('')
+        return
+      }
+      case 'function_call': {
+        const c = item as z.infer<typeof functionCallItem>
+        this.call(c.call_id, tools.flatName(c.name, c.namespace), c.arguments, where)
+        return
+      }
+      case 'custom_tool_call': {
+        const c = item as z.infer<typeof customToolCallItem>
+        this.call(c.call_id, tools.flatName(c.name, c.namespace), JSON.stringify({ input: c.input }), where)
+        return
+      }
+      case 'function_call_output':
+      case 'custom_tool_call_output': {
+        const o = item as z.infer<typeof functionCallOutputItem>
+        const output = typeof o.output === 'string' ? o.output : o.output.map((p) => ('text' in p ? p.text : '(a picture)')).join('\n')
+        this.toolResult(o.call_id, output, where)
+        return
+      }
+      case 'mcp_list_tools':
+        return // the tools themselves are in this request's `tools`
+      case 'mcp_approval_request': {
+        const r = item as McpApprovalRequestItem
+        if (this.answered.has(r.id)) this.call(r.id, tools.mcpFlatName(r.server_label, r.name), r.arguments, where)
+        return
+      }
+      case 'mcp_approval_response': {
+        const a = item as z.infer<typeof mcpApprovalResponseItem>
+        // An approved call's result comes as the `mcp_call` that ran it.
+        if (!a.approve) this.toolResult(a.approval_request_id, deniedCallText(a.reason), where)
+        return
+      }
+      case 'mcp_call': {
+        const c = item as z.infer<typeof mcpCallItem>
+        const callId = c.approval_request_id ?? c.id
+        if (!c.approval_request_id || !this.answered.has(c.approval_request_id)) this.call(callId, tools.mcpFlatName(c.server_label, c.name), c.arguments, where)
+        this.toolResult(callId, mcpCallText(c), where)
+        return
+      }
+      case 'web_search_call':
+      case 'file_search_call':
+      case 'code_interpreter_call':
+      case 'image_generation_call':
+      case 'tool_search_call':
+      case 'tool_search_output':
+        return // a hosted tool's turn: Hearth never ran it and the model cannot read it
+    }
+    const message = item as z.infer<typeof messageItem>
+    this.flush()
+    if (message.role === 'assistant') {
+      const text = typeof message.content === 'string' ? message.content : message.content.map((p) => ('text' in p ? p.text : 'refusal' in p ? p.refusal : '')).join('')
+      this.assistant = { role: 'assistant', content: text, ...(this.reasoning ? { reasoning_content: this.reasoning } : {}) }
+      this.assistantItem = where
+      this.reasoning = ''
+      return
+    }
+    if (typeof message.content !== 'string') {
+      message.content.forEach((part, k) => {
+        const chatPart = `${this.next()}.content[${k}]`
+        // chat's `image_url: {url}` is Responses' `image_url`; its `file: {…}` the part itself
+        if (part.type === 'input_image') this.params.set(`${chatPart}.image_url.url`, `${where}.content[${k}].image_url`)
+        if (part.type === 'input_file') this.params.set(`${chatPart}.file`, `${where}.content[${k}]`)
+      })
+    }
+    this.push({ role: message.role, content: chatContent(message.content, where) }, where)
+  }
+}
+
+/**
+ * The chat for a later turn of the same answer: the conversation's messages as they now stand
+ * (the items added since it was converted, appended), with the request's tool choice for it.
+ */
+export function continuedChat(converted: ConvertedResponse, request: ResponsesRequest, notices: Notices): ChatRequest {
+  const { chat, conversation, tools, params } = converted
+  return checkedAs(params, () => checkChatRequest({ ...chat, messages: [...conversation.messages], ...tools.chatFields(request.tool_choice, request.parallel_tool_calls) }, notices))
 }
 
 /** What `check` returns, or its error naming the client's field. */
