@@ -110,6 +110,7 @@ describe.skipIf(!smollm || !llamaBuild || noLan !== undefined)('one model over t
     const model = listed.models.find((m: { id: string }) => m.id === 'smol-pooled')
     expect(model.devices).toEqual(['CPU', `RPC ${new URL(lenders[0]!.url).host}`, `RPC ${link.address}`])
     expect(model.pool).toEqual([new URL(lenders[0]!.url).host, link.address])
+    expect(model.pool_problem).toBeNull()
     for (const lender of lenders) {
       const status = await lendStatus(lender)
       expect(status).toMatchObject({ running: true, memory_cap_mib: LENT_MIB, llama_cpp_commit: llamaBuild!.commit })
@@ -178,9 +179,13 @@ describe.skipIf(!smollm || !llamaBuild || noLan !== undefined)('one model over t
     }
     expect(performance.now() - started).toBeLessThan(15_000)
     expect(text).toContain(`lender ${link.address} dropped off`)
+    // The Models page says why the model cannot run, until it loads again.
+    const listed = async () => (await (await fetch(`${borrower.url}/api/models`, { headers: headers() })).json()).models.find((m: { id: string }) => m.id === 'smol-pooled')
+    expect((await listed()).pool_problem).toMatch(new RegExp(`^lender ${link.address.replace(/\./g, '\\.')} dropped off`))
     const next = await ask('smol-pooled')
     expect(next.status).toBe(502)
     expect(next.body.error.message).toMatch(new RegExp(`^lender ${link.address.replace('.', '\\.')} (cannot be reached|refused the tunnel|answered)`))
+    expect((await listed()).pool_problem).toBe(next.body.error.message)
     // The first lender let go of what it lent.
     await expect.poll(async () => (await lendStatus(lenders[0]!)).borrowers.length, { timeout: 10_000 }).toBe(0)
   })

@@ -26,6 +26,14 @@ export function lastLentMiB(modelId: string): number | undefined {
   return lentMiB.get(modelId)
 }
 
+/** Why a pooled model last could not run (a lender dropped off or refused), until it next loads. */
+const problems = new Map<string, string>()
+
+/** What keeps a pooled model from running now, as the last load or drop found it; undefined: nothing known. */
+export function poolProblem(modelId: string): string | undefined {
+  return problems.get(modelId)
+}
+
 export async function startPooledLlama(
   spec: EngineLoadSpec,
   build: LlamaBuild,
@@ -39,6 +47,7 @@ export async function startPooledLlama(
     for (const lender of pool) links.push(await LenderLink.open(lender, build.commit))
   } catch (e) {
     closeAll()
+    problems.set(spec.modelId, e instanceof Error ? e.message : String(e))
     throw e
   }
   lentMiB.set(spec.modelId, links.reduce((sum, l) => sum + l.freeMiB, 0))
@@ -54,6 +63,7 @@ export async function startPooledLlama(
   for (const link of links) {
     link.onDrop((reason) => {
       dropped ??= reason
+      problems.set(spec.modelId, reason)
       engine?.stopBecause(reason)
     })
   }
@@ -65,6 +75,7 @@ export async function startPooledLlama(
     throw e
   }
   if (dropped) engine.stopBecause(dropped)
+  else problems.delete(spec.modelId)
   engine.onExit(closeAll)
   return engine
 }

@@ -52,6 +52,8 @@ export interface ManagedModel extends ModelObject {
   replicas?: ReplicaObject[]
   /** A pooled model: the machines that lend it memory (docs/pool.md); `devices` says where its parts run once loaded. */
   pool?: string[]
+  /** Why a pooled model cannot run now (a lender dropped off, refused or cannot be reached), as its last load found it; null once it loads. */
+  pool_problem?: string | null
   mmproj: string | null
   kind: ModelKind
   architecture: string | null

@@ -35,6 +35,8 @@ export interface ModelInfo {
   templateGuessed: string | undefined
   /** A pooled model: the machines lending it memory. */
   pool: string[] | undefined
+  /** Why a pooled model cannot run now (a lender dropped off or refused); undefined when nothing is known against it. */
+  poolProblem: string | undefined
 }
 
 /** How the page names the programs whose models it lists. */
@@ -58,6 +60,7 @@ function fromWire(m: ListedModel): ModelInfo {
     source: m.source ? { kind: m.source, dir: m.source_dir } : undefined,
     templateGuessed: typeof m.template_guessed === 'string' ? m.template_guessed : undefined,
     pool: m.pool,
+    poolProblem: m.pool_problem ?? undefined,
   }
 }
 
