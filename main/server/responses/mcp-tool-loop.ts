@@ -81,8 +81,8 @@ export interface ToolLoopOptions {
   shape: ResponseShape
   model: ModelRecord
   conversationKey: string | undefined
-  /** The plan made while checking the request: the first turn's, unless MCP tools change it. */
-  firstPlan: ChatPlan
+  /** The first turn's plan, made while checking the request; undefined where MCP servers' tools join it (the loop plans it). */
+  firstPlan: ChatPlan | undefined
   /** The documents read for the first turn, given the same way every turn. */
   documents: DocumentInputs
   /** The conversation's picture, normalised once for all its turns (planChat's cache). */
@@ -117,7 +117,7 @@ export class McpToolLoop {
     const budget = request.max_output_tokens ?? undefined
     let total: ChatResult | undefined
     for (let turn = 0; ; turn++) {
-      const plan = turn === 0 && servers.length === 0 && sink.items().length === 0 ? this.o.firstPlan : await this.plan(sink.items())
+      const plan = turn === 0 && this.o.firstPlan ? this.o.firstPlan : await this.plan(sink.items())
       if (budget !== undefined && total) plan.job.maxTokens = Math.min(plan.job.maxTokens ?? Infinity, budget - total.completionTokens)
       const result = await this.o.ctx.scheduler.run(this.o.model, plan.job, { signal: this.o.signal, ...(sink.onProgress ? { onProgress: sink.onProgress } : {}) })
       recordUsage(this.o.res, result)

@@ -42,7 +42,7 @@ export function responsesRoute(ctx: ServerContext, library: DocumentLibrary): Ro
       throw invalidRequest(`Previous response with id '${request.previous_response_id}' not found`, 'previous_response_id', 'previous_response_not_found')
     }
     const earlierItems = earlier?.items ?? []
-    // Checked whole before any MCP server is reached; the loop converts again as the answer grows.
+    // Checked whole before any MCP server is reached; with MCP servers the loop converts once more, with their tools, and appends each round.
     const { chat, tools, params } = toChatRequest(request, earlierItems, seal, notices)
     const model = await requireModel(ctx.folder, chat.model)
     const key = conversationKey(req, request)
@@ -52,8 +52,9 @@ export function responsesRoute(ctx: ServerContext, library: DocumentLibrary): Ro
     try {
       const documents = await DocumentInputs.read(chat, model, { library, folder: ctx.folder, scheduler: ctx.scheduler, retrieval: ctx.settings.retrieval, notices, owner, signal: lifetime.signal })
       const images = new Map<string, Buffer>()
-      const firstPlan = await planChat(documents.apply(chat), model, key, images)
       const servers = await connectMcpServers(tools.mcpRequests, ctx.mcp, { req, res }, notices, lifetime.signal)
+      // With MCP servers the loop plans the first turn itself, once their tools are known.
+      const firstPlan = servers.length === 0 ? await planChat(documents.apply(chat), model, key, images) : undefined
       const approved = approvedCallsOn(approvals, servers)
       sendNotices(res, notices)
       const shape: ResponseShape = { tools, seal, encryptedReasoning: includesEncryptedReasoning(request), sources: documents.sources }
