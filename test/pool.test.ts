@@ -97,6 +97,8 @@ describe.skipIf(!smollm || !llamaBuild || noLan !== undefined)('one model over t
     const res = await fetch(`${borrower.url}/v1/chat/completions`, { method: 'POST', headers: headers(), body: JSON.stringify({ model, messages: QUESTION, max_tokens: 24, temperature: 0 }) })
     return { status: res.status, body: await res.json() }
   }
+  /** The pooled model as /api/models (the Models page) lists it. */
+  const pooledListing = async () => (await (await fetch(`${borrower.url}/api/models`, { headers: headers() })).json()).models.find((m: { id: string }) => m.id === 'smol-pooled')
   const lendStatus = async (lender: TestServer) => (await fetch(`${lender.url}/api/lend`, { headers: { authorization: `Bearer ${LENDER_KEY}` } })).json()
 
   it('answers through the pool word for word as the model served whole, its layers on the lenders', async () => {
@@ -106,8 +108,7 @@ describe.skipIf(!smollm || !llamaBuild || noLan !== undefined)('one model over t
     const pooled = await ask('smol-pooled')
     expect(pooled.status, JSON.stringify(pooled.body)).toBe(200)
     expect(pooled.body.choices[0].message.content).toBe(whole.body.choices[0].message.content)
-    const listed = await (await fetch(`${borrower.url}/api/models`, { headers: headers() })).json()
-    const model = listed.models.find((m: { id: string }) => m.id === 'smol-pooled')
+    const model = await pooledListing()
     expect(model.devices).toEqual(['CPU', `RPC ${new URL(lenders[0]!.url).host}`, `RPC ${link.address}`])
     expect(model.pool).toEqual([new URL(lenders[0]!.url).host, link.address])
     expect(model.pool_problem).toBeNull()
@@ -180,12 +181,11 @@ describe.skipIf(!smollm || !llamaBuild || noLan !== undefined)('one model over t
     expect(performance.now() - started).toBeLessThan(15_000)
     expect(text).toContain(`lender ${link.address} dropped off`)
     // The Models page says why the model cannot run, until it loads again.
-    const listed = async () => (await (await fetch(`${borrower.url}/api/models`, { headers: headers() })).json()).models.find((m: { id: string }) => m.id === 'smol-pooled')
-    expect((await listed()).pool_problem).toMatch(new RegExp(`^lender ${link.address.replace(/\./g, '\\.')} dropped off`))
+    expect((await pooledListing()).pool_problem).toMatch(new RegExp(`^lender ${link.address.replace(/\./g, '\\.')} dropped off`))
     const next = await ask('smol-pooled')
     expect(next.status).toBe(502)
     expect(next.body.error.message).toMatch(new RegExp(`^lender ${link.address.replace('.', '\\.')} (cannot be reached|refused the tunnel|answered)`))
-    expect((await listed()).pool_problem).toBe(next.body.error.message)
+    expect((await pooledListing()).pool_problem).toBe(next.body.error.message)
     // The first lender let go of what it lent.
     await expect.poll(async () => (await lendStatus(lenders[0]!)).borrowers.length, { timeout: 10_000 }).toBe(0)
   })
