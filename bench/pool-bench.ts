@@ -7,9 +7,10 @@
  * front cost, target ≤ 5 %. Every lender lends a share of the model's size, so llama.cpp's fit
  * must split it. Engines and rpc-servers share the engine core (a split model computes on one
  * machine at a time); Hearth's processes, the proxies and the client the others. Interleaved, medians.
+ * Then the loads over the slow link: the first, and the next from the lenders' tensor caches.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { copyFileSync, mkdirSync, mkdtempSync, statSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { findLlamaBuild, programPath, type LlamaBuild } from '../engines/builder/llama-build.ts'
@@ -42,17 +43,21 @@ const CONTEXT = 2048
 
 interface Side {
   endpoint: Endpoint
+  /** How long the model's first load took (ms): the lenders' tensor caches empty. */
+  firstLoadMs: number
+  /** Loads the model again (the lenders keep their tensor caches) and says how long it took (ms). */
+  reload(): Promise<number>
   stop(): Promise<void>
 }
 
-export async function runPoolBench(options: { runs: number }): Promise<Record<string, Record<string, number>>> {
+export async function runPoolBench(options: { runs: number; loadsOnly?: boolean }): Promise<Record<string, Record<string, number>>> {
   const build = findLlamaBuild()
   if (!build) throw new Error('llama.cpp is not built on this machine: npm run build:engines')
   const model = realSizeModel(build)
   const modelMiB = statSync(model).size / 1024 ** 2
   console.log(`\n# one model over several machines: ${Math.round(modelMiB)} MiB real-size Q4_K_M, Hearth's pool against llama-server --rpc to bare rpc-servers, ${options.runs} runs`)
   const figures: Record<string, Record<string, number>> = {}
-  for (const shape of SHAPES) {
+  for (const shape of options.loadsOnly ? [] : SHAPES) {
     // Each lender lends a share: the model (and its context) fits only over all the machines.
     const lentMiB = shape.lenders === 0 ? 0 : Math.ceil(modelMiB / (shape.lenders + 1))
     const hearth = await startHearthPool(build, model, shape, lentMiB)
@@ -70,6 +75,7 @@ export async function runPoolBench(options: { runs: number }): Promise<Record<st
         `first token ${fmt(f.hearth_first_token_ms!, 0)} vs ${fmt(f.upstream_first_token_ms!, 0)} ms`,
     )
   }
+  figures.loads = await measureLoads(build)
   return figures
 }
 
@@ -101,13 +107,47 @@ async function measure(hearth: Endpoint, upstream: Endpoint, runs: number): Prom
   }
 }
 
+/**
+ * The load a person waits for, over the slow link: the first sends every lent tensor over it, the
+ * next (after an unload, or llama-server's restart) gets the tensors llama.cpp's cache on each
+ * lender holds from that lender's disk. That cache keeps only tensors over 10 MiB, so this runs the
+ * Q8_0 file, whose layers' large tensors are over it (as a 7B model's are at any quantization);
+ * the Q4_K_M file's are under it, and its loads would send nearly everything again.
+ */
+async function measureLoads(build: LlamaBuild): Promise<Record<string, number>> {
+  const model = realSizeModel(build, 'Q8_0')
+  const shape = SHAPES.at(-1)!
+  const lentMiB = Math.ceil(statSync(model).size / 1024 ** 2 / (shape.lenders + 1))
+  const figures: Record<string, number> = {}
+  for (const [name, start] of [['hearth', startHearthPool], ['upstream', startUpstreamPool]] as const) {
+    const side = await start(build, model, shape, lentMiB)
+    try {
+      figures[`${name}_first_load_s`] = side.firstLoadMs / 1000
+      figures[`${name}_second_load_s`] = (await onClientCores(() => side.reload())) / 1000
+    } finally {
+      await side.stop()
+    }
+  }
+  console.log(
+    `load of the ${Math.round(statSync(model).size / 1024 ** 2)} MiB Q8_0 file over ${shape.label}: lenders' caches empty ` +
+      `${fmt(figures.hearth_first_load_s!, 1)} vs ${fmt(figures.upstream_first_load_s!, 1)} s; again, from their tensor caches ` +
+      `${fmt(figures.hearth_second_load_s!, 1)} vs ${fmt(figures.upstream_second_load_s!, 1)} s`,
+  )
+  return figures
+}
+
 /** Lender Hearths with `--lend`, each behind its link, and a borrower whose models.json pools them. */
 async function startHearthPool(build: LlamaBuild, model: string, shape: PoolShape, lentMiB: number): Promise<Side> {
   const lenders: TestServer[] = []
   const links: DelayingProxy[] = []
   const pool: Array<{ url: string; api_key_env: string }> = []
+  const scratchDirs: string[] = []
   for (let i = 0; i < shape.lenders; i++) {
-    const lender = await startTestServer({ modelsDir: mkdtempSync(join(tmpdir(), 'hearth-pool-lender-')), args: ['--lend', '--lend-memory', String(lentMiB), '--api-key', KEY] })
+    // A data folder of its own (its tensor cache empty), removed after like the borrower's models folder.
+    const dataDir = mkdtempSync(join(tmpdir(), 'hearth-pool-lender-data-'))
+    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-pool-lender-'))
+    scratchDirs.push(dataDir, modelsDir)
+    const lender = await startTestServer({ dataDir, modelsDir, args: ['--lend', '--lend-memory', String(lentMiB), '--api-key', KEY] })
     lenders.push(lender)
     pinProcess(lender.process.pid!, CLIENT_CORES)
     const target = new URL(lender.url)
@@ -116,20 +156,41 @@ async function startHearthPool(build: LlamaBuild, model: string, shape: PoolShap
     pool.push({ url: link ? `http://${link.address}` : lender.url, api_key_env: 'POOL_BENCH_KEY' })
   }
   const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-pool-borrower-'))
+  scratchDirs.push(modelsDir)
   copyFileSync(model, join(modelsDir, 'real-size.gguf'))
   writeFileSync(join(modelsDir, 'models.json'), JSON.stringify({ models: [{ id: 'pooled', file: 'real-size.gguf', context_length: CONTEXT, ...(pool.length ? { pool } : {}) }] }))
   const borrower = await startTestServer({ modelsDir, threads: 1, args: ['--parallel', '1'], env: { POOL_BENCH_KEY: KEY } })
   pinProcess(borrower.process.pid!, CLIENT_CORES)
   const endpoint = { url: borrower.url, headers: { authorization: `Bearer ${borrower.apiKey}` }, model: 'pooled' }
-  await stream(endpoint, say('load'), 2)
+  const manage = async (action: 'load' | 'unload') => {
+    const res = await fetch(`${borrower.url}/api/models/pooled/${action}`, { method: 'POST', headers: endpoint.headers })
+    if (!res.ok) throw new Error(`${action}: HTTP ${res.status} ${await res.text()}`)
+  }
   // The engines compute one machine at a time: all of them on the engine core.
-  for (const pid of pidsOf(['llama-server', 'ggml-rpc-server'], [borrower, ...lenders].map((s) => s.process.pid!))) pinProcess(pid, ENGINE_CORE)
+  const pinEngines = () => {
+    for (const pid of pidsOf(['llama-server', 'ggml-rpc-server'], [borrower, ...lenders].map((s) => s.process.pid!))) pinProcess(pid, ENGINE_CORE)
+  }
+  const load = async () => {
+    const started = performance.now()
+    await manage('load')
+    const ms = performance.now() - started
+    pinEngines()
+    await stream(endpoint, say('load'), 2)
+    return ms
+  }
+  const firstLoadMs = await load()
   return {
     endpoint,
+    firstLoadMs,
+    reload: async () => {
+      await manage('unload')
+      return load()
+    },
     stop: async () => {
       await borrower.stop()
       for (const link of links) await link.close()
       for (const lender of lenders) await lender.stop()
+      for (const dir of scratchDirs) rmSync(dir, { recursive: true, force: true })
     },
   }
 }
@@ -139,10 +200,11 @@ async function startUpstreamPool(build: LlamaBuild, model: string, shape: PoolSh
   const rpcServers: ChildProcess[] = []
   const links: DelayingProxy[] = []
   const endpoints: Array<{ endpoint: string; name: string }> = []
+  const caches: string[] = []
   for (let i = 0; i < shape.lenders; i++) {
     const port = 20_000 + Math.floor(Math.random() * 40_000)
-    const cache = join(tmpdir(), `hearth-pool-bench-rpc-cache-${i}`)
-    mkdirSync(cache, { recursive: true })
+    const cache = mkdtempSync(join(tmpdir(), 'hearth-pool-bench-rpc-cache-'))
+    caches.push(cache)
     const rpc = spawn('taskset', ['-c', ENGINE_CORE, programPath(build.dir, 'ggml-rpc-server'), '--host', '127.0.0.1', '--port', String(port), '--threads', '1', '--cache'], {
       stdio: 'ignore',
       env: { ...process.env, GGML_RPC_MEM_CAP_MB: String(lentMiB), LLAMA_CACHE: cache },
@@ -154,13 +216,29 @@ async function startUpstreamPool(build: LlamaBuild, model: string, shape: PoolSh
     endpoints.push({ endpoint: link ? link.address : `127.0.0.1:${port}`, name: `rpc-${i}` })
   }
   const loadSpec = { ...spec('pooled', model, 1, CONTEXT), ...(endpoints.length ? { gpuLayers: -1, rpc: { endpoints, fitMarginMiB: fitMarginMiB(lentMiB) } } : {}) }
-  const server: UpstreamServer = await startUpstreamProgram(build, 'llama-server', llamaServerArgs(loadSpec), { cpus: ENGINE_CORE })
+  const start = async () => {
+    const started = performance.now()
+    const upstreamServer = await startUpstreamProgram(build, 'llama-server', llamaServerArgs(loadSpec), { cpus: ENGINE_CORE })
+    return { server: upstreamServer, ms: performance.now() - started }
+  }
+  const first = await start()
+  let server: UpstreamServer = first.server
   return {
-    endpoint: { url: server.url, headers: {}, model: 'pooled' },
+    get endpoint() {
+      return { url: server.url, headers: {}, model: 'pooled' }
+    },
+    firstLoadMs: first.ms,
+    reload: async () => {
+      await server.stop()
+      const again = await start()
+      server = again.server
+      return again.ms
+    },
     stop: async () => {
       await server.stop()
       for (const link of links) await link.close()
       for (const rpc of rpcServers) rpc.kill('SIGKILL')
+      for (const cache of caches) rmSync(cache, { recursive: true, force: true })
     },
   }
 }
