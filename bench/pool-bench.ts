@@ -12,8 +12,10 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { copyFileSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { createConnection } from 'node:net'
 import { join } from 'node:path'
 import { findLlamaBuild, programPath, type LlamaBuild } from '../engines/builder/llama-build.ts'
+import { freeLoopbackPort } from '../engines/engine-server-process.ts'
 import { llamaServerArgs } from '../engines/llama-server/llama-server-args.ts'
 import { fitMarginMiB } from '../engines/pool/pooled-engine.ts'
 import { startDelayingProxy, type DelayingProxy, type LinkShape } from '../test/support/delaying-proxy.ts'
@@ -202,7 +204,7 @@ async function startUpstreamPool(build: LlamaBuild, model: string, shape: PoolSh
   const endpoints: Array<{ endpoint: string; name: string }> = []
   const caches: string[] = []
   for (let i = 0; i < shape.lenders; i++) {
-    const port = 20_000 + Math.floor(Math.random() * 40_000)
+    const port = await freeLoopbackPort()
     const cache = mkdtempSync(join(tmpdir(), 'hearth-pool-bench-rpc-cache-'))
     caches.push(cache)
     const rpc = spawn('taskset', ['-c', ENGINE_CORE, programPath(build.dir, 'ggml-rpc-server'), '--host', '127.0.0.1', '--port', String(port), '--threads', '1', '--cache'], {
@@ -210,7 +212,7 @@ async function startUpstreamPool(build: LlamaBuild, model: string, shape: PoolSh
       env: { ...process.env, GGML_RPC_MEM_CAP_MB: String(lentMiB), LLAMA_CACHE: cache },
     })
     rpcServers.push(rpc)
-    await new Promise((resolve) => setTimeout(resolve, 500))
+    await listening(port)
     const link = shape.link ? await startDelayingProxy({ host: '127.0.0.1', port }, shape.link) : undefined
     if (link) links.push(link)
     endpoints.push({ endpoint: link ? link.address : `127.0.0.1:${port}`, name: `rpc-${i}` })
@@ -241,6 +243,21 @@ async function startUpstreamPool(build: LlamaBuild, model: string, shape: PoolSh
       for (const cache of caches) rmSync(cache, { recursive: true, force: true })
     },
   }
+}
+
+/** Until something listens on loopback `port` (a bare connection that says nothing is only a knock to rpc-server). */
+async function listening(port: number): Promise<void> {
+  const deadline = performance.now() + 10_000
+  while (performance.now() < deadline) {
+    const open = await new Promise<boolean>((resolve) => {
+      const knock = createConnection({ host: '127.0.0.1', port })
+      knock.once('connect', () => (knock.destroy(), resolve(true)))
+      knock.once('error', () => resolve(false))
+    })
+    if (open) return
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  throw new Error(`nothing listens on 127.0.0.1:${port}`)
 }
 
 /** The processes named `names` among the descendants of `roots`. */
