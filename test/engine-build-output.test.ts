@@ -10,14 +10,22 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { cpuLevels, engineCacheDir, nativeCpuFeatures } from '../engines/builder/cmake-build.ts'
-import { pinnedSourceNames } from '../engines/builder/pinned-source.ts'
+import { patchedLlamaSource, pinnedSourceNames, pinnedWhisperSource } from '../engines/builder/pinned-source.ts'
 import { PROJECT_ROOT, postJson, startTestServer } from './support/server-process.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
 import { cannotRun } from './support/skips.ts'
 
 const realCache = engineCacheDir()
-// Today's pinned sources (not whatever earlier versions left there).
+// Today's pinned sources (not whatever earlier versions left there). A cache whose builds are
+// cached may lack them (the cache's tidying removes trees no build of the pins then current
+// needs): made again from the pinned packages, offline where those are cached.
+try {
+  patchedLlamaSource(realCache, () => undefined)
+  pinnedWhisperSource(realCache, () => undefined)
+} catch {
+  // not here and not to be had: the check below says so
+}
 const sources = pinnedSourceNames().filter((name) => /^(whisper-)?src-/.test(name) && existsSync(join(realCache, name)))
 const haveSources = sources.some((n) => n.startsWith('src-') && n.includes('-patched-')) && sources.some((n) => n.startsWith('whisper-src-'))
 if (!haveSources) cannotRun('the pinned engine sources are not in the engine cache (npm run build:engines); the build output suite cannot run')
