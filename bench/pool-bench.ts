@@ -12,12 +12,12 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { copyFileSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { createConnection } from 'node:net'
 import { join } from 'node:path'
 import { findLlamaBuild, programPath, type LlamaBuild } from '../engines/builder/llama-build.ts'
 import { freeLoopbackPort } from '../engines/engine-server-process.ts'
 import { llamaServerArgs } from '../engines/llama-server/llama-server-args.ts'
 import { fitMarginMiB } from '../engines/pool/pooled-engine.ts'
+import { knock } from '../engines/pool/rpc-lender.ts'
 import { startDelayingProxy, type DelayingProxy, type LinkShape } from '../test/support/delaying-proxy.ts'
 import { startTestServer, type TestServer } from '../test/support/server-process.ts'
 import { startUpstreamProgram, type UpstreamServer } from '../test/support/upstream-servers.ts'
@@ -245,16 +245,11 @@ async function startUpstreamPool(build: LlamaBuild, model: string, shape: PoolSh
   }
 }
 
-/** Until something listens on loopback `port` (a bare connection that says nothing is only a knock to rpc-server). */
+/** Until something listens on loopback `port`. */
 async function listening(port: number): Promise<void> {
   const deadline = performance.now() + 10_000
   while (performance.now() < deadline) {
-    const open = await new Promise<boolean>((resolve) => {
-      const knock = createConnection({ host: '127.0.0.1', port })
-      knock.once('connect', () => (knock.destroy(), resolve(true)))
-      knock.once('error', () => resolve(false))
-    })
-    if (open) return
+    if (await knock(port)) return
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
   throw new Error(`nothing listens on 127.0.0.1:${port}`)

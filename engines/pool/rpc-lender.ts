@@ -92,12 +92,7 @@ export class RpcLender {
     const deadline = performance.now() + START_TIMEOUT_MS
     while (performance.now() < deadline) {
       if (!this.alive) throw new Error(`ggml-rpc-server did not start: ${this.output.trim().split('\n').at(-1) ?? 'no output'}`)
-      const ok = await new Promise<boolean>((resolve) => {
-        const probe = createConnection({ host: '127.0.0.1', port: this.port })
-        // A bare connection that says nothing is closed by the server; it is only a knock.
-        probe.once('connect', () => (probe.destroy(), resolve(true)))
-        probe.once('error', () => resolve(false))
-      })
+      const ok = await knock(this.port)
       // The banner (protocol, devices) is printed to a pipe, so it arrives with the flush that the
       // first accepted connection makes: the knock above.
       if (ok && /Accepted client connection/.test(this.output)) return
@@ -116,4 +111,16 @@ export class RpcLender {
       freeMiB: this.memoryMiB === undefined ? Number(m[4]) : Math.min(Number(m[4]), this.memoryMiB),
     }))
   }
+}
+
+/**
+ * Whether something listens on loopback `port`: a bare connection that says nothing, which
+ * rpc-server closes; it is only a knock.
+ */
+export function knock(port: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const probe = createConnection({ host: '127.0.0.1', port })
+    probe.once('connect', () => (probe.destroy(), resolve(true)))
+    probe.once('error', () => resolve(false))
+  })
 }
