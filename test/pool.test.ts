@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { programPath } from '../engines/builder/cmake-build.ts'
+import { freeLoopbackPort } from '../engines/engine-server-process.ts'
 import { LenderLink } from '../engines/pool/lender-link.ts'
 import { startDelayingProxy, type DelayingProxy } from './support/delaying-proxy.ts'
 import { residentBytes } from './support/process-stats.ts'
@@ -235,7 +236,8 @@ describe('checking a lender before anything is borrowed', () => {
 
 describe.skipIf(!llamaBuild || !smollm)("a lender's cap (patch llama-19)", () => {
   it('refuses an allocation past the memory it lends, and llama.cpp says it could not allocate', async () => {
-    const port = 20_000 + Math.floor(Math.random() * 40_000)
+    // A free port: a random one may be taken, and then the rpc-server never listens.
+    const port = await freeLoopbackPort()
     const rpc = spawn(programPath(llamaBuild!.dir, 'ggml-rpc-server'), ['--host', '127.0.0.1', '--port', String(port), '--threads', '1'], { env: { ...process.env, GGML_RPC_MEM_CAP_MB: '8' } })
     let lenderLog = ''
     rpc.stdout.on('data', (d: Buffer) => (lenderLog += d))
