@@ -139,7 +139,7 @@ async function hearthSide(name: string, file: string, id: string, build?: LlamaB
 async function upstreamOutcome(build: LlamaBuild, file: string, id: string, context: number): Promise<string> {
   let server
   try {
-    server = await startUpstreamProgram(build, 'llama-server', llamaServerArgs(spec(id, file, 1, context)), { cpus: ENGINE_CORE })
+    server = await startUpstreamProgram(build, 'llama-server', llamaServerArgs(spec(id, file, 1, context), { cpuOnly: true }), { cpus: ENGINE_CORE })
   } catch (e) {
     const signal = /was killed by (\w+)/.exec((e as Error).message)?.[1]
     return signal ? `killed by ${signal} while loading` : `did not load (${(e as Error).message.split('\n')[0]!.slice(0, 80)})`

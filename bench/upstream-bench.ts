@@ -76,7 +76,7 @@ export function cachedBenchModel(build: LlamaBuild, name: string, quantization: 
  * Upstream llama-server on `file` with the command line Hearth would give it (or `args`, such as
  * llama-server's own defaults), on the engine core.
  */
-async function startUpstream(build: LlamaBuild, spec: EngineLoadSpec, args = llamaServerArgs(spec)): Promise<{ endpoint: Endpoint; pid: number; stop: () => Promise<void> }> {
+async function startUpstream(build: LlamaBuild, spec: EngineLoadSpec, args = llamaServerArgs(spec, { cpuOnly: true })): Promise<{ endpoint: Endpoint; pid: number; stop: () => Promise<void> }> {
   const upstream = await startUpstreamProgram(build, 'llama-server', args, { cpus: ENGINE_CORE })
   return { endpoint: { url: upstream.url, headers: {}, model: spec.modelId }, pid: upstream.pid, stop: upstream.stop }
 }

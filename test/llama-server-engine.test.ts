@@ -4,7 +4,7 @@
  * (a server that runs, and a 503 naming `npm run build:engines` for every local model).
  */
 import { spawnSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import OpenAI from 'openai'
@@ -59,6 +59,15 @@ describe.skipIf(!llamaBuild)('the llama-server engine', () => {
     expect(system.loaded).toEqual([expect.objectContaining({ id: 'chat', engine: 'llama-server', rss_bytes: expect.any(Number) })])
     expect(system.loaded[0].rss_bytes).toBeGreaterThan(1_000_000)
     expect(engineProcessIds(server.process.pid)).toHaveLength(1)
+  })
+
+  it('holds its weights in its own memory, on huge pages where Linux has them (a CPU decode reads every weight each token)', async () => {
+    const [pid] = engineProcessIds(server.process.pid)
+    // The model file is read in, not mapped: nothing of it is left in the engine's address space.
+    expect(readFileSync(`/proc/${pid}/maps`, 'utf8')).not.toContain('chat.gguf')
+    expect(readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')).toContain('GLIBC_TUNABLES=glibc.malloc.hugetlb=1')
+    const hugePages = Number(/^AnonHugePages:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1])
+    if (!readFileSync('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8').includes('[never]')) expect(hugePages).toBeGreaterThan(0)
   })
 
   it('reuses the first turn of a conversation for the second, and says how much in usage', async () => {

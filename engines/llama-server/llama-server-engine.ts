@@ -29,7 +29,7 @@ import type {
   EngineResult,
 } from '../engine-jobs.ts'
 import { programPath, type LlamaBuild } from '../builder/llama-build.ts'
-import { EngineServerProcess } from '../engine-server-process.ts'
+import { EngineServerProcess, hugePagesEnvironment } from '../engine-server-process.ts'
 import type { IncomingMessage } from 'node:http'
 import { ProgressBatch } from '../upstream-stream/progress-batch.ts'
 import {
@@ -90,7 +90,8 @@ export class LlamaServerEngine extends ServerEngine {
     const started = performance.now()
     const server = await EngineServerProcess.start({
       program: programPath(build.dir, 'llama-server'),
-      args: [...llamaServerArgs(spec, { slotCacheDir: options.slotCacheDir, verbose: options.forwardLog }), ...(options.extraArgs ?? [])],
+      args: [...llamaServerArgs(spec, { slotCacheDir: options.slotCacheDir, verbose: options.forwardLog, cpuOnly: devicesOf(build, spec).every((d) => d === 'CPU') }), ...(options.extraArgs ?? [])],
+      env: hugePagesEnvironment(),
       apiKeyVariable: 'LLAMA_API_KEY',
       modelId: spec.modelId,
       loadTimeoutMs: options.loadTimeoutMs ?? 120_000,

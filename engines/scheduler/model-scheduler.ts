@@ -185,9 +185,9 @@ export class ModelScheduler {
   private async withModel<T>(model: ModelRecord, signal: AbortSignal | undefined, keepAlive: KeepAlive, use: (engine: Engine) => Promise<T>): Promise<T> {
     const state = this.stateOf(model.id)
     state.slots = Math.max(1, this.options.slotsFor?.(model) ?? 1)
-    // An engine maps its model file: one whose file changed would serve old weights, or die on a
-    // read past the end of a truncated file. It is stopped (after the requests it serves) and the
-    // model loads again from the file as it is now.
+    // An engine holds its model file's weights (mapped, or read in on a CPU): one whose file
+    // changed would serve old weights, or die on a read past the end of a truncated file. It is
+    // stopped (after the requests it serves) and the model loads again from the file as it is now.
     if (state.engine?.alive && state.filesStamp !== undefined && state.filesStamp !== filesStamp(model)) await this.unload(model.id)
     await this.acquire(state, signal, false)
     // As Ollama does: the last request in says how long the model stays loaded after it.
