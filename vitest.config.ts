@@ -22,7 +22,7 @@ const FAST = [
   'test/documents.test.ts',
   'test/downloads.test.ts',
   'test/downloads-api.test.ts',
-  'test/engine-environment.test.ts',
+  'test/llama-server-environment.test.ts',
   'test/engine-load-deadline.test.ts',
   'test/field-decisions.test.ts',
   'test/electron-shell.test.ts',

@@ -256,19 +256,6 @@ export function freeLoopbackPort(): Promise<number> {
   })
 }
 
-/**
- * The engine's memory on transparent huge pages: glibc's malloc asks for them (MADV_HUGEPAGE) when
- * its `hugetlb` tunable is 1, which is what most Linux systems' THP setting (`madvise`) waits for. A
- * CPU decode reads every weight once a token; with 4 KiB pages the TLB misses cost it (measured on
- * a 1.1B Q4_K_M: decode 1–8 % faster, and 11–12 % with its weights read in, llama-server-args.ts). A setting of the person's own is left as it is; glibc
- * before 2.35 and other C libraries ignore it.
- */
-export function hugePagesEnvironment(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): Record<string, string> {
-  const tunables = env.GLIBC_TUNABLES
-  if (platform !== 'linux' || tunables?.includes('glibc.malloc.hugetlb=')) return {}
-  return { GLIBC_TUNABLES: tunables ? `${tunables}:glibc.malloc.hugetlb=1` : 'glibc.malloc.hugetlb=1' }
-}
-
 const hasSetpriv = process.platform === 'linux' && spawnSync('setpriv', ['--version'], { stdio: 'ignore' }).status === 0
 
 /**

@@ -29,7 +29,7 @@ import type {
   EngineResult,
 } from '../engine-jobs.ts'
 import { programPath, type LlamaBuild } from '../builder/llama-build.ts'
-import { EngineServerProcess, hugePagesEnvironment } from '../engine-server-process.ts'
+import { EngineServerProcess } from '../engine-server-process.ts'
 import type { IncomingMessage } from 'node:http'
 import { ProgressBatch } from '../upstream-stream/progress-batch.ts'
 import {
@@ -47,7 +47,7 @@ import { readEventBatches } from '../upstream-stream/event-stream.ts'
 import { decodeBase64Floats, normaliseInto } from '../embedding-vectors.ts'
 import { schemaProblemOf } from './schema-problem.ts'
 import { readUpstreamError } from './upstream-errors.ts'
-import { llamaServerArgs } from './llama-server-args.ts'
+import { hugePagesEnvironment, llamaServerArgs } from './llama-server-args.ts'
 import { SlotParking } from './slot-parking.ts'
 import { WrittenChatBody } from './written-chat-body.ts'
 

@@ -1,8 +1,8 @@
-/** The environment Hearth starts its engines with: huge pages asked for on Linux, a person's own glibc settings kept. */
+/** The environment Hearth starts llama-server with: huge pages asked for on Linux, a person's own glibc settings kept. */
 import { describe, expect, it } from 'vitest'
-import { hugePagesEnvironment } from '../engines/engine-server-process.ts'
+import { hugePagesEnvironment } from '../engines/llama-server/llama-server-args.ts'
 
-describe('the engines’ environment', () => {
+describe('llama-server’s environment', () => {
   it('asks glibc for transparent huge pages on Linux', () => {
     expect(hugePagesEnvironment({}, 'linux')).toEqual({ GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1' })
   })
