@@ -67,8 +67,8 @@ export function llamaServerArgs(spec: EngineLoadSpec, options: LlamaServerArgOpt
  * llama-server's memory on transparent huge pages: glibc's malloc asks for them (MADV_HUGEPAGE) when
  * its `hugetlb` tunable is 1, which is what most Linux systems' THP setting (`madvise`) waits for. A
  * CPU decode reads every weight once a token (measured on a 1.1B Q4_K_M: decode 1–8 % faster, and
- * 11–12 % with the weights read in, above). whisper-server read slower with it. A
- * setting of the person's own is left as it is; glibc before 2.35 and other C libraries ignore it.
+ * 11–12 % with the weights read in, above). whisper-server read slower with it. A setting of the
+ * person's own is left as it is; glibc before 2.35 and other C libraries ignore it.
  */
 export function hugePagesEnvironment(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): Record<string, string> {
   const tunables = env.GLIBC_TUNABLES
