@@ -88,9 +88,11 @@ export class LlamaServerEngine extends ServerEngine {
 
   static async start(spec: EngineLoadSpec, build: LlamaBuild, options: LlamaServerEngineOptions = {}): Promise<LlamaServerEngine> {
     const started = performance.now()
+    const devices = devicesOf(build, spec)
+    const onCpu = devices.every((d) => d === 'CPU')
     const server = await EngineServerProcess.start({
       program: programPath(build.dir, 'llama-server'),
-      args: [...llamaServerArgs(spec, { slotCacheDir: options.slotCacheDir, verbose: options.forwardLog, cpuOnly: devicesOf(build, spec).every((d) => d === 'CPU') }), ...(options.extraArgs ?? [])],
+      args: [...llamaServerArgs(spec, { slotCacheDir: options.slotCacheDir, verbose: options.forwardLog, cpuOnly: onCpu }), ...(options.extraArgs ?? [])],
       env: hugePagesEnvironment(),
       apiKeyVariable: 'LLAMA_API_KEY',
       modelId: spec.modelId,
@@ -108,7 +110,7 @@ export class LlamaServerEngine extends ServerEngine {
       }
       const slotContext = props.default_generation_settings?.n_ctx
       const info: EngineModelInfo = {
-        devices: devicesOf(build, spec),
+        devices,
         loadMs: Math.round(performance.now() - started),
         vision: props.modalities?.vision === true,
         engine: {
@@ -120,7 +122,6 @@ export class LlamaServerEngine extends ServerEngine {
         ...(typeof slotContext === 'number' && slotContext > 0 && slotContext < spec.contextLength ? { contextLength: slotContext } : {}),
       }
       const chat = spec.kind === 'chat'
-      const onCpu = devicesOf(build, spec).every((d) => d === 'CPU')
       const slots = SlotParking.forModel(server, spec, { slotCacheDir: options.slotCacheDir, onCpu })
       if (slots?.keepsSlotsOnDisk) {
         const restoring = performance.now()
