@@ -31,7 +31,12 @@ export interface EngineServerStart {
   forwardLog: boolean
   /** Variables set for the program on top of this process's environment. */
   env?: Record<string, string>
+  /** Each line the program writes to stderr, as it comes; every line is in before the program counts as gone. */
+  onLogLine?: (line: string) => void
 }
+
+/** How long after the program's exit its last log lines may take to arrive. */
+const LAST_LINES_MS = 150
 
 /** Memory that grows by this much between looks is a load making progress. */
 const PROGRESS_BYTES = 1024 * 1024
@@ -59,6 +64,7 @@ export class EngineServerProcess {
     private readonly key: string,
     private readonly modelId: string,
     forwardLog: boolean,
+    onLogLine: ((line: string) => void) | undefined,
   ) {
     this.baseUrl = `http://127.0.0.1:${port}`
     const keepTail = (chunk: Buffer) => {
@@ -68,14 +74,27 @@ export class EngineServerProcess {
     }
     child.stdout?.on('data', keepTail)
     child.stderr?.on('data', keepTail)
+    if (onLogLine) {
+      let partial = ''
+      child.stderr?.on('data', (chunk: Buffer) => {
+        const lines = (partial + chunk.toString('utf8')).split('\n')
+        partial = lines.pop() ?? ''
+        for (const line of lines) onLogLine(line)
+      })
+    }
     child.on('error', () => undefined) // 'exit' follows and reports it
-    child.on('exit', (code, signal) => {
+    // Gone once its output is read to the end ('close'), so that what it said last (why it
+    // stopped) is known to whoever hears of it; a grandchild holding the pipes delays that briefly.
+    const gone = (code: number | null, signal: NodeJS.Signals | null) => {
+      if (this.exited) return
       this.exited = true
       this.exitReason = signal ? `was killed by ${signal}` : `exited with code ${code}`
       this.killedBy = signal
       this.streams.destroy()
       for (const listener of this.exitListeners.splice(0)) listener()
-    })
+    }
+    child.on('close', gone)
+    child.on('exit', (code, signal) => setTimeout(() => gone(code, signal), LAST_LINES_MS).unref())
   }
 
   static async start(options: EngineServerStart): Promise<EngineServerProcess> {
@@ -88,7 +107,7 @@ export class EngineServerProcess {
       // The key stays out of `ps`: llama-server reads it from the environment.
       env: { ...process.env, ...options.env, ...(options.apiKeyVariable ? { [options.apiKeyVariable]: key } : {}) },
     })
-    const engine = new EngineServerProcess(child, port, key, options.modelId, options.forwardLog)
+    const engine = new EngineServerProcess(child, port, key, options.modelId, options.forwardLog, options.onLogLine)
     try {
       await engine.waitUntilHealthy(options.loadTimeoutMs)
     } catch (e) {

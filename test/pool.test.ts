@@ -18,7 +18,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { programPath } from '../engines/builder/cmake-build.ts'
 import { freeLoopbackPort } from '../engines/engine-server-process.ts'
-import { LenderLink } from '../engines/pool/lender-link.ts'
+import { LenderLink, rpcUpgradeEnvironment } from '../engines/pool/lender-link.ts'
 import { startDelayingProxy, type DelayingProxy } from './support/delaying-proxy.ts'
 import { residentBytes } from './support/process-stats.ts'
 import { listeningIn, makeLanMachine, namespacesUnavailable, type LanMachine } from './support/lan-namespaces.ts'
@@ -113,6 +113,12 @@ describe.skipIf(!smollm || !llamaBuild || noLan !== undefined)('one model over t
     expect(model.devices).toEqual(['CPU', `RPC ${new URL(lenders[0]!.url).host}`, `RPC ${link.address}`])
     expect(model.pool).toEqual([new URL(lenders[0]!.url).host, link.address])
     expect(model.pool_problem).toBeNull()
+    // llama.cpp holds its connections to the lenders itself (patch llama-20): no process of ours
+    // on this machine carries the RPC bytes.
+    const engineConnections = execFileSync('ss', ['-tnpH', 'state', 'established'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes('"llama-server"'))
+    for (const peer of [new URL(lenders[0]!.url).host, link.address]) {
+      expect(engineConnections.some((l) => l.split(/\s+/).includes(peer)), `llama-server connected to ${peer}:\n${engineConnections.join('\n')}`).toBe(true)
+    }
     for (const lender of lenders) {
       const status = await lendStatus(lender)
       expect(status).toMatchObject({ running: true, memory_cap_mib: LENT_MIB, llama_cpp_commit: llamaBuild!.commit })
@@ -194,10 +200,11 @@ describe.skipIf(!smollm || !llamaBuild || noLan !== undefined)('one model over t
 
 describe('checking a lender before anything is borrowed', () => {
   /** A stand-in for a lending Hearth's `GET /api/lend` that answers as told. */
-  async function standIn(status: number, body: unknown): Promise<{ url: string; close(): void }> {
+  async function standIn(status: number, body: unknown, host = '127.0.0.1'): Promise<{ url: string; close(): void }> {
     const server = createServer((_req, res) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body)))
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-    return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, close: () => server.close() }
+    await new Promise<void>((resolve) => server.listen(0, host, resolve))
+    const port = (server.address() as { port: number }).port
+    return { url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, close: () => server.close() }
   }
   const lends = (commit: string, freeMiB = 4096) => ({ object: 'lend', llama_cpp_commit: commit, rpc_protocol: '7.0.0', running: true, memory_cap_mib: null, devices: [{ name: 'CPU', description: 'x', total_mib: freeMiB, free_mib: freeMiB }], borrowers: [] })
   const ours = 'de3ff815ea7d559ee917f063901b8986f038abc6'
@@ -219,12 +226,34 @@ describe('checking a lender before anything is borrowed', () => {
     }
   })
 
-  it('opens a forwarder for llama-server where the lender is the same llama.cpp, and closes it', async () => {
+  it('lets llama.cpp reach a plain-HTTP lender itself, with the key in its upgrade, and reads its log for that lender', async () => {
     const lender = await standIn(200, lends(ours))
     try {
-      const link = await LenderLink.open({ url: lender.url, apiKeyEnv: 'K' }, ours, { K: 'a-key-0123456789' })
+      const port = new URL(lender.url).port
+      const link = await LenderLink.open({ url: lender.url.replace('127.0.0.1', 'localhost'), apiKeyEnv: 'K' }, ours, { K: 'a-key-0123456789' })
       expect(link.freeMiB).toBe(4096)
+      // llama.cpp connects to the lender's own address: no forwarder of ours between them.
+      expect(link.endpoint).toBe(`127.0.0.1:${port}`)
+      expect(rpcUpgradeEnvironment([link])).toEqual({ GGML_RPC_HTTP_UPGRADE: `127.0.0.1:${port} /api/lend/connect hearth-rpc Bearer a-key-0123456789` })
+      const name = `localhost:${port}`
+      expect(link.reasonIn(`ggml-rpc: the connection to 127.0.0.1:${port} was lost`)).toBe(`lender ${name} dropped off (its connection closed)`)
+      expect(link.reasonIn(`ggml-rpc: 127.0.0.1:${port} refused the upgrade: HTTP/1.1 401 Unauthorized`)).toBe(`lender ${name} refused the tunnel (HTTP 401)`)
+      expect(link.reasonIn(`/src/ggml-rpc.cpp:547: Failed to connect to 127.0.0.1:${port}`)).toBe(`lender ${name} cannot be reached`)
+      expect(link.reasonIn('ggml-rpc: the connection to 127.0.0.1:1 was lost')).toBeUndefined()
+      expect(link.reasonIn(`srv  log_server_r: request: GET /health 127.0.0.1:${port} 200`)).toBeUndefined()
+      link.close()
+    } finally {
+      lender.close()
+    }
+  })
+
+  it('opens a forwarder where llama.cpp cannot reach the lender itself (IPv6), and closes it', async () => {
+    const lender = await standIn(200, lends(ours), '::1')
+    try {
+      const link = await LenderLink.open({ url: lender.url, apiKeyEnv: 'K' }, ours, { K: 'a-key-0123456789' })
+      expect(rpcUpgradeEnvironment([link])).toEqual({})
       const [host, port] = link.endpoint.split(':')
+      expect(host).toBe('127.0.0.1')
       expect(await reaches(host!, Number(port))).toBe(true)
       link.close()
       await expect.poll(() => reaches(host!, Number(port)), { timeout: 5_000 }).toBe(false)

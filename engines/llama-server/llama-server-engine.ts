@@ -58,6 +58,10 @@ export interface LlamaServerEngineOptions {
   slotCacheDir?: string
   /** More llama-server options (cpu-faults.ts: without the kernels that crashed on this CPU). */
   extraArgs?: readonly string[]
+  /** More environment for llama-server (a pooled model's lenders and their keys). */
+  env?: Record<string, string>
+  /** Each line llama-server writes to stderr (a pooled model watches for a lender lost). */
+  onLogLine?: (line: string) => void
 }
 
 /** Inputs per llama-server embedding request: about a tenth of a second of work for short texts on one core. */
@@ -93,7 +97,8 @@ export class LlamaServerEngine extends ServerEngine {
     const server = await EngineServerProcess.start({
       program: programPath(build.dir, 'llama-server'),
       args: [...llamaServerArgs(spec, { slotCacheDir: options.slotCacheDir, verbose: options.forwardLog, cpuOnly: onCpu }), ...(options.extraArgs ?? [])],
-      env: hugePagesEnvironment(),
+      env: { ...hugePagesEnvironment(), ...options.env },
+      onLogLine: options.onLogLine,
       apiKeyVariable: 'LLAMA_API_KEY',
       modelId: spec.modelId,
       loadTimeoutMs: options.loadTimeoutMs ?? 120_000,

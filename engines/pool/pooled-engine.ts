@@ -1,15 +1,16 @@
 /**
  * A model whose catalog entry names lenders (`"pool"`): llama-server started with `--rpc` to a
  * tunnel per lender, so llama.cpp places its layers over this machine's memory and theirs. When a
- * lender drops off, the engine is stopped at once with the lender's name as the reason: every
- * request it had ends with that error, none hangs, and the lender frees its memory as its
- * connection closes. The next request checks the lenders again and loads anew.
+ * lender drops off (llama.cpp names it in its log, or the forwarder sees its tunnel close), the
+ * engine is stopped at once with the lender's name as the reason: every request it had ends with
+ * that error, none hangs, and the lender frees its memory as its connection closes. The next
+ * request checks the lenders again and loads anew.
  */
 import type { LlamaBuild } from '../builder/llama-build.ts'
 import type { EngineLoadSpec } from '../engine-jobs.ts'
 import { ModelError } from '../errors.ts'
 import { LlamaServerEngine, type LlamaServerEngineOptions } from '../llama-server/llama-server-engine.ts'
-import { LenderLink, type PoolLender } from './lender-link.ts'
+import { LenderLink, rpcUpgradeEnvironment, type PoolLender } from './lender-link.ts'
 
 /** The most llama.cpp's fit leaves free on a lender: the lender's cap is already what its person chose to lend. */
 const MAX_FIT_MARGIN_MIB = 512
@@ -60,15 +61,20 @@ export async function startPooledLlama(
   }
   let dropped: string | undefined
   let engine: LlamaServerEngine | undefined
-  for (const link of links) {
-    link.onDrop((reason) => {
-      dropped ??= reason
-      problems.set(spec.modelId, reason)
-      engine?.stopBecause(reason)
-    })
+  const drop = (reason: string) => {
+    dropped ??= reason
+    problems.set(spec.modelId, reason)
+    engine?.stopBecause(reason)
+  }
+  for (const link of links) link.onDrop(drop)
+  const onLogLine = (line: string) => {
+    for (const link of links) {
+      const reason = link.reasonIn(line)
+      if (reason) return drop(reason)
+    }
   }
   try {
-    engine = await LlamaServerEngine.start(pooled, build, options)
+    engine = await LlamaServerEngine.start(pooled, build, { ...options, env: { ...options.env, ...rpcUpgradeEnvironment(links) }, onLogLine })
   } catch (e) {
     closeAll()
     if (dropped) throw new ModelError('remote_unavailable', `model "${spec.modelId}" could not load: ${dropped}`)

@@ -1,4 +1,5 @@
-// The borrower's end of the tunnels to one lender (lender-link.ts), on a thread of its own: a split
+// The borrower's end of the tunnels to one lender that llama.cpp cannot reach itself (an https
+// lender, or one reached over IPv6 only; lender-link.ts), on a thread of its own: a split
 // model's every step waits on these bytes, so they must never queue behind the server's own work
 // (streaming answers, parsing requests) on the main thread. Plain JavaScript with Node's modules
 // only, so it runs as it is from the source tree and from the desktop app's bundle.
