@@ -167,6 +167,7 @@ async function startHearthPool(build: LlamaBuild, model: string, shape: PoolShap
   const manage = async (action: 'load' | 'unload') => {
     const res = await fetch(`${borrower.url}/api/models/pooled/${action}`, { method: 'POST', headers: endpoint.headers })
     if (!res.ok) throw new Error(`${action}: HTTP ${res.status} ${await res.text()}`)
+    return (await res.json()) as { load_ms?: number; restore_ms?: number }
   }
   // The engines compute one machine at a time: all of them on the engine core.
   const pinEngines = () => {
@@ -174,8 +175,9 @@ async function startHearthPool(build: LlamaBuild, model: string, shape: PoolShap
   }
   const load = async () => {
     const started = performance.now()
-    await manage('load')
+    const loaded = await manage('load')
     const ms = performance.now() - started
+    console.log(`  Hearth's load: ${fmt(ms / 1000, 2)} s, of which llama-server's start ${fmt((loaded.load_ms ?? 0) / 1000, 2)} s, the slots' restore ${fmt((loaded.restore_ms ?? 0) / 1000, 2)} s`)
     pinEngines()
     await stream(endpoint, say('load'), 2)
     return ms

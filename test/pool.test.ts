@@ -169,6 +169,22 @@ describe.skipIf(!smollm || !llamaBuild || noLan !== undefined)('one model over t
     expect((await upgrade(borrower.url, '/api/lend/connect', borrower.apiKey)).status).toBe(409)
   })
 
+  it("refuses a llama.cpp that asks with a wrong key (patch llama-20), and llama.cpp names the lender's answer", async () => {
+    const lender = new URL(lenders[0]!.url).host
+    const borrowing = (await lendStatus(lenders[0]!)).borrowers.length
+    const server = spawn(programPath(llamaBuild!.dir, 'llama-server'), ['-m', smollm!, '--rpc', lender, '--port', '0', '-t', '1', '-c', '256'], {
+      env: { ...process.env, GGML_RPC_HTTP_UPGRADE: `${lender} /api/lend/connect hearth-rpc Bearer not-the-key-0123` },
+    })
+    let log = ''
+    server.stderr.on('data', (d: Buffer) => (log += d))
+    server.stdout.on('data', (d: Buffer) => (log += d))
+    const code = await new Promise<number | null>((resolve) => server.once('exit', resolve))
+    expect(code).not.toBe(0)
+    expect(log).toContain(`ggml-rpc: ${lender} refused the upgrade: HTTP/1.1 401 Unauthorized`)
+    // Nobody new borrows: the lender let no byte of it through to its rpc-server.
+    expect((await lendStatus(lenders[0]!)).borrowers).toHaveLength(borrowing)
+  })
+
   it('ends a stream cut by a lender that dies with an error naming it, and answers the next request at once', async () => {
     const res = await fetch(`${borrower.url}/v1/chat/completions`, {
       method: 'POST',
