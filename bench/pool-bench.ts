@@ -222,7 +222,7 @@ async function startUpstreamPool(build: LlamaBuild, model: string, shape: PoolSh
   const loadSpec = { ...spec('pooled', model, 1, CONTEXT), ...(endpoints.length ? { gpuLayers: -1, rpc: { endpoints, fitMarginMiB: fitMarginMiB(lentMiB) } } : {}) }
   const start = async () => {
     const started = performance.now()
-    const upstreamServer = await startUpstreamProgram(build, 'llama-server', llamaServerArgs(loadSpec), { cpus: ENGINE_CORE })
+    const upstreamServer = await startUpstreamProgram(build, 'llama-server', llamaServerArgs(loadSpec, { cpuOnly: endpoints.length === 0 }), { cpus: ENGINE_CORE })
     return { server: upstreamServer, ms: performance.now() - started }
   }
   const first = await start()
