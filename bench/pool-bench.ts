@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { findLlamaBuild, programPath, type LlamaBuild } from '../engines/builder/llama-build.ts'
 import { freeLoopbackPort } from '../engines/engine-server-process.ts'
-import { llamaServerArgs } from '../engines/llama-server/llama-server-args.ts'
+import { hugePagesEnvironment, llamaServerArgs } from '../engines/llama-server/llama-server-args.ts'
 import { fitMarginMiB } from '../engines/pool/pooled-engine.ts'
 import { knock } from '../engines/pool/rpc-lender.ts'
 import { startDelayingProxy, type DelayingProxy, type LinkShape } from '../test/support/delaying-proxy.ts'
@@ -222,7 +222,8 @@ async function startUpstreamPool(build: LlamaBuild, model: string, shape: PoolSh
   const loadSpec = { ...spec('pooled', model, 1, CONTEXT), ...(endpoints.length ? { gpuLayers: -1, rpc: { endpoints, fitMarginMiB: fitMarginMiB(lentMiB) } } : {}) }
   const start = async () => {
     const started = performance.now()
-    const upstreamServer = await startUpstreamProgram(build, 'llama-server', llamaServerArgs(loadSpec, { cpuOnly: endpoints.length === 0 }), { cpus: ENGINE_CORE })
+    // Hearth's arguments and environment (the weights on huge pages), so the figures differ by the tunnel alone.
+    const upstreamServer = await startUpstreamProgram(build, 'llama-server', llamaServerArgs(loadSpec, { cpuOnly: endpoints.length === 0 }), { cpus: ENGINE_CORE, env: hugePagesEnvironment() })
     return { server: upstreamServer, ms: performance.now() - started }
   }
   const first = await start()

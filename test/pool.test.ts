@@ -79,6 +79,7 @@ describe.skipIf(!smollm || !llamaBuild || noLan !== undefined)('one model over t
           { id: 'smol-pooled', file: 'smol.gguf', pool },
           { id: 'smol-wrong-key', file: 'smol.gguf', pool: [{ url: lenders[0]!.url, api_key_env: 'WRONG_KEY' }] },
           { id: 'smol-no-key', file: 'smol.gguf', pool: [{ url: lenders[0]!.url, api_key_env: 'UNSET_KEY' }] },
+          { id: 'smol-pooled-once', file: 'smol.gguf', pool: [{ url: lenders[0]!.url, api_key_env: 'LENDER_ONE_KEY' }] },
         ],
       }),
     )
@@ -99,7 +100,7 @@ describe.skipIf(!smollm || !llamaBuild || noLan !== undefined)('one model over t
     return { status: res.status, body: await res.json() }
   }
   /** The pooled model as /api/models (the Models page) lists it. */
-  const pooledListing = async () => (await (await fetch(`${borrower.url}/api/models`, { headers: headers() })).json()).models.find((m: { id: string }) => m.id === 'smol-pooled')
+  const pooledListing = async (id = 'smol-pooled') => (await (await fetch(`${borrower.url}/api/models`, { headers: headers() })).json()).models.find((m: { id: string }) => m.id === id)
   const lendStatus = async (lender: TestServer) => (await fetch(`${lender.url}/api/lend`, { headers: { authorization: `Bearer ${LENDER_KEY}` } })).json()
 
   it('answers through the pool word for word as the model served whole, its layers on the lenders', async () => {
@@ -211,6 +212,16 @@ describe.skipIf(!smollm || !llamaBuild || noLan !== undefined)('one model over t
     expect((await pooledListing()).pool_problem).toBe(next.body.error.message)
     // The first lender let go of what it lent.
     await expect.poll(async () => (await lendStatus(lenders[0]!)).borrowers.length, { timeout: 10_000 }).toBe(0)
+  })
+
+  it('hears at once of a lender lost while the model is idle, before anyone asks (patch llama-20)', async () => {
+    const first = await ask('smol-pooled-once')
+    expect(first.status, JSON.stringify(first.body)).toBe(200)
+    expect((await pooledListing('smol-pooled-once')).state).toBe('loaded')
+    await lenders[0]!.stop('SIGKILL')
+    const name = new URL(lenders[0]!.url).host.replace(/\./g, '\\.')
+    await expect.poll(async () => (await pooledListing('smol-pooled-once')).pool_problem, { timeout: 5_000 }).toMatch(new RegExp(`^lender ${name} dropped off`))
+    expect((await pooledListing('smol-pooled-once')).state).toBe('available')
   })
 })
 

@@ -31,7 +31,7 @@ export function startUpstreamWhisperServer(args: string[]): Promise<UpstreamServ
 }
 
 /** `program` of `build` on a free loopback port, ready when its /health answers; `cpus` pins it (taskset) for benchmarks. */
-export async function startUpstreamProgram(build: LlamaBuild, program: string, args: string[], options: { cpus?: string; port?: number } = {}): Promise<UpstreamServer> {
+export async function startUpstreamProgram(build: LlamaBuild, program: string, args: string[], options: { cpus?: string; port?: number; env?: Record<string, string> } = {}): Promise<UpstreamServer> {
   const port = options.port ?? await new Promise<number>((resolve) => {
     const probe = createServer().listen(0, '127.0.0.1', () => {
       const { port } = probe.address() as { port: number }
@@ -40,7 +40,7 @@ export async function startUpstreamProgram(build: LlamaBuild, program: string, a
   })
   const command = [programPath(build.dir, program), ...args, '--host', '127.0.0.1', '--port', String(port)]
   const pinned = options.cpus ? ['taskset', '-c', options.cpus, ...command] : command
-  const child = spawn(pinned[0]!, pinned.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] })
+  const child = spawn(pinned[0]!, pinned.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...options.env } })
   let log = ''
   child.stderr!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)))
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
