@@ -51,6 +51,8 @@ describe.skipIf(!smollm || !llamaBuild || noLan !== undefined)('one model over t
   const lenderMemory: MemoryCgroup[] = []
   let link: DelayingProxy
   let borrower: TestServer
+  let spare: LanMachine | undefined
+  let spareLender: TestServer
 
   beforeAll(async () => {
     for (const index of [1, 2]) {
@@ -65,6 +67,10 @@ describe.skipIf(!smollm || !llamaBuild || noLan !== undefined)('one model over t
       const atRest = memory.usageBytes()
       memory.cap(atRest + (LENT_MIB + LENDER_ROOM_MIB) * MiB)
     }
+    // A third machine lends to one model only, and is killed while that model sits idle. Its
+    // memory is not capped: that test is about hearing of the loss, not about fitting.
+    spare = makeLanMachine(3)
+    spareLender = await startTestServer({ modelsDir: mkdtempSync(join(tmpdir(), 'hearth-lender-')), namespace: spare.namespace, args: ['--host', spare.address, '--lend', '--lend-memory', String(LENT_MIB), '--api-key', LENDER_KEY] })
     // The second lender is a LAN away: 1 ms each way, 1 Gbit/s.
     const second = new URL(lenders[1]!.url)
     link = await startDelayingProxy({ host: second.hostname, port: Number(second.port) }, { delayMs: 1, bitsPerSecond: 1e9 })
@@ -79,7 +85,7 @@ describe.skipIf(!smollm || !llamaBuild || noLan !== undefined)('one model over t
           { id: 'smol-pooled', file: 'smol.gguf', pool },
           { id: 'smol-wrong-key', file: 'smol.gguf', pool: [{ url: lenders[0]!.url, api_key_env: 'WRONG_KEY' }] },
           { id: 'smol-no-key', file: 'smol.gguf', pool: [{ url: lenders[0]!.url, api_key_env: 'UNSET_KEY' }] },
-          { id: 'smol-pooled-once', file: 'smol.gguf', pool: [{ url: lenders[0]!.url, api_key_env: 'LENDER_ONE_KEY' }] },
+          { id: 'smol-pooled-once', file: 'smol.gguf', pool: [{ url: spareLender.url, api_key_env: 'LENDER_ONE_KEY' }] },
         ],
       }),
     )
@@ -89,8 +95,8 @@ describe.skipIf(!smollm || !llamaBuild || noLan !== undefined)('one model over t
   afterAll(async () => {
     await borrower?.stop()
     await link?.close()
-    for (const lender of lenders) await lender.stop()
-    for (const machine of machines) machine.remove()
+    for (const lender of [...lenders, spareLender]) await lender?.stop()
+    for (const machine of [...machines, ...(spare ? [spare] : [])]) machine.remove()
     for (const memory of lenderMemory) memory.remove()
   })
 
@@ -218,8 +224,8 @@ describe.skipIf(!smollm || !llamaBuild || noLan !== undefined)('one model over t
     const first = await ask('smol-pooled-once')
     expect(first.status, JSON.stringify(first.body)).toBe(200)
     expect((await pooledListing('smol-pooled-once')).state).toBe('loaded')
-    await lenders[0]!.stop('SIGKILL')
-    const name = new URL(lenders[0]!.url).host.replace(/\./g, '\\.')
+    await spareLender.stop('SIGKILL')
+    const name = new URL(spareLender.url).host.replace(/\./g, '\\.')
     await expect.poll(async () => (await pooledListing('smol-pooled-once')).pool_problem, { timeout: 5_000 }).toMatch(new RegExp(`^lender ${name} dropped off`))
     expect((await pooledListing('smol-pooled-once')).state).toBe('available')
   })
