@@ -284,9 +284,10 @@ describe.skipIf(!smollm || !llamaBuild)('SmolLM2-135M-Instruct on real weights, 
 describe.skipIf(!gemma || !llamaBuild)('Gemma 3 270M (base, Q4_K_M as shipped), Hearth beside llama-server', () => {
   let server: TestServer
   let upstream: UpstreamServer
+  let modelsDir: string
 
   beforeAll(async () => {
-    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-real-gemma-'))
+    modelsDir = mkdtempSync(join(tmpdir(), 'hearth-real-gemma-'))
     copyFileSync(gemma!, join(modelsDir, `${GEMMA}.gguf`))
     server = await startTestServer({ modelsDir, threads: 1, args: ['--parallel', '1'] })
     const model = await (await fetch(`${server.url}/v1/models/${GEMMA}`, { headers: { authorization: `Bearer ${server.apiKey}` } })).json()
@@ -318,6 +319,36 @@ describe.skipIf(!gemma || !llamaBuild)('Gemma 3 270M (base, Q4_K_M as shipped), 
     expect(await complete(upstream.url, {}, prompt, false)).toBe(whole)
     expect(await complete(hearth.url, hearth.headers, prompt, true)).toBe(whole)
     expect(await complete(upstream.url, {}, prompt, true)).toBe(whole)
+  })
+
+  // Two slots decoding together send the engine two rows at once, and a prompt that arrives while
+  // another answer streams is read in one batch with that answer's next token. Patch ggml-07 puts
+  // such rows through one pass over Q4_K's weights; each row must still come out as it does alone.
+  it('gives each of two answers decoded together word for word the answer it gives alone', async () => {
+    const prompts = ['The Eiffel Tower is located in the city of', 'The largest planet in the solar system is']
+    const pair = await startTestServer({ modelsDir, threads: 1, args: ['--parallel', '2'] })
+    try {
+      const ask = (prompt: string) =>
+        fetch(`${pair.url}/v1/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${pair.apiKey}` },
+          body: JSON.stringify({ model: GEMMA, prompt, max_tokens: 24, temperature: 0, stream: true }),
+        })
+      const textOf = (stream: string) => sseData(stream).map((e) => e.choices?.[0]?.text ?? '').join('')
+      // The second is asked once the first streams: its prompt is read in one batch with the first's next token.
+      const first = await ask(prompts[0]!)
+      const reader = first.body!.getReader()
+      const decoder = new TextDecoder()
+      let streamed = decoder.decode((await reader.read()).value, { stream: true })
+      const second = ask(prompts[1]!).then(async (res) => textOf(await res.text()))
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) streamed += decoder.decode(chunk.value, { stream: true })
+      const together = [textOf(streamed), await second]
+      expect(together[0]).toContain('Paris')
+      const alone = [textOf(await (await ask(prompts[0]!)).text()), textOf(await (await ask(prompts[1]!)).text())]
+      expect(together).toEqual(alone)
+    } finally {
+      await pair.stop()
+    }
   })
 
   // The file has no chat template: llama.cpp alone would frame the chat as ChatML, which Gemma never saw.
