@@ -278,10 +278,11 @@ async function realSizeAgainstDefaults(file: string, runs: number): Promise<Reco
   const upstreamBuild = await upstreamLlamaBuild()
   const id = basename(file, '.gguf')
   const defaults = ['-m', file, '-t', '1', '--jinja', '--alias', id]
+  const loadSpec = spec(id, file, 1, await trainedContext(file))
   const decode: [number[], number[]] = [[], []]
   const prompt: [number[], number[]] = [[], []]
   for (let run = 0; run < runs; run += 2) {
-    await withBothSides(upstreamBuild, file, spec(id, file, 1, await trainedContext(file)), [], warmChat, async (hearth, upstream) => {
+    await withBothSides(upstreamBuild, file, loadSpec, [], warmChat, async (hearth, upstream) => {
       for (let turn = run; turn < Math.min(run + 2, runs); turn++) {
         for (const side of inTurns(turn)) {
           const endpoint = side ? upstream.endpoint : hearth.endpoint
