@@ -1,6 +1,6 @@
 /**
  * Errors that cross module boundaries. Each carries a stable `code` (and `{ code, message, param }`
- * as JSON), so the HTTP layer maps it to a status with one switch (main/server/http-errors.ts).
+ * as JSON), so the HTTP layer maps it to a status with one switch (main/server/http/http-errors.ts).
  */
 export type ModelErrorCode =
   | 'model_not_found'

@@ -1,7 +1,7 @@
 /** ClientParams: a converted request's 400s name the fields the client wrote. */
 import { describe, expect, it } from 'vitest'
-import { ClientParams } from '../main/server/client-params.ts'
-import { ApiError, invalidRequest } from '../main/server/http-errors.ts'
+import { ClientParams } from '../main/server/protocols/client-params.ts'
+import { ApiError, invalidRequest } from '../main/server/services/api-error.ts'
 import { InvalidImageError } from '../media/images/invalid-image-error.ts'
 
 describe('ClientParams', () => {

@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { originMatcher } from '../main/server/cors.ts'
+import { originMatcher } from '../main/server/http/cors.ts'
 import { resolveSettings } from '../main/server/settings.ts'
 import { startInProcessServer, type InProcessServer } from './support/in-process-server.ts'
 

@@ -1,5 +1,5 @@
 /**
- * One table says what Hearth does with each field of the three APIs (main/server/field-decisions.ts):
+ * One table says what Hearth does with each field of the three APIs (main/server/protocols/field-decisions.ts):
  * every field each parser's schema takes has a decision there, each refused field is refused by
  * name, each set-aside field is answered with its warning, and docs/agents.md shows the table as
  * it is.
@@ -7,13 +7,13 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { FIELD_DECISIONS, fieldDecisionsMarkdown, type Dialect } from '../main/server/field-decisions.ts'
-import { ApiError } from '../main/server/http-errors.ts'
-import { messagesRequestSchema, parseMessagesRequest } from '../main/server/anthropic/messages-request.ts'
-import { chatRequestSchema } from '../main/server/openai/chat-request-schema.ts'
-import { parseChatRequest } from '../main/server/openai/chat-request.ts'
-import { Notices } from '../main/server/request-notices.ts'
-import { parseResponsesRequest, responsesRequestSchema } from '../main/server/responses/responses-request.ts'
+import { FIELD_DECISIONS, fieldDecisionsMarkdown, type Dialect } from '../main/server/protocols/field-decisions.ts'
+import { ApiError } from '../main/server/services/api-error.ts'
+import { messagesRequestSchema, parseMessagesRequest } from '../main/server/protocols/anthropic/messages-request.ts'
+import { chatRequestSchema } from '../main/server/services/chat/chat-request-schema.ts'
+import { parseChatRequest } from '../main/server/protocols/openai/chat-completions-request.ts'
+import { Notices } from '../main/server/services/pipeline/request-notices.ts'
+import { parseResponsesRequest, responsesRequestSchema } from '../main/server/protocols/responses/responses-request.ts'
 
 const SCHEMAS: Record<Dialect, { shape: Record<string, unknown> }> = { chat: chatRequestSchema, responses: responsesRequestSchema, messages: messagesRequestSchema }
 const MINIMAL: Record<Dialect, Record<string, unknown>> = {

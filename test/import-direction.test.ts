@@ -79,6 +79,31 @@ describe('imports point one way', () => {
     expect(wrong.map(describeImport)).toEqual([])
   })
 
+  it('the server is in wings: protocols → http → services → engines, models and media', () => {
+    const wings = ['http', 'protocols', 'services']
+    expect(wings.every((wing) => under(`main/server/${wing}/`).length > 10)).toBe(true)
+    // Only the composition (app.ts, server.ts) and the declarations every wing shares stay at the top.
+    const top = readdirSync(join(ROOT, 'main/server')).filter((f) => f.endsWith('.ts'))
+    expect(top.sort()).toEqual(['app.ts', 'server-context.ts', 'server.ts', 'settings.ts', 'wire-types.ts'])
+    const composition = /^main\/server\/(app|server)\.ts$/
+    const wrong = [
+      ...under('main/server/services/').filter((i) => /^main\/server\/(http|protocols)\//.test(i.target) || composition.test(i.target)),
+      ...under('main/server/http/').filter((i) => i.target.startsWith('main/server/protocols/') || composition.test(i.target)),
+      ...under('main/server/protocols/').filter((i) => composition.test(i.target)),
+    ]
+    expect(wrong.map(describeImport)).toEqual([])
+  })
+
+  it('a protocol imports no other protocol but OpenAI’s, which every other one is converted into', () => {
+    const protocolOf = (path: string) => /^main\/server\/protocols\/([^/]+)\//.exec(path)?.[1]
+    const wrong = under('main/server/protocols/').filter((i) => {
+      const [from, to] = [protocolOf(i.from), protocolOf(i.target)]
+      return from !== undefined && to !== undefined && from !== to && to !== 'openai'
+    })
+    expect(under('main/server/protocols/').length).toBeGreaterThan(100)
+    expect(wrong.map(describeImport)).toEqual([])
+  })
+
   it('audio decoding stands alone: it imports nothing else of the project', () => {
     const wrong = under('media/audio').filter((i) => /^(main|preload|renderer|engines|models|media)\//.test(i.target) && !i.target.startsWith('media/audio/'))
     expect(wrong.map(describeImport)).toEqual([])

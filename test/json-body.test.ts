@@ -9,8 +9,8 @@ import type { AddressInfo } from 'node:net'
 import { gzipSync } from 'node:zlib'
 import express from 'express'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { errorHandler } from '../main/server/http-errors.ts'
-import { jsonBodyParser } from '../main/server/json-body.ts'
+import { errorHandler } from '../main/server/http/http-errors.ts'
+import { jsonBodyParser } from '../main/server/http/json-body.ts'
 
 const LIMIT = 1000
 let server: Server

@@ -8,7 +8,7 @@ import { readdirSync, readFileSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { OLLAMA_FIELD_DECISIONS, ollamaFieldDecisionsMarkdown, type OllamaRequestKind } from '../main/server/field-decisions.ts'
+import { OLLAMA_FIELD_DECISIONS, ollamaFieldDecisionsMarkdown, type OllamaRequestKind } from '../main/server/protocols/field-decisions.ts'
 import { startInProcessServer, type InProcessServer } from './support/in-process-server.ts'
 import { writeTinyBert, writeTinyLlama, writeTinyMmproj } from './support/tiny-models.ts'
 

@@ -3,7 +3,7 @@
  * (openai 3.x, on httpx2), against Hearth serving real trained weights: SmolLM2 for chat, Responses
  * and Messages (whole, streamed, parsed into a pydantic class), all-MiniLM for embeddings, whisper
  * base for speech, and the errors a program catches by class. Every field the clients' create
- * methods take has a decision in main/server/field-decisions.ts, so a field a new client adds is
+ * methods take has a decision in main/server/protocols/field-decisions.ts, so a field a new client adds is
  * decided, not silently dropped. test/support/python-client-calls.py makes the calls; this suite
  * judges what came back. The clients are installed with the coding agents (test/support/
  * agent-programs.ts); without them, or without the models or engines, the suite skips loudly.
@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { FIELD_DECISIONS, type Dialect } from '../main/server/field-decisions.ts'
+import { FIELD_DECISIONS, type Dialect } from '../main/server/protocols/field-decisions.ts'
 import { ANTHROPIC_PYTHON_VERSION, OPENAI_PYTHON_VERSION, pythonClients } from './support/agent-programs.ts'
 import { realModel } from './support/real-models/real-model.ts'
 import { PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'

@@ -4,7 +4,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { allowedHostNames, hostNameOf } from '../main/server/host-check.ts'
+import { allowedHostNames, hostNameOf } from '../main/server/http/host-check.ts'
 import { resolveSettings } from '../main/server/settings.ts'
 import { startInProcessServer, type InProcessServer } from './support/in-process-server.ts'
 

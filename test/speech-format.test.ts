@@ -6,8 +6,8 @@ import { describe, expect, it } from 'vitest'
 import { WHISPER_LANGUAGES, whisperLanguageCode, whisperLanguageName } from '../engines/speech/whisper-languages.ts'
 import { carriedPrompt, chunkEnd, CUT_SEARCH_SECONDS, quietestFrameMiddle, toPcm16 } from '../engines/speech/audio-chunks.ts'
 import type { SpeechSegment } from '../engines/engine-jobs.ts'
-import { ApiError } from '../main/server/http-errors.ts'
-import { parseSpeechForm, planSpeech } from '../main/server/openai/speech-request.ts'
+import { ApiError } from '../main/server/services/api-error.ts'
+import { parseSpeechForm, planSpeech } from '../main/server/protocols/openai/speech-request.ts'
 import {
   compressionRatio,
   formatSpeech,
@@ -21,7 +21,7 @@ import {
   verboseJson,
   vtt,
   wordsOf,
-} from '../main/server/openai/speech-response.ts'
+} from '../main/server/protocols/openai/speech-response.ts'
 import { inAudioTime } from '../engines/speech/speech-in-pieces.ts'
 import type { ModelRecord } from '../models/catalog/model-record.ts'
 

@@ -10,8 +10,9 @@ import { get, type Server } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import express, { type Response } from 'express'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ApiError, errorHandler, sendError } from '../main/server/http-errors.ts'
-import { SseStream } from '../main/server/sse.ts'
+import { errorHandler, sendError } from '../main/server/http/http-errors.ts'
+import { ApiError } from '../main/server/services/api-error.ts'
+import { SseStream } from '../main/server/http/sse.ts'
 
 let server: Server
 let port: number

@@ -2,7 +2,7 @@
  * The borrower's side of a pooled model: for each lender, a check (its key, that it lends, the
  * same llama.cpp) and the endpoint llama-server's `--rpc` connects to. Each connection is one
  * tunnel: an HTTP request to the lender's own port with the key, upgraded to a raw stream
- * (main/server/lend/lend-tunnel.ts). Where the lender is plain HTTP at an IPv4 address, llama.cpp
+ * (main/server/services/lending/lend-tunnel.ts). Where the lender is plain HTTP at an IPv4 address, llama.cpp
  * makes that request itself (patch llama-20, GGML_RPC_HTTP_UPGRADE), so its bytes pass through no
  * process of ours on this machine; for an https lender, or one reached over IPv6 only, a local
  * forwarder on a thread of its own makes it (tunnel-worker.mjs). Nothing of the RPC protocol is
@@ -28,7 +28,7 @@ interface LendStatus {
 }
 
 const CHECK_TIMEOUT_MS = 5_000
-/** Where a lender's tunnel is, and the protocol its HTTP request upgrades to (main/server/lend/lend-tunnel.ts serves it). */
+/** Where a lender's tunnel is, and the protocol its HTTP request upgrades to (main/server/services/lending/lend-tunnel.ts serves it). */
 export const LEND_CONNECT_PATH = '/api/lend/connect'
 export const LEND_PROTOCOL = 'hearth-rpc'
 

@@ -5,7 +5,7 @@
  */
 import { readFile } from 'node:fs/promises'
 import { extname, join, normalize, sep } from 'node:path'
-import { pageCsp } from '../server/page-csp.ts'
+import { pageCsp } from '../server/http/page-csp.ts'
 
 export const APP_SCHEME = 'app'
 export const APP_ORIGIN = 'app://hearth'

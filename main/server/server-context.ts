@@ -5,9 +5,9 @@ import type { CpuFallback } from '../../engines/llama-server/cpu-faults.ts'
 import type { BackendDevice } from '../../engines/llama-server/llama-devices.ts'
 import type { ModelScheduler } from '../../engines/scheduler/model-scheduler.ts'
 import type { RemotePool } from '../../engines/remote/remote-pool.ts'
-import type { ApiKeys } from './keys/api-keys.ts'
-import type { Lending } from './lend/lend-tunnel.ts'
-import type { McpHub } from './mcp/mcp-hub.ts'
+import type { ApiKeys } from './services/keys/api-keys.ts'
+import type { Lending } from './services/lending/lend-tunnel.ts'
+import type { McpHub } from './services/mcp/mcp-hub.ts'
 import type { ServerSettings } from './settings.ts'
 
 /** What the routes share: built once by startServer (or by a test) and handed to createApp. */

@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util'
 import { z } from 'zod'
 import { defaultModelSources, type ModelSourceDirs } from '../../models/sources/default-source-dirs.ts'
 import type { ModelSourceKind } from '../../models/catalog/model-record.ts'
-import { RETRIEVAL_METHODS, type RetrievalMethod } from './documents/document-retrieval.ts'
+import { RETRIEVAL_METHODS, type RetrievalMethod } from './services/documents/document-retrieval.ts'
 
 export interface ServerSettings {
   host: string

@@ -11,9 +11,9 @@ import type { DownloadState } from '../../models/downloads/download-job.ts'
 import type { RemoteHealth } from '../../engines/remote/remote-pool.ts'
 
 export type { Capability, DownloadState, ModelKind, ModelSourceKind, RecommendedModel, RemoteHealth }
-export type { ChatChunk } from './openai/chat-response.ts'
-export type { TimedWord, TranscriptEvent } from './openai/speech-response.ts'
-export type { RequestRecord } from './request-history.ts'
+export type { ChatChunk } from './protocols/openai/chat-response.ts'
+export type { TimedWord, TranscriptEvent } from './protocols/openai/speech-response.ts'
+export type { RequestRecord } from './http/request-history.ts'
 
 /** A model in `GET /v1/models`: OpenAI's fields, the contract's limits and pricing, our additions. */
 export interface ModelObject {

@@ -1,0 +1,193 @@
+/**
+ * Anthropic's Message and its stream events, built from Hearth's chat results and progress. Pure:
+ * no HTTP here. The stream follows Anthropic's order: message_start, then per content block
+ * content_block_start, its deltas and content_block_stop, then message_delta and message_stop.
+ * Thinking blocks carry a signature that holds their text, sealed, so a client that sends them
+ * back (with the text omitted, or not) gives the model its own thinking again.
+ */
+import type { ChatResult, JobProgress } from '../../../../engines/engine-jobs.ts'
+import type { ReasoningSeal } from '../../services/reasoning-seal.ts'
+import type { AppliedEdit } from './context-edits.ts'
+
+export interface MessageIdentity {
+  id: string
+  model: string
+}
+
+/** How the answer is written, beyond the result itself. */
+export interface MessageShape {
+  seal: ReasoningSeal
+  /** `thinking.display: "omitted"`: thinking blocks come without their text (the signature keeps it). */
+  omitThinking: boolean
+  /** Present when the request asked for context editing: what was applied. */
+  appliedEdits: AppliedEdit[] | undefined
+}
+
+type StopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'model_context_window_exceeded'
+
+function stopReasonOf(result: ChatResult): StopReason {
+  if (result.finishReason === 'length') return result.contextFull ? 'model_context_window_exceeded' : 'max_tokens'
+  if (result.toolCalls.length > 0) return 'tool_use'
+  return 'end_turn'
+}
+
+/** Tool use ids as Anthropic writes them; the same call keeps the same id across a stream. */
+export function toolUseId(callId: string): string {
+  return callId.startsWith('call_') ? `toolu_${callId.slice(5)}` : callId
+}
+
+function parsedInput(text: string): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(text)
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {}
+  } catch {
+    return {} // cut off by max_tokens: the stop reason says so
+  }
+}
+
+/** Anthropic counts cache reads apart from the rest of the input. */
+function inputUsage(promptTokens: number, cachedTokens: number) {
+  return { input_tokens: promptTokens - cachedTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: cachedTokens }
+}
+
+function usageOf(result: ChatResult) {
+  return { ...inputUsage(result.promptTokens, result.cachedTokens ?? 0), output_tokens: result.completionTokens }
+}
+
+function contextManagement(shape: MessageShape) {
+  return shape.appliedEdits ? { context_management: { applied_edits: shape.appliedEdits } } : {}
+}
+
+export function anthropicMessage(who: MessageIdentity, result: ChatResult, shape: MessageShape) {
+  const content: Array<Record<string, unknown>> = []
+  if (result.reasoning) content.push({ type: 'thinking', thinking: shape.omitThinking ? '' : result.reasoning, signature: shape.seal.seal(result.reasoning) })
+  if (result.text) content.push({ type: 'text', text: result.text })
+  for (const call of result.toolCalls) content.push({ type: 'tool_use', id: toolUseId(call.id), name: call.function.name, input: parsedInput(call.function.arguments) })
+  return {
+    id: who.id,
+    type: 'message' as const,
+    role: 'assistant' as const,
+    model: who.model,
+    content,
+    stop_reason: stopReasonOf(result),
+    stop_sequence: null,
+    usage: usageOf(result),
+    ...contextManagement(shape),
+  }
+}
+
+type StreamEvent = { event: string; data: Record<string, unknown> }
+
+/**
+ * Turns Hearth's progress into Anthropic's events: a new block starts whenever the kind of output
+ * changes (thinking, text, a tool call), and the open block stops first. The message starts with
+ * the prompt's usage when the engine reports it before the first token.
+ */
+export class MessageStreamWriter {
+  private index = -1
+  private open: { kind: 'thinking' | 'text' | 'tool'; toolIndex?: number } | undefined
+  private thinking = ''
+  private started = false
+
+  constructor(
+    private readonly who: MessageIdentity,
+    private readonly shape: MessageShape,
+  ) {}
+
+  /** message_start, once: with the prompt's usage when known. */
+  start(prompt?: { promptTokens: number; cachedTokens: number }): StreamEvent[] {
+    if (this.started) return []
+    this.started = true
+    const usage = prompt ? inputUsage(prompt.promptTokens, prompt.cachedTokens) : inputUsage(0, 0)
+    return [
+      {
+        event: 'message_start',
+        data: {
+          type: 'message_start',
+          message: {
+            id: this.who.id,
+            type: 'message',
+            role: 'assistant',
+            model: this.who.model,
+            content: [],
+            stop_reason: null,
+            stop_sequence: null,
+            usage: { ...usage, output_tokens: 0 },
+          },
+        },
+      },
+    ]
+  }
+
+  progress(p: JobProgress): StreamEvent[] {
+    if (p.type === 'prompt') return this.start(p)
+    const events = this.start()
+    switch (p.type) {
+      case 'reasoning':
+        events.push(...this.switchTo('thinking', { type: 'thinking', thinking: '', signature: '' }))
+        this.thinking += p.text
+        if (!this.shape.omitThinking) events.push(this.delta({ type: 'thinking_delta', thinking: p.text }))
+        return events
+      case 'text':
+        return [...events, ...this.switchTo('text', { type: 'text', text: '' }), this.delta({ type: 'text_delta', text: p.text })]
+      case 'tool_call': {
+        if (p.id !== undefined || this.open?.kind !== 'tool' || this.open.toolIndex !== p.index) {
+          events.push(...this.stopOpen())
+          this.index++
+          this.open = { kind: 'tool', toolIndex: p.index }
+          events.push({
+            event: 'content_block_start',
+            data: { type: 'content_block_start', index: this.index, content_block: { type: 'tool_use', id: toolUseId(p.id ?? ''), name: p.name ?? '', input: {} } },
+          })
+        }
+        if (p.arguments) events.push(this.delta({ type: 'input_json_delta', partial_json: p.arguments }))
+        return events
+      }
+      default:
+        return events
+    }
+  }
+
+  finish(result: ChatResult): StreamEvent[] {
+    return [
+      ...this.start(),
+      ...this.stopOpen(),
+      {
+        event: 'message_delta',
+        data: {
+          type: 'message_delta',
+          delta: { stop_reason: stopReasonOf(result), stop_sequence: null },
+          usage: usageOf(result),
+          ...contextManagement(this.shape),
+        },
+      },
+      { event: 'message_stop', data: { type: 'message_stop' } },
+    ]
+  }
+
+  private switchTo(kind: 'thinking' | 'text', block: Record<string, unknown>): StreamEvent[] {
+    if (this.open?.kind === kind) return []
+    const events = this.stopOpen()
+    this.index++
+    this.open = { kind }
+    events.push({ event: 'content_block_start', data: { type: 'content_block_start', index: this.index, content_block: block } })
+    return events
+  }
+
+  private stopOpen(): StreamEvent[] {
+    if (!this.open) return []
+    const events: StreamEvent[] = []
+    if (this.open.kind === 'thinking') {
+      // The signature closes a thinking block, as Anthropic sends it.
+      events.push(this.delta({ type: 'signature_delta', signature: this.shape.seal.seal(this.thinking) }))
+      this.thinking = ''
+    }
+    this.open = undefined
+    events.push({ event: 'content_block_stop', data: { type: 'content_block_stop', index: this.index } })
+    return events
+  }
+
+  private delta(delta: Record<string, unknown>): StreamEvent {
+    return { event: 'content_block_delta', data: { type: 'content_block_delta', index: this.index, delta } }
+  }
+}

@@ -1,0 +1,181 @@
+/**
+ * Models as Ollama's API lists and shows them (`/api/tags`, `/api/show`, `/api/ps`), from Hearth's
+ * records and, for `/api/show`, the GGUF's own metadata. Pure but for reading a model's header.
+ */
+import { createHash } from 'node:crypto'
+import { stat } from 'node:fs/promises'
+import { fallbackTemplateNote, fallbackTemplateSource } from '../../../../models/catalog/fallback-templates.ts'
+import { readGgufMetadata, type GgufMetadataValue } from '../../../../models/catalog/gguf-metadata.ts'
+import type { ModelRecord } from '../../../../models/catalog/model-record.ts'
+import type { LoadedModel } from '../../../../engines/scheduler/model-scheduler.ts'
+import { ollamaName } from './ollama-names.ts'
+
+/** The Ollama release whose API this follows; clients compare it to decide what they may ask. */
+export const OLLAMA_API_VERSION = '0.34.3'
+
+/** Ollama's capability words. */
+type OllamaCapability = 'completion' | 'tools' | 'thinking' | 'vision' | 'embedding' | 'insert'
+
+export interface OllamaDetails {
+  parent_model: string
+  format: string
+  family: string
+  families: string[] | null
+  parameter_size: string
+  quantization_level: string
+  context_length?: number
+  embedding_length?: number
+}
+
+/** Ollama's way of writing a count: "3.2B", "137M", "8B". */
+export function humanNumber(n: number): string {
+  const write = (value: number, unit: string, decimals: number) => (Number.isInteger(value) ? `${value}${unit}` : `${value.toFixed(decimals)}${unit}`)
+  if (n >= 1e9) return write(n / 1e9, 'B', 1)
+  if (n >= 1e6) return write(n / 1e6, 'M', 2)
+  if (n >= 1e3) return `${Math.round(n / 1e3)}K`
+  return String(n)
+}
+
+export function detailsOf(model: ModelRecord): OllamaDetails {
+  const family = model.architecture ?? ''
+  return {
+    parent_model: '',
+    format: model.remote ? '' : 'gguf',
+    family,
+    families: family ? [family] : null,
+    parameter_size: model.parameterCount ? humanNumber(model.parameterCount) : (model.sizeLabel ?? ''),
+    quantization_level: model.fileType ?? '',
+    context_length: model.contextLength,
+    ...(model.embeddingLength ? { embedding_length: model.embeddingLength } : {}),
+  }
+}
+
+/** A stable digest for a model Ollama did not make: its file's place, size and time. */
+function digestOf(model: ModelRecord): string {
+  return model.ollama?.digest ?? createHash('sha256').update(`${model.path}|${model.sizeBytes}|${model.created}|${model.id}`).digest('hex')
+}
+
+function modifiedAt(model: ModelRecord): string {
+  return model.ollama?.modifiedAt ?? new Date(model.created * 1000).toISOString()
+}
+
+/** What a model can do, in Ollama's words; `template` is its chat template, where read. */
+export function capabilitiesOf(model: ModelRecord, template?: string, fim = false): OllamaCapability[] {
+  const caps: OllamaCapability[] = []
+  if (model.capabilities.includes('embeddings')) caps.push('embedding')
+  if (model.capabilities.includes('chat')) caps.push('completion')
+  if (model.capabilities.includes('tools')) caps.push('tools')
+  if (template !== undefined && templateThinks(template)) caps.push('thinking')
+  if (model.capabilities.includes('vision')) caps.push('vision')
+  if (fim) caps.push('insert')
+  return caps
+}
+
+/**
+ * Whether a chat template thinks apart: Ollama's test (`<think>` tags), and the other ways
+ * llama.cpp's parsers know (reasoning content, gpt-oss's channels, a thinking switch).
+ */
+export function templateThinks(template: string): boolean {
+  return ['<think>', 'reasoning_content', 'enable_thinking', '<|channel|>', '<|START_THINKING|>', '[THINK]'].some((mark) => template.includes(mark))
+}
+
+const thinkingByFile = new Map<string, boolean>()
+
+/** Whether the model's template thinks, read from its GGUF once per file version. */
+export async function modelThinks(model: ModelRecord): Promise<boolean> {
+  if (model.remote) return true // the other machine decides
+  const key = `${model.path}|${model.sizeBytes}|${model.created}`
+  let thinks = thinkingByFile.get(key)
+  if (thinks === undefined) {
+    const template = (await readGgufMetadata(model.path).catch(() => ({}) as Record<string, GgufMetadataValue>))['tokenizer.chat_template']
+    thinks = typeof template === 'string' && templateThinks(template)
+    thinkingByFile.set(key, thinks)
+  }
+  return thinks
+}
+
+export function listedModel(model: ModelRecord) {
+  const name = ollamaName(model)
+  return {
+    name,
+    model: name,
+    modified_at: modifiedAt(model),
+    size: model.sizeBytes + model.projectorSizeBytes,
+    digest: digestOf(model),
+    details: detailsOf(model),
+  }
+}
+
+export function runningModel(model: ModelRecord, loaded: LoadedModel) {
+  const name = ollamaName(model)
+  // A model kept until told otherwise (or busy now) shows Ollama's "never": far in the future.
+  const expires = loaded.expiresAt ?? Date.UTC(2318, 0, 1)
+  return {
+    name,
+    model: name,
+    size: loaded.estimateBytes,
+    digest: digestOf(model),
+    details: detailsOf(model),
+    expires_at: new Date(expires).toISOString(),
+    size_vram: loaded.engine.info.devices.some((d) => d !== 'CPU') ? loaded.estimateBytes : 0,
+    context_length: model.contextLength,
+  }
+}
+
+/** `/api/show`: details, the GGUF's metadata (arrays left out unless verbose, as Ollama does), template, parameters. */
+export async function showModel(model: ModelRecord, verbose: boolean) {
+  const metadata = model.remote ? {} : await readGgufMetadata(model.path).catch(() => ({}) as Record<string, GgufMetadataValue>)
+  const template = typeof metadata['tokenizer.chat_template'] === 'string' ? metadata['tokenizer.chat_template'] : undefined
+  const fim = ['tokenizer.ggml.fim_pre_token_id', 'tokenizer.ggml.prefix_token_id'].some((key) => metadata[key] !== undefined)
+  const modelInfo: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(metadata)) {
+    if (key === 'general.name' || key === 'tokenizer.chat_template') continue
+    modelInfo[key] = jsonValue(value, verbose)
+  }
+  // What Hearth gives each request, which may be less than the file says it was trained with.
+  if (model.architecture) modelInfo[`${model.architecture}.context_length`] = model.contextLength
+  if (model.parameterCount) modelInfo['general.parameter_count'] = model.parameterCount
+  const projector = model.projectorPath ? await readGgufMetadata(model.projectorPath).catch(() => undefined) : undefined
+  const parameters = model.ollama?.parameters ?? {}
+  const info = await stat(model.path).catch(() => undefined)
+  return {
+    ...(model.ollama?.license?.length ? { license: model.ollama.license.join('\n') } : {}),
+    modelfile: modelfileOf(model, template),
+    parameters: Object.entries(parameters)
+      .flatMap(([key, value]) => (Array.isArray(value) ? value : [value]).map((v) => `${key.padEnd(30)} ${JSON.stringify(v)}`))
+      .join('\n'),
+    template: model.ollama?.template ?? template ?? (model.templateGuessed && fallbackTemplateSource(model.templateGuessed)) ?? '',
+    ...(model.ollama?.system ? { system: model.ollama.system } : {}),
+    details: detailsOf(model),
+    model_info: modelInfo,
+    ...(projector ? { projector_info: Object.fromEntries(Object.entries(projector).map(([k, v]) => [k, jsonValue(v, verbose)])) } : {}),
+    capabilities: capabilitiesOf(model, template, fim),
+    modified_at: info ? new Date(info.mtimeMs).toISOString() : modifiedAt(model),
+    // Hearth's own words, for the person reading: where the file is, and a guessed template.
+    hearth: {
+      id: model.id,
+      file: model.remote ? null : model.path,
+      source: model.source?.kind ?? 'hearth',
+      ...(model.templateGuessed ? { template: fallbackTemplateNote(model.templateGuessed, model.architecture) } : {}),
+    },
+  }
+}
+
+function jsonValue(value: GgufMetadataValue, verbose: boolean): unknown {
+  if (typeof value === 'bigint') return Number(value)
+  if (typeof value === 'object') return verbose ? { length: value.arrayLength } : null
+  return value
+}
+
+/** A Modelfile that says what the model is, as `ollama show --modelfile` prints it. */
+function modelfileOf(model: ModelRecord, template: string | undefined): string {
+  const lines = ['# Modelfile generated by "ollama show"', '# To build a new Modelfile based on this, replace FROM with:', `# FROM ${ollamaName(model)}`, '', `FROM ${model.path || ollamaName(model)}`]
+  if (model.projectorPath) lines.push(`FROM ${model.projectorPath}`)
+  const shownTemplate = model.ollama?.template ?? template
+  if (shownTemplate) lines.push(`TEMPLATE """${shownTemplate}"""`)
+  if (model.ollama?.system) lines.push(`SYSTEM """${model.ollama.system}"""`)
+  for (const [key, value] of Object.entries(model.ollama?.parameters ?? {})) {
+    for (const v of Array.isArray(value) ? value : [value]) lines.push(`PARAMETER ${key} ${typeof v === 'string' ? JSON.stringify(v) : String(v)}`)
+  }
+  return `${lines.join('\n')}\n`
+}

@@ -1,0 +1,16 @@
+/** Who a request is: the key it came with (auth puts it on the response), and whose stored things it may see. */
+import type { Response } from 'express'
+import type { KeyIdentity } from './api-keys.ts'
+
+/** The key a request came with (set by requireApiKey); undefined when auth is off. */
+export function requestKey(res: Response): KeyIdentity | undefined {
+  return res.locals.apiKey as KeyIdentity | undefined
+}
+
+/**
+ * Whose stored things (responses, files) a request may see: a key made under /api/keys sees its
+ * own; the server's key, or everyone where auth is off, sees what was made without one.
+ */
+export function requestOwner(res: Response, authOn: boolean): string {
+  return requestKey(res)?.managed?.id ?? (authOn ? 'server-key' : 'no-auth')
+}
