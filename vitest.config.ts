@@ -37,6 +37,7 @@ const FAST = [
   'test/ollama-api.test.ts',
   'test/ollama-replay.test.ts',
   'test/model-sources.test.ts',
+  'test/nothing-lost.test.ts',
   'test/patch-rebase.test.ts',
   'test/pinned-source.test.ts',
   'test/quiet-stretches.test.ts',

@@ -6,8 +6,8 @@
  * progress (its memory stops growing and its log falls silent) for the load limit, as Ollama does:
  * a large model on a slow disk loads, a hung one does not hold a request for long.
  */
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { readFile } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
 // Streams go over plain node:http: per token it costs a fraction of fetch's web streams.
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http'
@@ -209,23 +209,11 @@ export class EngineServerProcess {
   }
 
   /** The process's resident memory, 0 once it is gone. */
-  residentBytes(): number {
+  async residentBytes(): Promise<number> {
     const pid = this.child.pid
     if (this.exited || pid === undefined) return 0
-    try {
-      const kb = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
-      if (kb) return Number(kb) * 1024
-    } catch {
-      // not Linux
-    }
-    try {
-      return Number(execFileSync('ps', ['-o', 'rss=', '-p', String(pid)], { encoding: 'utf8' }).trim()) * 1024
-    } catch {
-      return 0
-    }
+    return residentBytesOf(pid)
   }
-
-
 
   private async waitUntilHealthy(stallMs: number): Promise<void> {
     const started = performance.now()
@@ -246,7 +234,7 @@ export class EngineServerProcess {
       await new Promise((resolve) => setTimeout(resolve, HEALTH_POLL_MS))
       if (performance.now() - lastLook >= PROGRESS_LOOK_MS) {
         lastLook = performance.now()
-        const now = { memory: this.residentBytes(), logged: this.loggedBytes }
+        const now = { memory: await this.residentBytes(), logged: this.loggedBytes }
         if (now.memory - seen.memory >= PROGRESS_BYTES || now.logged > seen.logged) lastProgress = lastLook
         seen = { memory: Math.max(seen.memory, now.memory), logged: now.logged }
       }
@@ -261,6 +249,32 @@ export class EngineServerProcess {
     const telling = lines.findLast((l) => /error|failed|abort|exception|terminate/i.test(l)) ?? lines.at(-1)
     return telling ? ` (engine log: ${telling.trim().slice(0, 300)})` : ''
   }
+}
+
+/** How long `ps` may take before its answer is not waited for. */
+const PS_TIMEOUT_MS = 5_000
+
+/**
+ * A process's resident memory in bytes, 0 where it cannot be told. Never blocks the event loop
+ * (the server answers everyone while it looks): Linux's /proc read asynchronously, elsewhere `ps`
+ * run as a child. `sources` moves both, for tests.
+ */
+export async function residentBytesOf(pid: number, sources: { proc?: string; ps?: string } = {}): Promise<number> {
+  const proc = sources.proc ?? '/proc'
+  for (const [file, field] of [['status', 'VmRSS'], ['smaps_rollup', 'Rss']] as const) {
+    try {
+      const kb = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(await readFile(`${proc}/${pid}/${file}`, 'utf8'))?.[1]
+      if (kb) return Number(kb) * 1024
+    } catch {
+      // not Linux, or the process is gone
+    }
+  }
+  return new Promise((resolve) => {
+    execFile(sources.ps ?? 'ps', ['-o', 'rss=', '-p', String(pid)], { encoding: 'utf8', timeout: PS_TIMEOUT_MS }, (error, stdout) => {
+      const kb = Number(stdout.trim())
+      resolve(error || !Number.isFinite(kb) ? 0 : kb * 1024)
+    })
+  })
 }
 
 /** A port nobody listens on now; llama-server binds it a moment later. */

@@ -195,7 +195,8 @@ describe('choosing parts', () => {
 })
 
 describe('the store', () => {
-  const doc = { name: 'a.txt', format: 'text' as const, bytes: 10, characters: 10 }
+  // Copies of files sent inline: the cache, which the store bounds (uploads it never removes: test/nothing-lost.test.ts).
+  const doc = { name: 'a.txt', format: 'text' as const, bytes: 10, characters: 10, cache: true }
 
   it('removes the oldest documents past its number of documents, and keeps the rest across restarts', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hearth-docstore-'))

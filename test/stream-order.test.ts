@@ -18,7 +18,7 @@ import { ResponseStreamWriter, type ResponseShape } from '../main/server/protoco
 import { ResponseTools } from '../main/server/protocols/responses/response-tools.ts'
 import { parseResponsesRequest } from '../main/server/protocols/responses/responses-request.ts'
 
-const seal = ReasoningSeal.forKeyFile(join(mkdtempSync(join(tmpdir(), 'hearth-seal-')), 'reasoning-key'))
+const seal = ReasoningSeal.load(join(mkdtempSync(join(tmpdir(), 'hearth-seal-')), 'reasoning-key'))
 
 const who = { id: 'chatcmpl-1', created: 1, model: 'm' }
 const text = (t: string): JobProgress => ({ type: 'text', text: t })

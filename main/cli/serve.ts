@@ -4,6 +4,7 @@ import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { startServer } from '../server/server.ts'
 import { resolveSettings, SettingsError, USAGE } from '../server/settings.ts'
+import { StartupError } from '../server/services/startup-error.ts'
 
 async function main(): Promise<void> {
   let resolved
@@ -73,6 +74,7 @@ function warnIfEnvironmentHidesStoredKey(dataDir: string, keys: string[]): void 
 main().catch((e: unknown) => {
   const error = e as NodeJS.ErrnoException
   if (error.code === 'EADDRINUSE') console.error(`hearth: the address is already in use (${error.message}); pick another --port`)
+  else if (e instanceof StartupError) console.error(`hearth: ${error.message}`)
   else console.error('hearth: failed to start:', e)
   process.exit(1)
 })

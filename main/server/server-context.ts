@@ -8,6 +8,7 @@ import type { RemotePool } from '../../engines/remote/remote-pool.ts'
 import type { ApiKeys } from './services/keys/api-keys.ts'
 import type { Lending } from './services/lending/lend-tunnel.ts'
 import type { McpHub } from './services/mcp/mcp-hub.ts'
+import type { ReasoningSeal } from './services/reasoning-seal.ts'
 import type { ServerSettings } from './settings.ts'
 
 /** What the routes share: built once by startServer (or by a test) and handed to createApp. */
@@ -32,6 +33,8 @@ export interface ServerContext {
   ollamaUrl?: string
   /** This machine's memory lent to other Hearths (`--lend`); undefined when it lends none. */
   lending?: Lending
+  /** Seals the thinking clients carry and send back, under this server's key (`<dataDir>/reasoning-key`). */
+  seal: ReasoningSeal
 }
 
 /** The GPU toolkit the llama.cpp build in use drives, where it sees a GPU; `default` is the CPU (or Metal on macOS). */

@@ -37,6 +37,8 @@ import { RpcLender } from '../../engines/pool/rpc-lender.ts'
 import { lastLentMiB, startPooledLlama } from '../../engines/pool/pooled-engine.ts'
 import { programPath } from '../../engines/builder/cmake-build.ts'
 import { serveLendTunnel, type Lending } from './services/lending/lend-tunnel.ts'
+import { REASONING_KEY_FILE, ReasoningSeal } from './services/reasoning-seal.ts'
+import { requireWritableFolder } from './services/writable-folder.ts'
 
 const CPU_SLOTS = 2
 const GPU_SLOTS = 4
@@ -81,6 +83,10 @@ export async function startServer(
   if (!settings.auth && !isLoopbackHost(settings.host)) {
     throw new Error(`refusing to serve ${settings.host} without an API key: anyone on the network could use it`)
   }
+  // Keys, documents and the prompt cache live there: a folder it cannot write is said at once, plainly.
+  await requireWritableFolder(settings.dataDir, 'data folder', '--data-dir')
+  // One seal per server, never shared with another in this process (the desktop app restarts its server).
+  const seal = ReasoningSeal.load(join(settings.dataDir, REASONING_KEY_FILE))
   await mkdir(settings.modelsDir, { recursive: true })
   const remotes = new RemotePool({ intervalMs: settings.remoteCheckMs })
   const folder = new ModelFolder(settings.modelsDir, { remotes, listingMaxAgeMs: settings.listingMaxAgeMs, sources: settings.modelSources })
@@ -88,7 +94,7 @@ export async function startServer(
   // (context lengths, capabilities, whole lists to import) is known from the start.
   await folder.scan()
   await remotes.checkAll()
-  const { keys, keyFile } = await resolveKeys(settings)
+  const { keys, keyFile } = await resolveKeys(settings, log)
   const onCpu = settings.backend === 'cpu'
   const engineDefaults: EngineDefaults = {
     threads: settings.threads,
@@ -170,7 +176,7 @@ export async function startServer(
   // Reads mcp.json only: each MCP server starts on first need and stops with the server.
   const mcp = await McpHub.open(settings.dataDir, log)
   const lending = settings.lend ? await startLending(settings, llamaBuild, log) : undefined
-  const context: ServerContext = { settings, folder, scheduler, downloads, keys, log, hardware, remotes, mcp, cpuFallbacks: () => cpuFallbacks?.list() ?? [], lending }
+  const context: ServerContext = { settings, folder, scheduler, downloads, keys, log, hardware, remotes, mcp, cpuFallbacks: () => cpuFallbacks?.list() ?? [], lending, seal }
   const shared = sharedParts(context)
   const http = await listen(createApp(context, shared), settings.port, settings.host, settings.requestTimeoutMs)
   serveLendTunnel(http, keys, lending, log)
@@ -241,9 +247,9 @@ async function listen(app: import('express').Express, port: number, host: string
   return http
 }
 
-async function resolveKeys(settings: ServerSettings): Promise<{ keys: ApiKeys | undefined; keyFile: string | undefined }> {
+async function resolveKeys(settings: ServerSettings, log: (line: string) => void): Promise<{ keys: ApiKeys | undefined; keyFile: string | undefined }> {
   if (!settings.auth) return { keys: undefined, keyFile: undefined }
-  const store = await KeyStore.open(settings.dataDir)
+  const store = await KeyStore.open(settings.dataDir, log)
   if (settings.apiKeys.length > 0) return { keys: new ApiKeys(settings.apiKeys, store), keyFile: undefined }
   const stored = await loadOrCreateStoredKey(settings.dataDir)
   return { keys: new ApiKeys([stored.key], store), keyFile: stored.path }

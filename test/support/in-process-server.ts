@@ -14,6 +14,7 @@ import { createApp, createOllamaApp, sharedParts } from '../../main/server/app.t
 import { answerClientErrors } from '../../main/server/http/client-errors.ts'
 import { ApiKeys } from '../../main/server/services/keys/api-keys.ts'
 import { KeyStore } from '../../main/server/services/keys/key-store.ts'
+import { REASONING_KEY_FILE, ReasoningSeal } from '../../main/server/services/reasoning-seal.ts'
 import { McpHub } from '../../main/server/services/mcp/mcp-hub.ts'
 import type { ServerContext } from '../../main/server/server-context.ts'
 import { resolveSettings, type ServerSettings } from '../../main/server/settings.ts'
@@ -171,6 +172,7 @@ export async function startInProcessServer(options: InProcessOptions = {}): Prom
     downloads: new DownloadManager({ folder, hubEndpoint: options.env?.HEARTH_HF_ENDPOINT ?? 'http://127.0.0.1:9' }),
     log: (line) => lines.push(line),
     hardware: Promise.resolve({ backend: 'default', devices: [], llamaBuild: undefined, notBuilt: [] }),
+    seal: ReasoningSeal.load(join(settings.dataDir, REASONING_KEY_FILE)),
   }
   if (options.mcp !== false) context.mcp = options.mcp ?? (await McpHub.open(dataDir, (line) => lines.push(line)))
   const shared = sharedParts(context)

@@ -62,6 +62,11 @@ export function toApiError(e: unknown): ApiError {
   }
   const bodyParser = bodyParserError(e)
   if (bodyParser) return bodyParser
+  // A write the disk had no room for (a key, a setting, models.json): every writer leaves the old file whole.
+  if ((e as NodeJS.ErrnoException | undefined)?.code === 'ENOSPC') {
+    const message = "The server's disk is full, so this change could not be saved; nothing of it was kept. Free space on that disk and try again."
+    return new ApiError(507, 'server_error', 'insufficient_storage', message, null, { 'x-should-retry': 'false' })
+  }
   return new ApiError(500, 'server_error', 'internal_error', 'The server had an error while processing your request')
 }
 

@@ -6,8 +6,12 @@
  * anything else (another model's signature, a tampered text) opens to nothing, never to an error.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { dirname } from 'node:path'
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { StartupError } from './startup-error.ts'
+
+/** Where the key lives in the data folder. */
+export const REASONING_KEY_FILE = 'reasoning-key'
 
 const PREFIX = 'hearth1.'
 const IV_BYTES = 12
@@ -16,19 +20,22 @@ const KEY_BYTES = 32
 /** Binds the sealed text to its purpose: a sealed reasoning opens as nothing else. */
 const PURPOSE = Buffer.from('hearth reasoning')
 
+/** A key file that is there but is not a key: the server does not start rather than replace it. */
+export class ReasoningKeyError extends StartupError {
+  override name = 'ReasoningKeyError'
+}
+
 export class ReasoningSeal {
   private constructor(private readonly key: Buffer) {}
 
-  private static readonly byFile = new Map<string, ReasoningSeal>()
-
-  /** The seal whose key lives in `keyFile` (made on first use); one per file in this process. */
-  static forKeyFile(keyFile: string): ReasoningSeal {
-    let seal = ReasoningSeal.byFile.get(keyFile)
-    if (!seal) {
-      seal = new ReasoningSeal(loadOrCreateKey(keyFile))
-      ReasoningSeal.byFile.set(keyFile, seal)
-    }
-    return seal
+  /**
+   * The seal whose key lives in `keyFile`, made there on first start. Built once per server
+   * (server.ts) and handed to the routes on its context. A file that holds no key of the right
+   * length is never replaced: a new key would silently break every signature clients hold, so
+   * this throws, naming the file.
+   */
+  static load(keyFile: string): ReasoningSeal {
+    return new ReasoningSeal(loadOrCreateKey(keyFile))
   }
 
   seal(reasoning: string): string {
@@ -56,14 +63,50 @@ export class ReasoningSeal {
 }
 
 function loadOrCreateKey(file: string): Buffer {
-  try {
-    const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64')
-    if (key.length === KEY_BYTES) return key
-  } catch {
-    // none yet: made below
-  }
+  const existing = readKey(file)
+  if (existing instanceof Buffer) return existing
   const key = randomBytes(KEY_BYTES)
   mkdirSync(dirname(file), { recursive: true })
-  writeFileSync(file, key.toString('base64'), { mode: 0o600 })
+  const temporary = join(dirname(file), `.reasoning-key.${randomBytes(4).toString('hex')}.tmp`)
+  const fd = openSync(temporary, 'wx', 0o600)
+  try {
+    writeSync(fd, key.toString('base64'))
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+  try {
+    // An empty file (a first write cut off) never sealed anything: it is replaced. Otherwise the
+    // key is linked to its name, which fails where the name exists, so a key another server wrote
+    // meanwhile wins rather than being replaced; either way the name never holds half a key.
+    if (existing === 'empty') renameSync(temporary, file)
+    else linkSync(temporary, file)
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e
+    const theirs = readKey(file)
+    if (theirs instanceof Buffer) return theirs
+  } finally {
+    rmSync(temporary, { force: true })
+  }
   return key
+}
+
+/** The key in the file, 'absent' or 'empty'; throws where the file holds something that is not a key. */
+function readKey(file: string): Buffer | 'absent' | 'empty' {
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8').trim()
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code
+    if (code === 'ENOENT') return 'absent'
+    throw new ReasoningKeyError(`cannot read the reasoning key ${file} (${code ?? (e as Error).message}); Hearth needs it to open the thinking clients send back`)
+  }
+  if (text === '') return 'empty'
+  const key = Buffer.from(text, 'base64')
+  if (key.length === KEY_BYTES && key.toString('base64') === text) return key
+  throw new ReasoningKeyError(
+    `${file} does not hold a reasoning key (${KEY_BYTES} bytes in base64; it holds ${key.length} bytes). ` +
+      'Hearth will not replace it, since a new key makes every thinking signature clients hold unreadable. ' +
+      'Restore the file from a backup, or delete it to start with a new key.',
+  )
 }

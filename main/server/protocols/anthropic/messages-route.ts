@@ -5,7 +5,6 @@
  * Claude Code lists are the fields this route takes).
  */
 import { randomBytes } from 'node:crypto'
-import { join } from 'node:path'
 import { Router } from 'express'
 import { toChatRequest } from './messages-conversion.ts'
 import { parseMessagesRequest } from './messages-request.ts'
@@ -15,7 +14,6 @@ import { recordUsage } from '../../services/keys/key-quotas.ts'
 import { requireJsonBody } from '../../http/json-body.ts'
 import { requireModel } from '../../services/pipeline/model-lookup.ts'
 import { planChat } from '../../services/chat/chat-request.ts'
-import { ReasoningSeal } from '../../services/reasoning-seal.ts'
 import { Notices, sendNotices } from '../../services/pipeline/request-notices.ts'
 import { requestLifetime } from '../../services/pipeline/request-lifetime.ts'
 import type { ServerContext } from '../../server-context.ts'
@@ -24,7 +22,7 @@ import { ModelError } from '../../../../engines/errors.ts'
 
 export function messagesRoute(ctx: ServerContext): Router {
   const router = Router()
-  const seal = ReasoningSeal.forKeyFile(join(ctx.settings.dataDir, 'reasoning-key'))
+  const seal = ctx.seal
 
   router.post('/messages', requireJsonBody, async (req, res) => {
     const request = parseMessagesRequest(req.body)

@@ -16,7 +16,6 @@ import { requireJsonBody } from '../../http/json-body.ts'
 import { requireModel } from '../../services/pipeline/model-lookup.ts'
 import { planChat } from '../../services/chat/chat-request.ts'
 import { listPage } from '../../http/list-page.ts'
-import { ReasoningSeal } from '../../services/reasoning-seal.ts'
 import { Notices, sendNotices } from '../../services/pipeline/request-notices.ts'
 import { requestLifetime } from '../../services/pipeline/request-lifetime.ts'
 import { collectingSink, McpToolLoop, streamingSink } from './mcp-tool-loop.ts'
@@ -30,7 +29,7 @@ import { SseStream } from '../../http/sse.ts'
 export function responsesRoute(ctx: ServerContext, library: DocumentLibrary): Router {
   const router = Router()
   const store = new ResponseStore(join(ctx.settings.dataDir, 'responses'))
-  const seal = ReasoningSeal.forKeyFile(join(ctx.settings.dataDir, 'reasoning-key'))
+  const seal = ctx.seal
   const ownerOf = (res: Response) => requestOwner(res, ctx.keys !== undefined)
 
   router.post('/responses', requireJsonBody, async (req, res) => {

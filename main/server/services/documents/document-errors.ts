@@ -36,6 +36,28 @@ export function fileNotFound(id: string, param: string | null): ApiError {
   return new ApiError(404, 'invalid_request_error', 'file_not_found', `No file with id '${id}' (it was deleted, or never uploaded to this server with this key)`, param)
 }
 
+/**
+ * The disk cannot take the document and keep its reserve free. 507 Insufficient Storage: the
+ * request is fine and the server cannot store it now (413 would tell the client to send less, when
+ * no file would fit); `x-should-retry: false`, since OpenAI's clients retry a 5xx and a retry
+ * within seconds cannot succeed. Deleting files, or freeing the disk, makes room.
+ */
+export function storageFull(why: string): ApiError {
+  return new ApiError(
+    507,
+    'server_error',
+    'insufficient_storage',
+    `The server cannot keep this file: ${why}. Delete files you no longer need (DELETE /v1/files/{id}) or free space on that disk; files are never removed to make room.`,
+    null,
+    { 'x-should-retry': 'false' },
+  )
+}
+
+/** A document kept on the disk that cannot be read now (its folder's permissions, too many open files): not gone, so not 404. */
+export function fileUnavailable(id: string, why: string): ApiError {
+  return new ApiError(503, 'server_error', 'file_unavailable', `The file '${id}' is kept but cannot be read now (${why}); the server's log says more`, null)
+}
+
 /** Retrieval needs an embedding model: the message names the one to get and both ways to get it. */
 export function noEmbeddingModel(param: string): ApiError {
   const pick = recommendedModels().find((m) => m.kind === 'embedding')

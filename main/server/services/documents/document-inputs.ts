@@ -180,7 +180,8 @@ async function readRef(ref: FileRef, deps: DocumentDeps): Promise<Omit<ReadDocum
     const { bytes, mediaType } = decodeFileData(data, `${ref.param}.file_data`)
     const name = fileName(ref.file.filename ?? defaultName(mediaType))
     try {
-      stored = await deps.library.add(bytes, name, deps.owner, 'user_data')
+      // Sent again with every turn: a copy the store may drop to make room, read again when it comes back.
+      stored = await deps.library.add(bytes, name, deps.owner, 'user_data', { cache: true })
     } catch (e) {
       // The reader names `file` (the upload's field); here the file is this part's data.
       throw e instanceof ApiError && e.param === 'file' ? new ApiError(e.status, e.type, e.code, e.message, `${ref.param}.file_data`) : e

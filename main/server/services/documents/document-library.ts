@@ -1,8 +1,9 @@
 /**
  * The server's documents: what `/v1/files` keeps and what chats read from file parts. A document
- * is read (PDF, Word, text) once, when it arrives; the same bytes sent again by the same owner
- * (`file_data` in every turn of a conversation) are the same document, read and embedded once.
- * Opened on first use: a server that is never sent a document never makes the folder.
+ * is read (PDF, Word, text) once, when it arrives; the same bytes sent again inline by the same
+ * owner (`file_data` in every turn of a conversation) are the same document, read and embedded once.
+ * A file uploaded is kept until deleted; a file sent inline is a copy the store may drop to make
+ * room (document-store.ts). Opened on first use: a server never sent a document never makes the folder.
  */
 import { basename } from 'node:path'
 import type { ModelScheduler } from '../../../../engines/scheduler/model-scheduler.ts'
@@ -21,10 +22,11 @@ export class DocumentLibrary {
   constructor(
     private readonly dir: string,
     private readonly scheduler: ModelScheduler,
+    private readonly log?: (line: string) => void,
   ) {}
 
   open(): Promise<OpenDocuments> {
-    this.opening ??= DocumentStore.open(this.dir).then(
+    this.opening ??= DocumentStore.open(this.dir, undefined, { log: this.log }).then(
       (store) => ({ store, embeddings: new DocumentEmbeddings(store, this.scheduler) }),
       (e: unknown) => {
         this.opening = undefined
@@ -34,14 +36,27 @@ export class DocumentLibrary {
     return this.opening
   }
 
-  /** Reads and keeps a document; refusals (type, size, no text) are 4xx naming `file`. */
-  async add(bytes: Buffer, filename: string, owner: string, purpose: string): Promise<StoredDocument> {
+  /**
+   * Reads and keeps a document; refusals (type, size, no text) are 4xx naming `file`, a full disk
+   * 507. An upload is a file of its own, kept until deleted; a file sent inline (`cache`) is the
+   * document already kept with the same bytes and name, where there is one.
+   */
+  async add(bytes: Buffer, filename: string, owner: string, purpose: string, options: { cache?: boolean } = {}): Promise<StoredDocument> {
     const { store } = await this.open()
-    const known = store.same(bytes, owner)
+    const known = options.cache ? store.same(bytes, owner) : undefined
     if (known && known.name === filename) return known
     const extracted = await extractDocument(bytes, filename)
     return store.add(
-      { name: filename, format: extracted.format, bytes: bytes.length, characters: extracted.text.length, owner, purpose, ...(extracted.pages === undefined ? {} : { pages: extracted.pages }) },
+      {
+        name: filename,
+        format: extracted.format,
+        bytes: bytes.length,
+        characters: extracted.text.length,
+        owner,
+        purpose,
+        ...(extracted.pages === undefined ? {} : { pages: extracted.pages }),
+        ...(options.cache ? { cache: true } : {}),
+      },
       extracted.text,
       bytes,
     )
@@ -49,12 +64,12 @@ export class DocumentLibrary {
 
   /** The document, where `owner` may read it. */
   async find(id: string, owner: string): Promise<StoredDocument | undefined> {
-    const found = (await this.open()).store.get(id)
+    const found = await (await this.open()).store.find(id)
     return found && mayRead(found, owner) ? found : undefined
   }
 
   async list(owner: string): Promise<StoredDocument[]> {
-    return (await this.open()).store.list().filter((d) => mayRead(d, owner))
+    return (await (await this.open()).store.listAll()).filter((d) => mayRead(d, owner))
   }
 }
 

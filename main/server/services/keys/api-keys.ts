@@ -3,8 +3,9 @@
  * neither memory dumps nor response timing give a key away.
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
-import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { mkdir, readFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
+import { writeFileAtomically } from '../atomic-write.ts'
 import { generateApiKey, type KeyStore, type ManagedKey } from './key-store.ts'
 
 export const API_KEY_FILE = 'api-key'
@@ -68,6 +69,7 @@ export async function loadOrCreateStoredKey(dataDir: string): Promise<{ key: str
   }
   const key = generateApiKey()
   await mkdir(dirname(path), { recursive: true })
-  await writeFile(path, `${key}\n`, { mode: 0o600 })
+  // Whole or not at all: a start cut short never leaves the first characters of a key as the key.
+  await writeFileAtomically(path, `${key}\n`, { mode: 0o600 })
   return { key, path, created: true }
 }

@@ -3,8 +3,8 @@
  * in-memory set at once. Keys the user gave (flags, environment, settings file) are theirs to
  * change, so only the generated one can be regenerated here.
  */
-import { rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { writeFileAtomically } from '../atomic-write.ts'
 import { API_KEY_FILE, type ApiKeys } from './api-keys.ts'
 import { generateApiKey } from './key-store.ts'
 import { ApiError } from '../api-error.ts'
@@ -29,10 +29,8 @@ export async function regenerateApiKey(settings: ServerSettings, keys: ApiKeys |
     )
   }
   const key = generateApiKey()
-  // Write beside the file and rename, so a crash never leaves a half-written key behind.
-  const temporary = `${file}.${process.pid}.tmp`
-  await writeFile(temporary, `${key}\n`, { mode: 0o600 })
-  await rename(temporary, file)
+  // On the disk before anyone is told: a crash never leaves half a key, nor forgets one already answered.
+  await writeFileAtomically(file, `${key}\n`, { mode: 0o600 })
   keys.replace([key])
   return key
 }

@@ -4,9 +4,11 @@
  * quotas count per day is kept there too, so a restart does not hand out a fresh day's tokens.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { mkdir, readFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { z } from 'zod'
+import { writeFileAtomically } from '../atomic-write.ts'
+import { StartupError } from '../startup-error.ts'
 
 /** A new key: `hearth-` and 24 random bytes, as the server and /api/keys hand them out. */
 export function generateApiKey(): string {
@@ -63,23 +65,32 @@ const storedKeySchema = z.object({
 })
 const keysFileSchema = z.object({ version: z.literal(1), keys: z.array(storedKeySchema) })
 
-export class KeyStoreError extends Error {
+export class KeyStoreError extends StartupError {
   override name = 'KeyStoreError'
 }
 
 /** How long usage may sit in memory before it is written (last_used, tokens of the day). */
 const USAGE_SAVE_DELAY_MS = 5_000
+/** A failed write of usage is tried again after this, doubling up to the most. */
+const RETRY_FIRST_MS = 5_000
+const RETRY_MOST_MS = 5 * 60_000
 
 export class KeyStore {
   private readonly keys = new Map<string, ManagedKey>()
   private writing: Promise<void> = Promise.resolve()
   private saveTimer: NodeJS.Timeout | undefined
+  /** Usage changed since the last write that succeeded. */
+  private usagePending = false
+  private retryMs = RETRY_FIRST_MS
 
-  private constructor(readonly path: string) {}
+  private constructor(
+    readonly path: string,
+    private readonly log: (line: string) => void,
+  ) {}
 
   /** Reads `<dataDir>/keys.json`; a missing file is an empty store, a damaged one an error. */
-  static async open(dataDir: string): Promise<KeyStore> {
-    const store = new KeyStore(join(dataDir, KEYS_FILE))
+  static async open(dataDir: string, log: (line: string) => void = console.warn): Promise<KeyStore> {
+    const store = new KeyStore(join(dataDir, KEYS_FILE), log)
     let text: string
     try {
       text = await readFile(store.path, 'utf8')
@@ -129,7 +140,11 @@ export class KeyStore {
     return this.list().map((k) => ({ id: k.id, digest: Buffer.from(k.sha256, 'hex') }))
   }
 
-  /** Makes a key; the returned `key` is the only time it exists outside the client. */
+  /**
+   * Makes a key; the returned `key` is the only time it exists outside the client. It is on the
+   * disk before this returns: a key whose write failed is not made (and the error is thrown), so a
+   * key a client was given is never lost to a crash.
+   */
   async create(label: string | null, quotas: KeyQuotas, mcp: McpPermission = 'none', lend = false): Promise<{ key: string; record: ManagedKey }> {
     const key = generateApiKey()
     const record: ManagedKey = {
@@ -147,25 +162,42 @@ export class KeyStore {
       lend,
     }
     this.keys.set(record.id, record)
-    await this.save()
+    try {
+      await this.save()
+    } catch (e) {
+      this.keys.delete(record.id)
+      throw e
+    }
     return { key, record }
   }
 
   async update(id: string, changes: KeyQuotas & { label?: string | null; mcp?: McpPermission; lend?: boolean }): Promise<ManagedKey | undefined> {
     const record = this.keys.get(id)
     if (!record) return undefined
+    const before = { ...record }
     if (changes.label !== undefined) record.label = changes.label
     if (changes.requestsPerMinute !== undefined) record.requestsPerMinute = changes.requestsPerMinute
     if (changes.tokensPerDay !== undefined) record.tokensPerDay = changes.tokensPerDay
     if (changes.mcp !== undefined) record.mcp = changes.mcp
     if (changes.lend !== undefined) record.lend = changes.lend
-    await this.save()
+    try {
+      await this.save()
+    } catch (e) {
+      Object.assign(record, { ...before, lastUsed: record.lastUsed, tokensDay: record.tokensDay, tokensToday: record.tokensToday })
+      throw e
+    }
     return record
   }
 
   async remove(id: string): Promise<boolean> {
-    if (!this.keys.delete(id)) return false
-    await this.save()
+    const record = this.keys.get(id)
+    if (!record || !this.keys.delete(id)) return false
+    try {
+      await this.save()
+    } catch (e) {
+      this.keys.set(id, record)
+      throw e
+    }
     return true
   }
 
@@ -174,7 +206,7 @@ export class KeyStore {
     const record = this.keys.get(id)
     if (!record) return
     record.lastUsed = Math.floor(nowMs / 1000)
-    this.saveSoon()
+    this.usageChanged()
   }
 
   /** Tokens spent today (UTC) by the key. */
@@ -193,36 +225,62 @@ export class KeyStore {
       record.tokensToday = 0
     }
     record.tokensToday += Math.ceil(tokens)
-    this.saveSoon()
+    this.usageChanged()
   }
 
-  /** Writes what is pending now (at shutdown). */
+  /** Writes what is pending now (at shutdown); a write that fails is logged, not thrown, so shutdown goes on. */
   async flush(): Promise<void> {
     if (this.saveTimer) {
       clearTimeout(this.saveTimer)
       this.saveTimer = undefined
-      await this.save()
     }
+    if (this.usagePending) await this.saveUsage()
     await this.writing
   }
 
-  private saveSoon(): void {
+  private usageChanged(): void {
+    this.usagePending = true
+    this.saveUsageIn(USAGE_SAVE_DELAY_MS)
+  }
+
+  private saveUsageIn(ms: number): void {
     if (this.saveTimer) return
     this.saveTimer = setTimeout(() => {
       this.saveTimer = undefined
-      void this.save().catch(() => undefined)
-    }, USAGE_SAVE_DELAY_MS)
+      void this.saveUsage()
+    }, ms)
     this.saveTimer.unref()
   }
 
-  /** One write at a time, each to a temporary file renamed over the old one (never half a file). */
+  /** Writes the usage; a failure is logged and tried again later (backing off), never dropped. */
+  private async saveUsage(): Promise<void> {
+    try {
+      await this.save()
+      if (this.retryMs !== RETRY_FIRST_MS) this.log(`the keys' usage is written to ${this.path} again`)
+      this.retryMs = RETRY_FIRST_MS
+    } catch (e) {
+      this.usagePending = true
+      this.log(`warning: the keys' usage and quotas could not be written to ${this.path} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); trying again in ${Math.round(this.retryMs / 1000)} s`)
+      this.saveUsageIn(this.retryMs)
+      this.retryMs = Math.min(this.retryMs * 2, RETRY_MOST_MS)
+    }
+  }
+
+  /**
+   * One write at a time, each of the keys as they are when it starts, flushed to the disk and
+   * renamed over the old file (never half a file). Every write holds all usage so far.
+   */
   private save(): Promise<void> {
-    const json = `${JSON.stringify({ version: 1, keys: this.list().map(toStored) }, null, 2)}\n`
     const next = this.writing.then(async () => {
-      await mkdir(dirname(this.path), { recursive: true })
-      const temporary = `${this.path}.${process.pid}.tmp`
-      await writeFile(temporary, json, { mode: 0o600 })
-      await rename(temporary, this.path)
+      this.usagePending = false
+      const json = `${JSON.stringify({ version: 1, keys: this.list().map(toStored) }, null, 2)}\n`
+      try {
+        await mkdir(dirname(this.path), { recursive: true })
+        await writeFileAtomically(this.path, json, { mode: 0o600 })
+      } catch (e) {
+        this.usagePending = true
+        throw e
+      }
     })
     this.writing = next.catch(() => undefined)
     return next

@@ -4,9 +4,10 @@
  * `cwd` and `timeout`. The file is the user's: what Hearth does not know (other fields, other
  * programs' settings) is kept as it was when the file is rewritten.
  */
-import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises'
+import { mkdir, readFile, stat } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { z } from 'zod'
+import { writeFileAtomically } from '../atomic-write.ts'
 
 export const MCP_CONFIG_FILE = 'mcp.json'
 export const DEFAULT_TIMEOUT_SECONDS = 60
@@ -165,8 +166,6 @@ export async function readMcpConfig(path: string): Promise<McpConfigState> {
  */
 export async function writeMcpConfig(path: string, raw: Record<string, unknown>): Promise<string> {
   await mkdir(dirname(path), { recursive: true })
-  const temporary = `${path}.${process.pid}.tmp`
-  await writeFile(temporary, `${JSON.stringify(raw, null, 2)}\n`, { mode: 0o600 })
-  await rename(temporary, path)
+  await writeFileAtomically(path, `${JSON.stringify(raw, null, 2)}\n`, { mode: 0o600 })
   return configStamp(path)
 }
