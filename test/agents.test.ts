@@ -18,7 +18,7 @@ import { familyModel } from './support/family-models.ts'
 import { PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, describeIf } from './support/skips.ts'
 
 const MODEL = 'qwen25-ok'
 const template = sharedFixture('chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja')
@@ -65,7 +65,7 @@ const AIDER_HEADLESS = ['--yes-always', '--no-git', '--no-analytics', '--no-pret
  */
 const CACHED_SHARE: Partial<Record<AgentId, number>> = { aider: 0.5 }
 
-describe.skipIf(!llamaBuild || !template || missing.length > 0)('coding agents against Hearth', () => {
+describeIf(llamaBuild && template && missing.length === 0, 'needs llama.cpp built here (npm run build:engines), the chat templates of ../shared/fixtures and the coding agents installed (the engines setup installs them from test/agents)')('coding agents against Hearth', () => {
   let server: TestServer
   let work: string
   let limits: { context_length: number; max_completion_tokens: number }

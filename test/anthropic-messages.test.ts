@@ -16,7 +16,7 @@ import { sharedFixture } from './support/shared-fixtures.ts'
 import { makePng } from './support/test-images.ts'
 import { writeTinyLlama, writeTinyMmproj } from './support/tiny-models.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, describeIf } from './support/skips.ts'
 
 const qwen3 = sharedFixture('chat-templates/Qwen-Qwen3-0.6B.jinja')
 const qwq = sharedFixture('chat-templates/Qwen-QwQ-32B.jinja')
@@ -36,7 +36,7 @@ const tools: Anthropic.Tool[] = [
 const ask: Anthropic.MessageParam[] = [{ role: 'user', content: 'What is the weather in Paris?' }]
 const validWeather = new Ajv().compile(weather)
 
-describe.skipIf(!llamaBuild || !qwen3 || !qwq)("Anthropic's Messages API", () => {
+describeIf(llamaBuild && qwen3 && qwq, 'needs llama.cpp built here (npm run build:engines) and the chat templates of ../shared/fixtures')("Anthropic's Messages API", () => {
   let server: TestServer
   let client: Anthropic
 

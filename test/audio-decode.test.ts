@@ -26,7 +26,7 @@ import { SincResampler } from '../media/audio/sinc-resampler.ts'
 import { sniffAudioFormat, type SniffedAudioFormat } from '../media/audio/sniff-audio-format.ts'
 import { bestCorrelation, energyEnvelope, peak, rms } from './audio/signal-measures.ts'
 import { aiffFile, concat, mpeg2ProgramStream, oggOpusSilence, pngFile, wavFile } from './audio/synthesize-audio-files.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, itIf } from './support/skips.ts'
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/audio/', import.meta.url))
 const fixture = (name: string): string => join(FIXTURES, name)
@@ -303,7 +303,7 @@ describe('the ffmpeg fallback', () => {
     expect(error.message).toContain('Invalid data found when processing input')
   })
 
-  it.skipIf(!realFfmpeg)('decodes AIFF with the system ffmpeg', async () => {
+  itIf(realFfmpeg, 'needs ffmpeg on PATH (Debian: apt-get install -y ffmpeg; .ci/run installs it)')('decodes AIFF with the system ffmpeg', async () => {
     const audio = await decodeAudio(await aiff(), { ffmpegPath: realFfmpeg })
     expect(audio.decodedBy).toBe('ffmpeg')
     expect(Math.abs(audio.durationSeconds - SPEECH_SECONDS)).toBeLessThanOrEqual(0.1)

@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { createParser } from 'eventsource-parser'
 import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
+import { itIf } from './support/skips.ts'
 import { postJson, startTestServer, type TestServer } from './support/server-process.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
 import { llamaBuild, startUpstreamLlamaServer } from './support/upstream-servers.ts'
@@ -128,7 +129,7 @@ describe('POST /v1/chat/completions', () => {
     expect(engineProcessIds()).toHaveLength(1)
   })
 
-  it.skipIf(!llamaBuild)('counts prompt tokens exactly as upstream llama-server does', async () => {
+  itIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('counts prompt tokens exactly as upstream llama-server does', async () => {
     const messages = [
       { role: 'system' as const, content: 'You tell short stories.' },
       { role: 'user' as const, content: 'Tell me about a little girl and her dog.' },

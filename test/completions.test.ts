@@ -14,12 +14,12 @@ import { PROJECT_ROOT, postJson, startTestServer, type TestServer } from './supp
 import { sharedFixture } from './support/shared-fixtures.ts'
 import { buildSpmVocab, writeTinyBert, writeTinyLlama } from './support/tiny-models.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, describeIf, itIf } from './support/skips.ts'
 
 const coderTemplate = sharedFixture('chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja')
 if (!llamaBuild) cannotRun('llama.cpp is not built on this machine (npm run build:engines); the completions suite cannot run')
 
-describe.skipIf(!llamaBuild)('/v1/completions', () => {
+describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('/v1/completions', () => {
   let server: TestServer
   let client: OpenAI
 
@@ -107,7 +107,7 @@ describe.skipIf(!llamaBuild)('/v1/completions', () => {
     expect(usage).toMatchObject({ completion_tokens: 8 })
   })
 
-  it.skipIf(!coderTemplate)('fills in the middle with suffix on a model with FIM tokens', async () => {
+  itIf(coderTemplate, 'needs the chat templates of ../shared/fixtures')('fills in the middle with suffix on a model with FIM tokens', async () => {
     const completion = await client.completions.create({ model: 'qwen-fim', prompt: 'def add(a, b):\n    return ', suffix: '\n\nprint(add(1, 2))\n', max_tokens: 5 })
     expect(completion.choices[0]!.text.length).toBeGreaterThan(0)
     // Prefix, suffix and the FIM markers are all in the prompt.

@@ -17,7 +17,7 @@ import { ensureUiBuilt } from '../main/cli/build-ui.ts'
 import { programPath } from '../engines/builder/llama-build.ts'
 import { PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, describeIf } from './support/skips.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
 
 const CHROMIUM = process.env.HEARTH_CHROMIUM ?? '/usr/bin/chromium'
@@ -63,7 +63,7 @@ async function serve(phase: 'loading' | 'first-batch' | 'always'): Promise<{ cli
 
 const ask = (client: OpenAI) => client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Hello there' }], max_tokens: 4 })
 
-describe.skipIf(!llamaBuild)('a model that crashes llama.cpp on this CPU', () => {
+describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('a model that crashes llama.cpp on this CPU', () => {
   it('on its first batch: answered all the same, without the special kernels, and said so', async () => {
     const { client, system } = await serve('first-batch')
     const answer = await ask(client)

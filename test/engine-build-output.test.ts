@@ -14,7 +14,7 @@ import { patchedLlamaSource, pinnedSourceNames, pinnedWhisperSource } from '../e
 import { PROJECT_ROOT, postJson, startTestServer } from './support/server-process.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, describeIf } from './support/skips.ts'
 
 const realCache = engineCacheDir()
 // Today's pinned sources (not whatever earlier versions left there). A cache whose builds are
@@ -89,7 +89,7 @@ function buildWith(env: Record<string, string>, args: string[] = [], prepareCach
   return { ...result, cache }
 }
 
-describe.skipIf(!haveSources)('the engine build as a person sees it', () => {
+describeIf(haveSources, 'needs the pinned engine sources in the engine cache (npm run build:engines)')('the engine build as a person sees it', () => {
   it('prints a line per stage, with a count and the time, and none of the build tool\'s own', () => {
     const { status, stdout, stderr, cache } = buildWith({})
     expect(status, stderr).toBe(0)
@@ -225,7 +225,7 @@ describe.skipIf(!haveSources)('the engine build as a person sees it', () => {
   })
 })
 
-describe.skipIf(!llamaBuild)('engines found however the server is started', () => {
+describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('engines found however the server is started', () => {
   it('under another HOME, through the record install left in the project', async () => {
     expect(existsSync(join(PROJECT_ROOT, '.hearth-engines.json')), 'no .hearth-engines.json: run npm run build:engines once').toBe(true)
     const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-other-home-models-'))

@@ -13,7 +13,7 @@ import { programPath } from '../engines/builder/llama-build.ts'
 import { EngineServerProcess } from '../engines/engine-server-process.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, describeIf } from './support/skips.ts'
 
 let engine: EngineServerProcess | undefined
 
@@ -31,7 +31,7 @@ async function readAll(res: IncomingMessage): Promise<{ text: string; reused: bo
 
 if (!llamaBuild) cannotRun('llama.cpp is not built on this machine (npm run build:engines); the kept connections to llama-server cannot be tried')
 
-describe.skipIf(!llamaBuild)('streams to llama-server', () => {
+describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('streams to llama-server', () => {
   it('leave their connection open for the next request once read to the end', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hearth-connection-reuse-'))
     writeTinyLlama(join(dir, 'chat.gguf'), { contextLength: 512 })

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { describeIf } from './support/skips.ts'
 import { programPath } from '../engines/builder/llama-build.ts'
 import { LLAMA_WEIGHT_TYPES, selfTestLlama, selfTestVerdict, selfTestWhisper, WHISPER_WEIGHT_TYPES } from '../engines/builder/self-test/engine-self-test.ts'
 import { llamaBuild, whisperBuild } from './support/upstream-servers.ts'
@@ -20,7 +21,7 @@ else if (!builtWithAmx) console.warn(`*** NOT EXERCISED: this CPU has AMX but th
 
 const scratch = (name: string) => join(tmpdir(), `hearth-self-test-${name}-${process.pid}`)
 
-describe.skipIf(!llamaBuild)('llama.cpp as built here', () => {
+describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('llama.cpp as built here', () => {
   it('runs every weight type llama-quantize makes, at 1 and 2 threads', () => {
     const report = selfTestLlama((p) => programPath(llamaBuild!.dir, p), scratch('llama'))
     expect(report.runs.filter((r) => r.outcome !== 'ran')).toEqual([])
@@ -35,7 +36,7 @@ describe.skipIf(!llamaBuild)('llama.cpp as built here', () => {
   })
 })
 
-describe.skipIf(!whisperBuild)('whisper.cpp as built here', () => {
+describeIf(whisperBuild, 'needs whisper.cpp built here (npm run build:engines)')('whisper.cpp as built here', () => {
   it('runs every weight type whisper-quantize makes, at 1 and 2 threads', () => {
     const report = selfTestWhisper((p) => programPath(whisperBuild!.dir, p), scratch('whisper'))
     expect(report.runs.filter((r) => r.outcome !== 'ran')).toEqual([])

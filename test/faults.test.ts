@@ -14,7 +14,7 @@ import { FakeHub } from './support/fake-hub.ts'
 import { engineProcessIds } from './support/process-stats.ts'
 import { postJson, startTestServer, type TestServer } from './support/server-process.ts'
 import { writeTinyBert, writeTinyLlama } from './support/tiny-models.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, skipTest } from './support/skips.ts'
 
 const hello = [{ role: 'user', content: 'Once upon a time' }]
 
@@ -217,7 +217,7 @@ describe('the disk filling up during a pull', () => {
   }
 
   it('fails the download cleanly with insufficient_storage, removes the partial file and keeps serving', async ({ skip }) => {
-    if (!mounted) skip()
+    if (!mounted) skipTest(skip, 'needs a small tmpfs for the disk-full tests (mounting one needs root)')
     // 3 MB fits in the 6 MB disk when the pull starts; then something else fills the disk.
     hub.put('org/big-GGUF/big.gguf', randomBytes(3 * 1024 * 1024), { chunkSize: 64 * 1024, chunkDelayMs: 40 })
     const pulled = await api('POST', '/api/models/pull', { source: 'hf://org/big-GGUF/big.gguf' })
@@ -249,7 +249,7 @@ describe('the disk filling up during a pull', () => {
   })
 
   it('refuses up front, with both numbers, a pull that cannot fit', async ({ skip }) => {
-    if (!mounted) skip()
+    if (!mounted) skipTest(skip, 'needs a small tmpfs for the disk-full tests (mounting one needs root)')
     hub.put('org/huge-GGUF/huge.gguf', Buffer.alloc(16), { announcedSize: 64 * 1024 * 1024 })
     const res = await api('POST', '/api/models/pull', { source: 'hf://org/huge-GGUF/huge.gguf' })
     expectClean(res, [400])

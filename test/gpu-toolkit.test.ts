@@ -3,11 +3,12 @@
  * (engines/builder/cmake-build.ts), as it would on a machine with that GPU.
  */
 import { describe, expect, it } from 'vitest'
+import { describeIf } from './support/skips.ts'
 import { missingGpuToolkit } from '../engines/builder/cmake-build.ts'
 
 const probes = (nvidia: boolean, render: boolean) => ({ nvidiaDriver: () => nvidia, renderNode: () => render })
 
-describe.skipIf(process.platform === 'darwin')('a GPU without its toolkit', () => {
+describeIf(process.platform !== 'darwin', "the GPU toolkit probes are Linux's and Windows'; macOS has Metal", { elsewhere: true })('a GPU without its toolkit', () => {
   it('an NVIDIA card without nvcc: the CUDA toolkit, and the command to build again', () => {
     const message = missingGpuToolkit('none', {}, probes(true, true))
     expect(message).toMatch(/NVIDIA GPU is here, but not the CUDA toolkit \(nvcc\).*nvidia-cuda-toolkit.*npm run build:engines/)

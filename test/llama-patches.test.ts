@@ -17,13 +17,13 @@ import { PROJECT_ROOT } from './support/server-process.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
 import { llamaBuild, startUpstreamLlamaServer, type UpstreamServer } from './support/upstream-servers.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, describeIf } from './support/skips.ts'
 
 const template = sharedFixture('chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja')
 
 if (!llamaBuild) cannotRun('llama.cpp is not built on this machine (npm run build:engines); the llama.cpp patch suite cannot run')
 
-describe.skipIf(!llamaBuild || !template)('llama.cpp as Hearth patches it', () => {
+describeIf(llamaBuild && template, 'needs llama.cpp built here (npm run build:engines) and the chat templates of ../shared/fixtures')('llama.cpp as Hearth patches it', () => {
   let upstream: UpstreamServer
 
   beforeAll(async () => {
@@ -95,7 +95,7 @@ function byteToken(byte: number): string {
   return String.fromCharCode(256 + below)
 }
 
-describe.skipIf(!llamaBuild || !template)('llama.cpp as Hearth patches it: text that is not UTF-8', () => {
+describeIf(llamaBuild && template, 'needs llama.cpp built here (npm run build:engines) and the chat templates of ../shared/fixtures')('llama.cpp as Hearth patches it: text that is not UTF-8', () => {
   let upstream: UpstreamServer
   const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }]
   const request = { messages: [{ role: 'user', content: 'Say hello.' }], tools, max_tokens: 16, temperature: 0 }

@@ -15,13 +15,13 @@ import { PROJECT_ROOT, postJson, startTestServer, type TestServer } from './supp
 import { writeTinyLlama, writeTinyWhisper } from './support/tiny-models.ts'
 import { wavFile } from './audio/synthesize-audio-files.ts'
 import { llamaBuild, startUpstreamLlamaServer, whisperBuild, type UpstreamServer } from './support/upstream-servers.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, describeIf, itIf } from './support/skips.ts'
 
 const WORDS = 'the quick brown fox jumps over the lazy dog and runs into the green wood '.repeat(12)
 
 if (!llamaBuild) cannotRun('llama.cpp is not built on this machine (npm run build:engines); the llama-server engine suite cannot run')
 
-describe.skipIf(!llamaBuild)('the llama-server engine', () => {
+describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('the llama-server engine', () => {
   let modelsDir: string
   let dataDir: string
   let server: TestServer
@@ -62,7 +62,7 @@ describe.skipIf(!llamaBuild)('the llama-server engine', () => {
   })
 
   // A GPU build keeps the file mapped (its weights live in the GPU's memory).
-  it.skipIf(llamaBuild?.gpu !== 'none')('holds its weights in its own memory, on huge pages where Linux has them (a CPU decode reads every weight each token)', async () => {
+  itIf(llamaBuild?.gpu === 'none', 'a GPU build keeps the model file mapped; only a CPU build reads its weights in', { elsewhere: true })('holds its weights in its own memory, on huge pages where Linux has them (a CPU decode reads every weight each token)', async () => {
     const [pid] = engineProcessIds(server.process.pid)
     // The model file is read in, not mapped: nothing of it is left in the engine's address space.
     expect(readFileSync(`/proc/${pid}/maps`, 'utf8')).not.toContain('chat.gguf')
@@ -101,7 +101,7 @@ describe.skipIf(!llamaBuild)('the llama-server engine', () => {
   })
 })
 
-describe.skipIf(!llamaBuild)('three conversations on two slots', () => {
+describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('three conversations on two slots', () => {
   let server: TestServer
   let client: OpenAI
   let dataDir: string
@@ -180,7 +180,7 @@ describe.skipIf(!llamaBuild)('three conversations on two slots', () => {
   const parkedFiles = () => readdirSync(join(dataDir, 'slot-cache')).filter((f) => f.includes('-parked-'))
 })
 
-describe.skipIf(!llamaBuild)('llama-server as Hearth builds it', () => {
+describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('llama-server as Hearth builds it', () => {
   let upstream: UpstreamServer
 
   beforeAll(async () => {
@@ -295,7 +295,7 @@ describe('without engine builds', () => {
   })
 })
 
-describe.skipIf(!llamaBuild)('speculative decoding', () => {
+describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('speculative decoding', () => {
   let server: TestServer
 
   beforeAll(async () => {

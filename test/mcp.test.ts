@@ -14,7 +14,7 @@ import { mcpPermission } from '../main/server/services/mcp/mcp-permission.ts'
 import type { McpServersListing, McpServerView } from '../main/server/wire-types.ts'
 import { startInProcessServer, type InProcessServer } from './support/in-process-server.ts'
 import { startHttpMcpTestServer, stdioTestEntry, writeMcpConfig, type HttpMcpTestServer } from './support/mcp-config.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, itIf } from './support/skips.ts'
 
 const SECRET_ENV = 'env-secret-value-123'
 const SECRET_HEADER = 'Bearer header-secret-456'
@@ -295,7 +295,7 @@ describe('permissions', () => {
     .find((a) => a && !a.internal && a.family === 'IPv4')?.address
   // Only a request from another address shows the key refused, and loopback is all this machine has.
   if (!lanAddress) cannotRun('the MCP LAN-key test: this machine has no IPv4 address but loopback, so no request can come from another address')
-  it.skipIf(!lanAddress)("refuses the server's own key from another address over the network", async () => {
+  itIf(lanAddress, 'needs an IPv4 address besides loopback, for a request from another address')("refuses the server's own key from another address over the network", async () => {
     const lan = await startInProcessServer({ dataDir, args: ['--host', '0.0.0.0'] })
     try {
       const port = new URL(lan.url).port

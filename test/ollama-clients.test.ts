@@ -17,7 +17,7 @@ import { familyModel } from './support/family-models.ts'
 import { makeOllamaStore, ollamaProgram, runOllama } from './support/ollama-program.ts'
 import { PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, describeIf, itIf } from './support/skips.ts'
 import { makePng } from './support/test-images.ts'
 import { writeTinyBert, writeTinyLlama, writeTinyMmproj } from './support/tiny-models.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
@@ -33,7 +33,7 @@ if (!python) cannotRun("the Python clients' virtualenv is not installed (the eng
 const CALL = ['\u010a', '<tool_call>', '\u010a\u010a', '{"', 'name', '":"', 'weather', '","', 'arguments', '":{"', 'city', '":', '"', 'Paris', '"}}\u010a', '</tool_call>']
 const weatherTool = { type: 'function', function: { name: 'weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }
 
-describe.skipIf(!llamaBuild || !stories || !qwenTemplate)("Ollama's clients against Hearth", () => {
+describeIf(llamaBuild && stories && qwenTemplate, 'needs llama.cpp built here (npm run build:engines), the shared fixtures (../shared/fixtures) and the chat templates of ../shared/fixtures')("Ollama's clients against Hearth", () => {
   let server: TestServer
   let keyed: Ollama
   let keyless: Ollama
@@ -73,13 +73,13 @@ describe.skipIf(!llamaBuild || !stories || !qwenTemplate)("Ollama's clients agai
   describe('the ollama command, on the Ollama port without a key', () => {
     const ollama = (args: string[], input?: string) => runOllama(args, { host: server.ollamaUrl!, ...(input !== undefined ? { input } : {}), timeoutMs: 120_000 })
 
-    it.skipIf(!ollamaProgram())('lists Hearth’s models and the store’s under their Ollama names', async () => {
+    itIf(ollamaProgram(), 'needs the ollama command built (the engines setup builds it from the Go module proxy)')('lists Hearth’s models and the store’s under their Ollama names', async () => {
       const listed = await ollama(['list'])
       expect(listed.code, listed.stderr).toBe(0)
       for (const name of ['tiny:latest', 'tiny-embed:latest', 'caller:latest', 'storyteller:latest', 'embedder:latest']) expect(listed.stdout).toContain(name)
     })
 
-    it.skipIf(!ollamaProgram())('shows a model from the store: architecture, parameters, context length, its Modelfile', async () => {
+    itIf(ollamaProgram(), 'needs the ollama command built (the engines setup builds it from the Go module proxy)')('shows a model from the store: architecture, parameters, context length, its Modelfile', async () => {
       const shown = await ollama(['show', 'storyteller'])
       expect(shown.code, shown.stderr).toBe(0)
       expect(shown.stdout).toMatch(/architecture\s+llama/)
@@ -90,7 +90,7 @@ describe.skipIf(!llamaBuild || !stories || !qwenTemplate)("Ollama's clients agai
       expect(parameters.stdout).toMatch(/temperature\s+0/)
     })
 
-    it.skipIf(!ollamaProgram())('runs a model and answers, then lists it as running', async () => {
+    itIf(ollamaProgram(), 'needs the ollama command built (the engines setup builds it from the Go module proxy)')('runs a model and answers, then lists it as running', async () => {
       const ran = await ollama(['run', 'tiny', 'Once upon a time'])
       expect(ran.code, ran.stderr).toBe(0)
       expect(ran.stdout.trim().length).toBeGreaterThan(0)
@@ -101,7 +101,7 @@ describe.skipIf(!llamaBuild || !stories || !qwenTemplate)("Ollama's clients agai
       expect(ps.stdout).toContain('tiny:latest')
     })
 
-    it.skipIf(!ollamaProgram())('removes a model of Hearth’s folder, and refuses one in Ollama’s store', async () => {
+    itIf(ollamaProgram(), 'needs the ollama command built (the engines setup builds it from the Go module proxy)')('removes a model of Hearth’s folder, and refuses one in Ollama’s store', async () => {
       const removed = await ollama(['rm', 'scratch'])
       expect(removed.code, removed.stderr).toBe(0)
       expect(existsSync(join(server.process.spawnargs[server.process.spawnargs.indexOf('--models-dir') + 1]!, 'scratch.gguf'))).toBe(false)
@@ -111,7 +111,7 @@ describe.skipIf(!llamaBuild || !stories || !qwenTemplate)("Ollama's clients agai
       expect(existsSync(join(ollamaStore, 'manifests/registry.ollama.ai/library/storyteller/latest'))).toBe(true)
     })
 
-    it.skipIf(!ollamaProgram())('creates a model from a GGUF file, which then runs', async () => {
+    itIf(ollamaProgram(), 'needs the ollama command built (the engines setup builds it from the Go module proxy)')('creates a model from a GGUF file, which then runs', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'hearth-ollama-create-'))
       copyFileSync(stories!, join(dir, 'made.gguf'))
       writeFileSync(join(dir, 'Modelfile'), 'FROM ./made.gguf\n')
@@ -127,7 +127,7 @@ describe.skipIf(!llamaBuild || !stories || !qwenTemplate)("Ollama's clients agai
       expect(refused.stderr).toContain("'system' is not supported")
     })
 
-    it.skipIf(!ollamaProgram())('says why it cannot pull a model of Ollama’s registry', async () => {
+    itIf(ollamaProgram(), 'needs the ollama command built (the engines setup builds it from the Go module proxy)')('says why it cannot pull a model of Ollama’s registry', async () => {
       const missing = await ollama(['run', 'llama3.2:3b', 'hi'])
       expect(missing.code).not.toBe(0)
       expect(missing.stderr).toContain("Ollama's registry")

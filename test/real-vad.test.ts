@@ -19,7 +19,7 @@ import { findWhisperBuild } from '../engines/builder/whisper-build.ts'
 import { wavFile } from './audio/synthesize-audio-files.ts'
 import { startTestServer, type TestServer } from './support/server-process.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, describeIf } from './support/skips.ts'
 
 const whisperModel = sharedFixture('models/ggml-tiny-random-multilingual.bin')
 const silero = sharedFixture('models/for-tests-silero-v6.2.0-ggml.bin')
@@ -71,7 +71,7 @@ interface Padded {
   speech: Array<{ start: number; end: number }>
 }
 
-describe.skipIf(!whisperModel || !silero || !jfk || !whisperBuilt)('skipping silence with the trained Silero model (shared fixtures)', () => {
+describeIf(whisperModel && silero && jfk && whisperBuilt, 'needs the shared fixtures (../shared/fixtures) and whisper.cpp built here (npm run build:engines)')('skipping silence with the trained Silero model (shared fixtures)', () => {
   let server: TestServer
   /** The same folder served with `--vad`: silence skipped unless a request says otherwise. */
   let vadServer: TestServer

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import OpenAI, { toFile } from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describeIf } from './support/skips.ts'
 import { postJson, PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'
 import { writeTinyBert, writeTinyLlama, writeTinyWhisper } from './support/tiny-models.ts'
 import { familyModel } from './support/family-models.ts'
@@ -388,7 +389,7 @@ describe('forwarding', () => {
   })
 })
 
-describe.skipIf(!llamaBuild)('two copies on upstream llama-server', () => {
+describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('two copies on upstream llama-server', () => {
   let modelPath: string
   const ports: number[] = []
   const copies: Array<UpstreamServer | undefined> = [undefined, undefined]
@@ -484,7 +485,7 @@ describe.skipIf(!llamaBuild)('two copies on upstream llama-server', () => {
   })
 })
 
-describe.skipIf(!llamaBuild || !toolTemplate)('upstream llama-server as the remote: what it takes differently', () => {
+describeIf(llamaBuild && toolTemplate, 'needs llama.cpp built here (npm run build:engines) and the chat templates of ../shared/fixtures')('upstream llama-server as the remote: what it takes differently', () => {
   const servers: UpstreamServer[] = []
   let tooled: TestServer
   const weather = { type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'] } } }

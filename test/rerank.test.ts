@@ -11,13 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { postJson, startTestServer, type TestServer } from './support/server-process.ts'
 import { writeTinyBert, writeTinyLlama } from './support/tiny-models.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, describeIf } from './support/skips.ts'
 
 if (!llamaBuild) cannotRun('llama.cpp is not built on this machine (npm run build:engines); the rerank suite cannot run')
 
 const documents = ['the river runs to the sea', 'a tree grows by the house', 'the sea is deep and blue', 'music in the city at night']
 
-describe.skipIf(!llamaBuild)('/v1/rerank', () => {
+describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('/v1/rerank', () => {
   let server: TestServer
 
   beforeAll(async () => {

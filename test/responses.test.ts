@@ -20,7 +20,7 @@ import { sharedFixture } from './support/shared-fixtures.ts'
 import { makePng } from './support/test-images.ts'
 import { writeTinyLlama, writeTinyMmproj } from './support/tiny-models.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, describeIf } from './support/skips.ts'
 
 const qwen3 = sharedFixture('chat-templates/Qwen-Qwen3-0.6B.jinja')
 if (!llamaBuild) cannotRun('llama.cpp is not built on this machine (npm run build:engines); the Responses suite cannot run')
@@ -35,7 +35,7 @@ const weather = {
 const tools: OpenAI.Responses.FunctionTool[] = [{ type: 'function', name: 'get_weather', description: 'The weather in a city', parameters: weather, strict: true }]
 const validWeather = new Ajv().compile(weather)
 
-describe.skipIf(!llamaBuild || !qwen3)("OpenAI's Responses API", () => {
+describeIf(llamaBuild && qwen3, 'needs llama.cpp built here (npm run build:engines) and the chat templates of ../shared/fixtures')("OpenAI's Responses API", () => {
   let server: TestServer
   let client: OpenAI
 

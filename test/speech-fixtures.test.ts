@@ -11,6 +11,7 @@ import { join } from 'node:path'
 import { createParser } from 'eventsource-parser'
 import OpenAI, { toFile } from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describeIf, itIf } from './support/skips.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
 import { decodeAudio } from '../media/audio/decode-audio.ts'
 import { startTestServer, type TestServer } from './support/server-process.ts'
@@ -24,7 +25,7 @@ const french = sharedFixture('audio/fr-multipiece-16k.wav')
 const silero = sharedFixture('models/for-tests-silero-v6.2.0-ggml.bin')
 const MODEL = 'ggml-tiny-random-multilingual'
 
-describe.skipIf(!modelFile || !jfkWav || !jfkMp3 || !french)('ggml-tiny-random-multilingual with real speech (shared fixtures)', () => {
+describeIf(modelFile && jfkWav && jfkMp3 && french, 'needs the shared fixtures (../shared/fixtures)')('ggml-tiny-random-multilingual with real speech (shared fixtures)', () => {
   let server: TestServer
   let client: OpenAI
 
@@ -82,7 +83,7 @@ describe.skipIf(!modelFile || !jfkWav || !jfkMp3 || !french)('ggml-tiny-random-m
     expect(told.language).toBe('french')
   })
 
-  it.skipIf(!whisperBuild)('gives exactly what whisper-server gives when driven directly (same file, options, threads)', async () => {
+  itIf(whisperBuild, 'needs whisper.cpp built here (npm run build:engines)')('gives exactly what whisper-server gives when driven directly (same file, options, threads)', async () => {
     const api = await verbose(jfkWav!)
     const upstream = await startUpstreamWhisperServer(['--model', modelFile!, '--threads', '1', '--no-language-probabilities'])
     try {
@@ -102,7 +103,7 @@ describe.skipIf(!modelFile || !jfkWav || !jfkMp3 || !french)('ggml-tiny-random-m
     }
   })
 
-  it.skipIf(!whisperBuild)('transcribes with the same tokens and probabilities whisper-server reports', async () => {
+  itIf(whisperBuild, 'needs whisper.cpp built here (npm run build:engines)')('transcribes with the same tokens and probabilities whisper-server reports', async () => {
     const api = (await client.audio.transcriptions.create({
       model: MODEL,
       file: await toFile(readFileSync(jfkWav!), 'jfk.wav'),
@@ -177,7 +178,7 @@ describe.skipIf(!modelFile || !jfkWav || !jfkMp3 || !french)('ggml-tiny-random-m
   })
 })
 
-describe.skipIf(!modelFile || !jfkWav || !silero)('voice activity detection with the Silero model (shared fixtures)', () => {
+describeIf(modelFile && jfkWav && silero, 'needs the shared fixtures (../shared/fixtures)')('voice activity detection with the Silero model (shared fixtures)', () => {
   let server: TestServer
 
   beforeAll(async () => {

@@ -7,12 +7,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describeIf } from './support/skips.ts'
 import { startTestServer, type TestServer } from './support/server-process.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
 
 const stories = sharedFixture('models/stories260K-chatml.gguf')
 
-describe.skipIf(!stories)('stories260K-chatml (shared fixture)', () => {
+describeIf(stories, 'needs the shared fixtures (../shared/fixtures)')('stories260K-chatml (shared fixture)', () => {
   let server: TestServer
   let client: OpenAI
 

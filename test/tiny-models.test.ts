@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { wavFile } from './audio/synthesize-audio-files.ts'
 import { generateTestModels, writeTestPng, type TestModels } from './support/tiny-models.ts'
 import { llamaBuild, startUpstreamLlamaServer, startUpstreamWhisperServer, whisperBuild, type UpstreamServer } from './support/upstream-servers.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, describeIf } from './support/skips.ts'
 
 if (!llamaBuild) cannotRun('the tiny llama and bert checks need llama.cpp built here (npm run build:engines)')
 if (!whisperBuild) cannotRun('the tiny whisper check needs whisper.cpp built here (npm run build:engines)')
@@ -50,7 +50,7 @@ async function withLlamaServer<T>(args: string[], use: (server: UpstreamServer) 
   }
 }
 
-describe.skipIf(!llamaBuild)('tiny llama', () => {
+describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('tiny llama', () => {
   it('chat model: formats ChatML, completes deterministically, round-trips text', async () => {
     await withLlamaServer(['--model', models.llamaChat.path], async (server) => {
       const { prompt } = await post(server, '/apply-template', {
@@ -104,7 +104,7 @@ describe.skipIf(!llamaBuild)('tiny llama', () => {
   })
 })
 
-describe.skipIf(!llamaBuild)('tiny bert', () => {
+describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('tiny bert', () => {
   const text = 'The quick brown fox jumps over the lazy dog.'
 
   it('embeds to a fixed-length vector, the same for the same text', async () => {
@@ -133,7 +133,7 @@ describe.skipIf(!llamaBuild)('tiny bert', () => {
   })
 })
 
-describe.skipIf(!whisperBuild)('tiny whisper', () => {
+describeIf(whisperBuild, 'needs whisper.cpp built here (npm run build:engines)')('tiny whisper', () => {
   it('translates 2 s of audio into segments (greedy, 1 thread)', async () => {
     const sampleRate = 16000
     const samples = new Float32Array(2 * sampleRate).map((_, i) => 0.3 * Math.sin((2 * Math.PI * 440 * i) / sampleRate))

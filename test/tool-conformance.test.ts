@@ -17,7 +17,7 @@ import { familyModel } from './support/family-models.ts'
 import { PROJECT_ROOT, postJson, startTestServer, type TestServer } from './support/server-process.ts'
 import { SHARED_FIXTURES } from './support/shared-fixtures.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, describeIf } from './support/skips.ts'
 
 const TEMPLATES = join(SHARED_FIXTURES, 'chat-templates')
 const haveTemplates = existsSync(TEMPLATES)
@@ -37,7 +37,7 @@ const ask = [{ role: 'user', content: 'What is the weather in Paris?' }]
 const forceWeather = { tools, tool_choice: { type: 'function', function: { name: 'get_weather' } }, parallel_tool_calls: false, reasoning_effort: 'none', max_tokens: 100 }
 const validWeather = new Ajv().compile(weather)
 
-describe.skipIf(!llamaBuild || !haveTemplates)('tool calling across model families', () => {
+describeIf(llamaBuild && haveTemplates, 'needs llama.cpp built here (npm run build:engines) and the chat templates of ../shared/fixtures')('tool calling across model families', () => {
   let server: TestServer
   let modelsDir: string
   const chat = (model: string, body: Record<string, unknown>) => postJson(server, '/v1/chat/completions', { model, ...body })

@@ -21,7 +21,7 @@ import { familyModel } from './support/family-models.ts'
 import { PROJECT_ROOT, postJson, startTestServer, type TestServer } from './support/server-process.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, describeIf } from './support/skips.ts'
 
 const template = sharedFixture('chat-templates/Qwen-Qwen3-0.6B.jinja')
 const thinkingTemplate = sharedFixture('chat-templates/Qwen-QwQ-32B.jinja')
@@ -52,7 +52,7 @@ const ask: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'What
 const noThinking = { reasoning_effort: 'none' } as const
 const validWeather = new Ajv().compile(weatherParameters)
 
-describe.skipIf(!llamaBuild || !template || !thinkingTemplate)('tools, structured output, reasoning and logprobs', () => {
+describeIf(llamaBuild && template && thinkingTemplate, 'needs llama.cpp built here (npm run build:engines) and the chat templates of ../shared/fixtures')('tools, structured output, reasoning and logprobs', () => {
   let server: TestServer
   let client: OpenAI
 

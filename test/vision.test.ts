@@ -11,6 +11,7 @@ import OpenAI from 'openai'
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions'
 import sharp from 'sharp'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describeIf, itIf } from './support/skips.ts'
 import { normalizeImageDataUrl } from '../media/images/normalize-image.ts'
 import { readProjectorInput } from '../media/images/projector-input.ts'
 import { postJson, startTestServer, type TestServer } from './support/server-process.ts'
@@ -128,7 +129,7 @@ describe('vision models', () => {
     console.log(`tiny projector: ${projector.tokensPerImage} image tokens; prompt ${textOnly.usage.prompt_tokens} → ${withImage.usage.prompt_tokens} tokens`)
   })
 
-  it.skipIf(!llamaBuild)('counts prompt tokens with the image exactly as llama.cpp evaluates them', async () => {
+  itIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('counts prompt tokens with the image exactly as llama.cpp evaluates them', async () => {
     const messages = ask(png)
     const { usage } = await answer(VISION, messages, 1)
     const { maxSide } = await readProjectorInput(projector.path)
@@ -295,7 +296,7 @@ describe('vision models', () => {
   })
 })
 
-describe.skipIf(!haveFixtures)('stories260K with its projector and a real photo (shared fixtures)', () => {
+describeIf(haveFixtures, 'needs the shared fixtures (../shared/fixtures)')('stories260K with its projector and a real photo (shared fixtures)', () => {
   let formats: Record<string, string>
 
   beforeAll(async () => {
