@@ -28,6 +28,8 @@ export interface EngineLoadSpec {
   rpc?: { endpoints: Array<{ endpoint: string; name: string }>; fitMarginMiB: number }
   /** Chat models whose file has no template: the Jinja source llama-server gets instead of its ChatML default. */
   chatTemplate?: string
+  /** LoRA adapters applied over the weights (llama-server `--lora`). */
+  adapterPaths?: string[]
   /** Chat models: MiB of host RAM for prompts pushed out of their slots (llama-server's `--cache-ram`). */
   promptCacheMiB?: number
 }

@@ -29,7 +29,12 @@ export function loadSpecFor(model: ModelRecord, defaults: EngineDefaults): Engin
     gpuLayers: gpu === 'all' ? ALL_LAYERS : gpu === 'auto' ? AUTO_LAYERS : (gpu ?? defaults.gpuLayers),
     parallel: slotsFor(model, defaults),
     ...(model.vadModelPath ? { vadModelPath: model.vadModelPath } : {}),
-    ...(model.kind === 'chat' && model.templateGuessed && fallbackTemplateSource(model.templateGuessed) ? { chatTemplate: fallbackTemplateSource(model.templateGuessed) } : {}),
+    ...(model.kind === 'chat' && model.chatTemplate !== undefined
+      ? { chatTemplate: model.chatTemplate }
+      : model.kind === 'chat' && model.templateGuessed && fallbackTemplateSource(model.templateGuessed)
+        ? { chatTemplate: fallbackTemplateSource(model.templateGuessed) }
+        : {}),
+    ...(model.adapterPaths?.length ? { adapterPaths: model.adapterPaths } : {}),
     ...(model.kind !== 'chat'
       ? {}
       : model.draftPath

@@ -50,6 +50,7 @@ export function llamaServerArgs(spec: EngineLoadSpec, options: LlamaServerArgOpt
   // its memory either way, and a unified-memory GPU maps the file in place.
   if (options.cpuOnly) args.push('--load-mode', 'none')
   if (spec.projectorPath) args.push('--mmproj', spec.projectorPath)
+  for (const adapter of spec.adapterPaths ?? []) args.push('--lora', adapter)
   if (spec.rpc) {
     // llama.cpp's own placement: layers go where memory is free (the lenders report their caps).
     args.push('--rpc', spec.rpc.endpoints.map((e) => e.endpoint).join(','), '--fit', 'on', '--fit-target', String(spec.rpc.fitMarginMiB))

@@ -10,9 +10,17 @@ import type { Lending } from './services/lending/lend-tunnel.ts'
 import type { McpHub } from './services/mcp/mcp-hub.ts'
 import type { ReasoningSeal } from './services/reasoning-seal.ts'
 import type { ServerSettings } from './settings.ts'
+import type { RequestHistory } from './http/request-history.ts'
+import type { ServerMetrics } from './http/metrics.ts'
+import type { QuotaGate } from './services/keys/key-quotas.ts'
+import type { DocumentLibrary } from './services/documents/document-library.ts'
+import type { AnswerPipeline } from './services/pipeline/answer-pipeline.ts'
+import type { ResponseStore } from './protocols/responses/response-store.ts'
+import type { OllamaBlobs } from './protocols/ollama/ollama-blobs.ts'
+import type { AudioScratch } from './protocols/openai/audio-scratch.ts'
 
-/** What the routes share: built once by startServer (or by a test) and handed to createApp. */
-export interface ServerContext {
+/** What startServer (or a test) gathers first: settings, models, engines, keys. */
+export interface ServerBasics {
   settings: ServerSettings
   folder: ModelFolder
   scheduler: ModelScheduler
@@ -36,6 +44,29 @@ export interface ServerContext {
   /** Seals the thinking clients carry and send back, under this server's key (`<dataDir>/reasoning-key`). */
   seal: ReasoningSeal
 }
+
+/**
+ * The objects that keep state between requests, built once per server (`serverParts` in app.ts)
+ * and shared by both of its ports: one request log, one set of metrics, one quota gate, one store
+ * of each kind, one answer pipeline.
+ */
+export interface ServerParts {
+  requests: RequestHistory
+  metrics: ServerMetrics
+  gate: QuotaGate | undefined
+  /** The documents `/v1/files` keeps and conversations name. */
+  library: DocumentLibrary
+  pipeline: AnswerPipeline
+  /** Stored Responses, for `previous_response_id` and reading back. */
+  responses: ResponseStore
+  /** Files `ollama create` uploads before it names them. */
+  ollamaBlobs: OllamaBlobs
+  /** Decoded audio on its way to whisper. */
+  audioScratch: AudioScratch
+}
+
+/** What the routes share: handed to createApp and createOllamaApp. */
+export type ServerContext = ServerBasics & ServerParts
 
 /** The GPU toolkit the llama.cpp build in use drives, where it sees a GPU; `default` is the CPU (or Metal on macOS). */
 export type GpuBackend = 'default' | 'cuda' | 'vulkan'

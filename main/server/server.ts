@@ -14,9 +14,9 @@ import { ModelScheduler } from '../../engines/scheduler/model-scheduler.ts'
 import { ApiKeys, loadOrCreateStoredKey } from './services/keys/api-keys.ts'
 import { KeyStore } from './services/keys/key-store.ts'
 import { McpHub } from './services/mcp/mcp-hub.ts'
-import { createApp, createOllamaApp, sharedParts } from './app.ts'
+import { createApp, createOllamaApp, serverParts } from './app.ts'
 import { answerClientErrors } from './http/client-errors.ts'
-import type { GpuBackend, Hardware, ServerContext } from './server-context.ts'
+import type { GpuBackend, Hardware, ServerBasics, ServerContext } from './server-context.ts'
 import type { ServerSettings } from './settings.ts'
 import { mkdir } from 'node:fs/promises'
 import { memoryBudget } from './services/memory-budget.ts'
@@ -176,9 +176,9 @@ export async function startServer(
   // Reads mcp.json only: each MCP server starts on first need and stops with the server.
   const mcp = await McpHub.open(settings.dataDir, log)
   const lending = settings.lend ? await startLending(settings, llamaBuild, log) : undefined
-  const context: ServerContext = { settings, folder, scheduler, downloads, keys, log, hardware, remotes, mcp, cpuFallbacks: () => cpuFallbacks?.list() ?? [], lending, seal }
-  const shared = sharedParts(context)
-  const http = await listen(createApp(context, shared), settings.port, settings.host, settings.requestTimeoutMs)
+  const basics: ServerBasics = { settings, folder, scheduler, downloads, keys, log, hardware, remotes, mcp, cpuFallbacks: () => cpuFallbacks?.list() ?? [], lending, seal }
+  const context: ServerContext = { ...basics, ...serverParts(basics) }
+  const http = await listen(createApp(context), settings.port, settings.host, settings.requestTimeoutMs)
   serveLendTunnel(http, keys, lending, log)
   const { port } = http.address() as AddressInfo
   const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host
@@ -186,7 +186,7 @@ export async function startServer(
   const ollama =
     settings.ollamaPort === undefined
       ? undefined
-      : await listen(createOllamaApp(context, shared), settings.ollamaPort, '127.0.0.1', settings.requestTimeoutMs).catch((e: NodeJS.ErrnoException) => {
+      : await listen(createOllamaApp(context), settings.ollamaPort, '127.0.0.1', settings.requestTimeoutMs).catch((e: NodeJS.ErrnoException) => {
           const why = e.code === 'EADDRINUSE' ? 'it is in use (is Ollama itself running? stop it, or pick another --ollama-port)' : e.message
           log(`warning: Ollama's API is not served on 127.0.0.1:${settings.ollamaPort}: ${why}`)
           return undefined

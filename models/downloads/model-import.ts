@@ -23,6 +23,8 @@ export interface ImportRequest {
   id?: string
   /** A projector to bring along (same mode). */
   mmproj?: string
+  /** More of the catalog entry (a Modelfile's parts, a context length). */
+  entry?: Record<string, unknown>
 }
 
 export interface ImportOptions {
@@ -93,7 +95,7 @@ export async function importModel(folder: ModelFolder, request: ImportRequest, o
       else await copyInto(dir, file, target)
       placed.push(target)
     }
-    await addCatalogEntry(dir, { id, file: model.fileName, ...(mmproj ? { mmproj: mmproj.fileName } : {}) })
+    await addCatalogEntry(dir, { id, file: model.fileName, ...(mmproj ? { mmproj: mmproj.fileName } : {}), ...request.entry })
   } catch (e) {
     for (const path of placed) await rm(path, { force: true })
     throw e

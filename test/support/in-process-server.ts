@@ -10,13 +10,13 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { once } from 'node:events'
-import { createApp, createOllamaApp, sharedParts } from '../../main/server/app.ts'
+import { createApp, createOllamaApp, serverParts } from '../../main/server/app.ts'
 import { answerClientErrors } from '../../main/server/http/client-errors.ts'
 import { ApiKeys } from '../../main/server/services/keys/api-keys.ts'
 import { KeyStore } from '../../main/server/services/keys/key-store.ts'
 import { REASONING_KEY_FILE, ReasoningSeal } from '../../main/server/services/reasoning-seal.ts'
 import { McpHub } from '../../main/server/services/mcp/mcp-hub.ts'
-import type { ServerContext } from '../../main/server/server-context.ts'
+import type { ServerBasics, ServerContext } from '../../main/server/server-context.ts'
 import { resolveSettings, type ServerSettings } from '../../main/server/settings.ts'
 import type { ModelRecord } from '../../models/catalog/model-record.ts'
 import { ModelFolder } from '../../models/catalog/model-folder.ts'
@@ -163,7 +163,7 @@ export async function startInProcessServer(options: InProcessOptions = {}): Prom
     },
   })
   const keys = settings.auth ? new ApiKeys(settings.apiKeys, await KeyStore.open(settings.dataDir)) : undefined
-  const context: ServerContext = {
+  const basics: ServerBasics = {
     settings,
     folder,
     scheduler,
@@ -174,14 +174,14 @@ export async function startInProcessServer(options: InProcessOptions = {}): Prom
     hardware: Promise.resolve({ backend: 'default', devices: [], llamaBuild: undefined, notBuilt: [] }),
     seal: ReasoningSeal.load(join(settings.dataDir, REASONING_KEY_FILE)),
   }
-  if (options.mcp !== false) context.mcp = options.mcp ?? (await McpHub.open(dataDir, (line) => lines.push(line)))
-  const shared = sharedParts(context)
-  const http = createServer(createApp(context, shared))
+  if (options.mcp !== false) basics.mcp = options.mcp ?? (await McpHub.open(dataDir, (line) => lines.push(line)))
+  const context: ServerContext = { ...basics, ...serverParts(basics) }
+  const http = createServer(createApp(context))
   answerClientErrors(http)
   http.listen(0, settings.host)
   await once(http, 'listening')
   const { port } = http.address() as AddressInfo
-  const ollama = settings.ollamaPort === undefined ? undefined : createServer(createOllamaApp(context, shared))
+  const ollama = settings.ollamaPort === undefined ? undefined : createServer(createOllamaApp(context))
   if (ollama) {
     ollama.listen(settings.ollamaPort, '127.0.0.1')
     await once(ollama, 'listening')

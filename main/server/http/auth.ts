@@ -14,10 +14,11 @@ export function requireApiKey(keys: ApiKeys | undefined, { keyless = false, gate
     // Anthropic's clients send the key as `x-api-key`.
     const xApiKey = req.headers['x-api-key']
     const authorization = req.headers.authorization ?? (typeof xApiKey === 'string' && xApiKey ? `Bearer ${xApiKey}` : undefined)
-    // The Ollama port (loopback only, turned on by the person) lets in programs that send no key,
-    // as Ollama does; one that sends a key is that key, quotas included, and a wrong one is refused.
-    if (keyless && authorization === undefined) return next()
     const identity = keys.identify(authorization)
+    // The Ollama port (loopback only) lets every program in, as Ollama does: one that sends no key,
+    // or one set up for Ollama with any key ("ollama", as Ollama's docs write it); a key of
+    // Hearth's is that key, quotas included.
+    if (keyless && !identity) return next()
     if (!identity) {
       const message = authorization
         ? 'Incorrect API key provided'

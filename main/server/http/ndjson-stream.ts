@@ -1,5 +1,6 @@
 /** Ollama's streams: one JSON object per line (`application/x-ndjson`), started with the first line. */
 import type { Response } from 'express'
+import type { EventSink } from '../services/pipeline/answer-pipeline.ts'
 
 export class NdjsonStream {
   private opened = false
@@ -19,4 +20,10 @@ export class NdjsonStream {
   end(): void {
     if (!this.res.writableEnded) this.res.end()
   }
+}
+
+/** An answer's events as Ollama's lines. */
+export function ndjsonEvents(res: Response): EventSink {
+  const stream = new NdjsonStream(res)
+  return { send: ({ data }) => stream.send(data as object), end: () => stream.end() }
 }

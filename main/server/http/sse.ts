@@ -1,5 +1,6 @@
 /** Server-sent events on an Express response, started lazily so early errors can still be plain 4xx. */
 import type { Response } from 'express'
+import type { EventSink } from '../services/pipeline/answer-pipeline.ts'
 
 /**
  * Makes a response an event stream. Small writes must leave at once (no Nagle delay): every event
@@ -74,5 +75,17 @@ export class SseStream {
     this.opened = true
     // The headers go out with the first event.
     setEventStreamHeaders(this.res)
+  }
+}
+
+/**
+ * An answer's events as SSE: OpenAI's streams end with `[DONE]` (`done`), Anthropic's and the
+ * Responses API's with their own last event, and name each event.
+ */
+export function sseEvents(res: Response, ending: 'done' | 'last-event'): EventSink {
+  const sse = new SseStream(res)
+  return {
+    send: ({ data, name }) => sse.send(data, name),
+    end: () => (ending === 'done' ? sse.done() : sse.end()),
   }
 }

@@ -139,7 +139,7 @@ export function fieldDecisionsMarkdown(): string {
  * the same way; its refusals are 400s in Ollama's shape, its notices the same `Warning` header.
  * docs/ollama.md shows it (`ollamaFieldDecisionsMarkdown`).
  */
-export type OllamaRequestKind = 'chat' | 'generate' | 'embed' | 'options'
+export type OllamaRequestKind = 'chat' | 'generate' | 'embed' | 'options' | 'create' | 'show' | 'pull' | 'copy' | 'delete'
 
 const LOAD_HINT = 'Hearth decides how a model loads (models.json, --threads, --gpu-layers); this hint was set aside'
 
@@ -177,6 +177,31 @@ export const OLLAMA_FIELD_DECISIONS: Readonly<Record<OllamaRequestKind, readonly
     refused('tfs_z', 'tail-free sampling is gone from llama.cpp (and Ollama); leave it out or at 1'),
     refused('penalize_newline', "llama.cpp no longer penalizes newlines apart (nor does Ollama); leave it out or false"),
   ],
+  create: [
+    ...honoured('model name stream files'),
+    ...honoured('from', "a model Hearth serves, by its name (its weights, never copied), or an uploaded blob's digest"),
+    ...honoured('system', 'the model\'s system prompt on every API, unless a request sends its own'),
+    ...honoured('messages', 'a conversation that precedes every request, on every API'),
+    ...honoured('parameters', "the model's own `options` on Ollama's API (a request's options go over them); `num_ctx` is its context on every API; each is checked as `options` are"),
+    ...honoured('template', "the model's own template again changes nothing; a Jinja template replaces the file's; a different Go template is refused (llama.cpp runs Jinja)"),
+    ...honoured('adapters', "LoRA adapters in GGUF, applied by llama-server (`--lora`)"),
+    ...honoured('license requires', 'kept and shown by /api/show'),
+    refused('quantize', 'Hearth serves GGUF files as they are: quantize with llama.cpp\'s llama-quantize first'),
+    refused('quantization', 'Hearth serves GGUF files as they are: quantize with llama.cpp\'s llama-quantize first'),
+    refused('draft_files', 'a draft model is paired in models.json ("draft")'),
+    refused('draft_quantize', 'a draft model is paired in models.json ("draft")'),
+    refused('remote_host', 'a model on another machine is added in models.json ("remote")'),
+    setAside('renderer', "'renderer' was set aside: Hearth writes prompts with the model's own chat template"),
+    setAside('parser', "'parser' was set aside: llama.cpp reads each model's output with its own parser for the template"),
+    setAside('info', "'info' was set aside: Hearth keeps no extra facts about a model"),
+  ],
+  show: [...honoured('model name verbose')],
+  pull: [
+    ...honoured('model name stream'),
+    ...honoured('insecure', 'plain HTTP to a registry the name carries (host:port/namespace/model:tag)'),
+  ],
+  copy: [...honoured('source destination')],
+  delete: [...honoured('model name')],
 }
 
 /** The decisions of one Ollama request kind, by field. */
@@ -202,6 +227,11 @@ const OLLAMA_NAMES: Record<OllamaRequestKind, string> = {
   generate: '`POST /api/generate`',
   embed: '`POST /api/embed` (and `/api/embeddings`)',
   options: '`options` (chat and generate)',
+  create: '`POST /api/create` (`ollama create` and its Modelfile)',
+  show: '`POST /api/show`',
+  pull: '`POST /api/pull`',
+  copy: '`POST /api/copy`',
+  delete: '`DELETE /api/delete`',
 }
 
 /** The Ollama table as docs/ollama.md shows it. */

@@ -12,6 +12,7 @@ import { invalidRequest, unsupportedParameter } from '../../services/api-error.t
 import { checkChatRequest, type ChatRequest } from '../../services/chat/chat-request.ts'
 import type { ChatRequestMessage } from '../../services/chat/chat-request-schema.ts'
 import type { ReasoningSeal } from '../../services/reasoning-seal.ts'
+import { ClientParams } from '../client-params.ts'
 import type { Notices } from '../../services/pipeline/request-notices.ts'
 import { applyContextEdits, type AppliedEdit } from './context-edits.ts'
 import { HOSTED_TOOL_TYPES, type AnthropicMessage, type AnthropicTool, type ContentBlock, type MessagesRequest } from './messages-request.ts'
@@ -25,6 +26,30 @@ export interface ConvertedMessages {
   chat: ChatRequest
   /** Context edits applied to the conversation, for the answer's `context_management`. */
   appliedEdits: AppliedEdit[]
+  /** Where each document read by the documents pipeline came from, for errors and citations. */
+  documents: DocumentBlocks
+}
+
+/**
+ * The request's `document` blocks that became file parts of the chat (PDFs, files by id, text with
+ * citations asked for): Anthropic numbers them in the order they stand in the request, and its
+ * citations name a document by that number.
+ */
+export class DocumentBlocks {
+  /** The Anthropic field each chat file part came from. */
+  readonly params = new ClientParams()
+  /** For each file part, in order: its document's number and title, and whether it wants citations. */
+  readonly blocks: Array<{ documentIndex: number; title: string | null; citations: boolean }> = []
+  private count = 0
+
+  /** Every document block counts, read as text or not (Anthropic's `document_index`). */
+  next(): number {
+    return this.count++
+  }
+
+  get citations(): boolean {
+    return this.blocks.some((b) => b.citations)
+  }
 }
 
 /** Anthropic's effort levels as reasoning effort (`max` is past OpenAI's top level). */
@@ -38,7 +63,8 @@ export function toChatRequest(request: MessagesRequest, seal: ReasoningSeal, not
   const messages: OpenAiMessage[] = []
   const system = systemText(request.system)
   if (system) messages.push({ role: 'system', content: system })
-  edited.forEach((m, i) => messages.push(...chatMessages(m, i, seal)))
+  const documents = new DocumentBlocks()
+  edited.forEach((m, i) => messages.push(...chatMessages(m, i, seal, { documents, at: messages.length })))
 
   const tools = visibleTools(request.tools ?? [], edited, notices)
   const choice = request.tool_choice
@@ -62,7 +88,7 @@ export function toChatRequest(request: MessagesRequest, seal: ReasoningSeal, not
     ...(thinking?.type === 'disabled' ? { reasoning_effort: 'none' } : effort ? { reasoning_effort: EFFORT[effort] } : {}),
     ...(thinking?.type === 'enabled' ? { thinking_budget_tokens: thinking.budget_tokens } : {}),
   }
-  return { chat: checkChatRequest(body, notices), appliedEdits: applied }
+  return { chat: checkChatRequest(body, notices), appliedEdits: applied, documents }
 }
 
 /**
@@ -97,15 +123,31 @@ function systemText(system: MessagesRequest['system']): string {
     .join('\n')
 }
 
-/** One Anthropic message as chat messages: a user turn's tool results come first, as `tool` messages. */
-function chatMessages(m: AnthropicMessage, i: number, seal: ReasoningSeal): OpenAiMessage[] {
+/**
+ * One Anthropic message as chat messages: a user turn's tool results come first, as `tool` messages.
+ * `documents.at` is where its messages begin in the chat's.
+ */
+function chatMessages(m: AnthropicMessage, i: number, seal: ReasoningSeal, documents: { documents: DocumentBlocks; at: number }): OpenAiMessage[] {
   const blocks: ContentBlock[] = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content
   if (m.role === 'assistant') return [assistantMessage(blocks, i, seal)]
   const out: OpenAiMessage[] = []
   const parts: OpenAiPart[] = []
+  const fileParts: Array<{ part: number; where: string }> = []
   blocks.forEach((block, j) => {
     const where = `messages[${i}].content[${j}]`
     switch (block.type) {
+      case 'document': {
+        const file = documentFile(block, where, documents.documents)
+        if (!file) {
+          parts.push({ type: 'text', text: documentText(block, where) })
+          break
+        }
+        if (m.role === 'system') throw invalidRequest("A system message cannot hold a PDF or file 'document' block; send it in a user message", `${where}.type`)
+        if (block.context) parts.push({ type: 'text', text: block.context })
+        fileParts.push({ part: parts.length, where })
+        parts.push(file)
+        break
+      }
       case 'tool_result': {
         if (m.role === 'system') throw invalidRequest("A system message cannot hold a 'tool_result' block", `${where}.type`)
         const { text, images } = toolResultContent(block, where)
@@ -125,6 +167,8 @@ function chatMessages(m: AnthropicMessage, i: number, seal: ReasoningSeal): Open
     }
   })
   if (parts.length > 0) {
+    const chatIndex = documents.at + out.length
+    for (const { part, where } of fileParts) documents.documents.params.set(`messages[${chatIndex}].content[${part}].file`, `${where}.source`)
     const texts = parts.flatMap((p) => (p.type === 'text' ? [p.text] : []))
     const content = texts.length === parts.length ? texts.join('\n') : parts
     out.push(m.role === 'system' ? { role: 'system', content } : { role: 'user', content })
@@ -178,7 +222,42 @@ function plainText(block: ContentBlock, where: string): string | undefined {
   }
 }
 
-function documentText(block: Extract<ContentBlock, { type: 'document' }>, where: string): string {
+type DocumentBlock = Extract<ContentBlock, { type: 'document' }>
+
+/**
+ * A document the documents pipeline reads (a PDF, a file uploaded to `/v1/files`, or any document
+ * whose citations are asked for), as a chat file part; undefined for a text document read as it is.
+ * Every document block takes its number, whichever way it is read.
+ */
+function documentFile(block: DocumentBlock, where: string, documents: DocumentBlocks): OpenAiPart | undefined {
+  const documentIndex = documents.next()
+  const source = block.source
+  const citations = (block.citations as { enabled?: unknown } | undefined)?.enabled === true
+  const title = block.title ?? null
+  if (citations && source.type === 'content') throw unsupportedParameter(`${where}.citations`, 'citations are given for PDF, text and file documents, not for custom content')
+  let file: { file_id?: string; file_data?: string; filename?: string }
+  if (source.type === 'file' && typeof source.file_id === 'string' && source.file_id) file = { file_id: source.file_id }
+  else if (source.type === 'base64' && typeof source.data === 'string') {
+    if (source.media_type !== 'application/pdf') throw unsupportedParameter(`${where}.source.media_type`, `base64 documents must be PDFs (application/pdf), not ${source.media_type ?? 'unnamed'}`)
+    file = { file_data: `data:application/pdf;base64,${source.data}`, filename: fileNameOf(title, 'document.pdf') }
+  } else if (source.type === 'url') {
+    throw invalidRequest('Documents must be sent as base64 data, as text, or as a file id; this server fetches nothing from the network', `${where}.source.type`)
+  } else if (citations && source.type === 'text' && typeof source.data === 'string') {
+    file = { file_data: `data:text/plain;base64,${Buffer.from(source.data, 'utf8').toString('base64')}`, filename: fileNameOf(title, 'document.txt') }
+  } else return undefined
+  documents.blocks.push({ documentIndex, title, citations })
+  return { type: 'file', file }
+}
+
+/** A title as a file name the store takes (the extension says how the file is read). */
+function fileNameOf(title: string | null, fallback: string): string {
+  const base = title?.replace(/[\\/\u0000-\u001f]/g, ' ').trim().slice(0, 200)
+  if (!base) return fallback
+  const extension = fallback.slice(fallback.lastIndexOf('.'))
+  return base.toLowerCase().endsWith(extension) ? base : `${base}${extension}`
+}
+
+function documentText(block: DocumentBlock, where: string): string {
   const source = block.source
   let body: string
   if (source.type === 'text' && typeof source.data === 'string') body = source.data

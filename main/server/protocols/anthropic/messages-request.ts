@@ -28,10 +28,14 @@ const imageBlock = z.object({
   cache_control: cacheControl,
 })
 const textBlock = z.object({ type: z.literal('text'), text: z.string(), cache_control: cacheControl, citations: z.unknown().optional() })
-/** A document: plain text or text blocks are read as text; PDFs and URLs are refused where they are converted. */
+/**
+ * A document: plain text or text blocks are read as text; a PDF (base64), a file uploaded to
+ * `/v1/files` (`file_id`) and any document whose citations are asked for go through the documents
+ * pipeline (messages-conversion.ts); URLs are refused there.
+ */
 const documentBlock = z.object({
   type: z.literal('document'),
-  source: z.looseObject({ type: z.string(), media_type: z.string().optional(), data: z.string().optional(), content: z.unknown().optional() }),
+  source: z.looseObject({ type: z.string(), media_type: z.string().optional(), data: z.string().optional(), content: z.unknown().optional(), file_id: z.string().optional() }),
   title: z.string().nullish(),
   context: z.string().nullish(),
   cache_control: cacheControl,

@@ -8,6 +8,7 @@
 import type { ChatResult, JobProgress } from '../../../../engines/engine-jobs.ts'
 import type { ReasoningSeal } from '../../services/reasoning-seal.ts'
 import type { AppliedEdit } from './context-edits.ts'
+import { citationsOf, citedTextBlocks, type CitableDocuments } from './messages-citations.ts'
 
 export interface MessageIdentity {
   id: string
@@ -21,6 +22,8 @@ export interface MessageShape {
   omitThinking: boolean
   /** Present when the request asked for context editing: what was applied. */
   appliedEdits: AppliedEdit[] | undefined
+  /** The documents the answer read, where it may cite them. */
+  documents?: CitableDocuments | undefined
 }
 
 type StopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'model_context_window_exceeded'
@@ -61,7 +64,7 @@ function contextManagement(shape: MessageShape) {
 export function anthropicMessage(who: MessageIdentity, result: ChatResult, shape: MessageShape) {
   const content: Array<Record<string, unknown>> = []
   if (result.reasoning) content.push({ type: 'thinking', thinking: shape.omitThinking ? '' : result.reasoning, signature: shape.seal.seal(result.reasoning) })
-  if (result.text) content.push({ type: 'text', text: result.text })
+  if (result.text) content.push(...citedTextBlocks(result.text, shape.documents))
   for (const call of result.toolCalls) content.push({ type: 'tool_use', id: toolUseId(call.id), name: call.function.name, input: parsedInput(call.function.arguments) })
   return {
     id: who.id,
@@ -87,6 +90,8 @@ export class MessageStreamWriter {
   private index = -1
   private open: { kind: 'thinking' | 'text' | 'tool'; toolIndex?: number } | undefined
   private thinking = ''
+  /** The open text block's text, for its citations when it closes. */
+  private text = ''
   private started = false
 
   constructor(
@@ -95,7 +100,7 @@ export class MessageStreamWriter {
   ) {}
 
   /** message_start, once: with the prompt's usage when known. */
-  start(prompt?: { promptTokens: number; cachedTokens: number }): StreamEvent[] {
+  private messageStart(prompt?: { promptTokens: number; cachedTokens: number }): StreamEvent[] {
     if (this.started) return []
     this.started = true
     const usage = prompt ? inputUsage(prompt.promptTokens, prompt.cachedTokens) : inputUsage(0, 0)
@@ -120,8 +125,8 @@ export class MessageStreamWriter {
   }
 
   progress(p: JobProgress): StreamEvent[] {
-    if (p.type === 'prompt') return this.start(p)
-    const events = this.start()
+    if (p.type === 'prompt') return this.messageStart(p)
+    const events = this.messageStart()
     switch (p.type) {
       case 'reasoning':
         events.push(...this.switchTo('thinking', { type: 'thinking', thinking: '', signature: '' }))
@@ -129,7 +134,9 @@ export class MessageStreamWriter {
         if (!this.shape.omitThinking) events.push(this.delta({ type: 'thinking_delta', thinking: p.text }))
         return events
       case 'text':
-        return [...events, ...this.switchTo('text', { type: 'text', text: '' }), this.delta({ type: 'text_delta', text: p.text })]
+        events.push(...this.switchTo('text', { type: 'text', text: '' }))
+        this.text += p.text
+        return [...events, this.delta({ type: 'text_delta', text: p.text })]
       case 'tool_call': {
         if (p.id !== undefined || this.open?.kind !== 'tool' || this.open.toolIndex !== p.index) {
           events.push(...this.stopOpen())
@@ -150,7 +157,7 @@ export class MessageStreamWriter {
 
   finish(result: ChatResult): StreamEvent[] {
     return [
-      ...this.start(),
+      ...this.messageStart(),
       ...this.stopOpen(),
       {
         event: 'message_delta',
@@ -181,6 +188,11 @@ export class MessageStreamWriter {
       // The signature closes a thinking block, as Anthropic sends it.
       events.push(this.delta({ type: 'signature_delta', signature: this.shape.seal.seal(this.thinking) }))
       this.thinking = ''
+    }
+    if (this.open.kind === 'text') {
+      // A stream cannot cut its text at each cited sentence: the block's citations close it.
+      if (this.shape.documents) for (const { citation } of citationsOf(this.text, this.shape.documents)) events.push(this.delta({ type: 'citations_delta', citation }))
+      this.text = ''
     }
     this.open = undefined
     events.push({ event: 'content_block_stop', data: { type: 'content_block_stop', index: this.index } })

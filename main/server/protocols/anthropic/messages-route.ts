@@ -6,19 +6,19 @@
  */
 import { randomBytes } from 'node:crypto'
 import { Router } from 'express'
+import type { ChatResult } from '../../../../engines/engine-jobs.ts'
+import { ModelError } from '../../../../engines/errors.ts'
 import { toChatRequest } from './messages-conversion.ts'
 import { parseMessagesRequest } from './messages-request.ts'
 import { anthropicMessage, MessageStreamWriter, type MessageIdentity, type MessageShape } from './messages-response.ts'
-import { conversationKey } from '../../services/pipeline/conversation-key.ts'
-import { recordUsage } from '../../services/keys/key-quotas.ts'
 import { requireJsonBody } from '../../http/json-body.ts'
+import { sseEvents } from '../../http/sse.ts'
+import { requestOwner } from '../../services/keys/request-key.ts'
+import { streamOf, type AnswerShape } from '../../services/pipeline/answer-pipeline.ts'
+import { conversationKey } from '../../services/pipeline/conversation-key.ts'
 import { requireModel } from '../../services/pipeline/model-lookup.ts'
-import { planChat } from '../../services/chat/chat-request.ts'
-import { Notices, sendNotices } from '../../services/pipeline/request-notices.ts'
-import { requestLifetime } from '../../services/pipeline/request-lifetime.ts'
+import { Notices } from '../../services/pipeline/request-notices.ts'
 import type { ServerContext } from '../../server-context.ts'
-import { SseStream } from '../../http/sse.ts'
-import { ModelError } from '../../../../engines/errors.ts'
 
 export function messagesRoute(ctx: ServerContext): Router {
   const router = Router()
@@ -27,53 +27,50 @@ export function messagesRoute(ctx: ServerContext): Router {
   router.post('/messages', requireJsonBody, async (req, res) => {
     const request = parseMessagesRequest(req.body)
     const notices = new Notices()
-    const { chat, appliedEdits } = toChatRequest(request, seal, notices)
+    const { chat, appliedEdits, documents: blocks } = toChatRequest(request, seal, notices)
     const model = await requireModel(ctx.folder, chat.model)
-    const plan = await planChat(chat, model, conversationKey(req, { user_id: request.metadata?.user_id }))
-    res.locals.model = model.id
-    sendNotices(res, notices)
     const who: MessageIdentity = { id: `msg_${randomBytes(12).toString('base64url')}`, model: model.id }
     const thinking = request.thinking
-    const shape: MessageShape = {
-      seal,
-      omitThinking: thinking !== undefined && 'display' in thinking && thinking.display === 'omitted',
-      appliedEdits: request.context_management?.edits?.length ? appliedEdits : undefined,
-    }
-    const lifetime = requestLifetime(res, ctx.settings.requestTimeoutMs)
-    try {
-      if (request.stream !== true) {
-        const result = await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal })
-        recordUsage(res, result)
-        res.json(anthropicMessage(who, result, shape))
-        return
-      }
-      const sse = new SseStream(res)
-      const writer = new MessageStreamWriter(who, shape)
-      const send = (events: Array<{ event: string; data: Record<string, unknown> }>) => events.forEach(({ event, data }) => sse.send(data, event))
-      const result = await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal, onProgress: (p) => send(writer.progress(p)) })
-      recordUsage(res, result)
-      send(writer.finish(result))
-      sse.end()
-    } catch (e) {
-      throw inAnthropicWords(lifetime.explain(e))
-    } finally {
-      lifetime.dispose()
-    }
+    const owner = requestOwner(res, ctx.keys !== undefined)
+    await ctx.pipeline.within(
+      res,
+      async (signal) => {
+        const { plan, documents } = await ctx.pipeline.planChat(res, model, chat, { notices, owner, conversationKey: conversationKey(req, { user_id: request.metadata?.user_id }), signal })
+        const shape: MessageShape = {
+          seal,
+          omitThinking: thinking !== undefined && 'display' in thinking && thinking.display === 'omitted',
+          appliedEdits: request.context_management?.edits?.length ? appliedEdits : undefined,
+          documents: blocks.citations ? { sources: documents.sources, fileIds: documents.fileIds, blocks } : undefined,
+        }
+        const answer: AnswerShape<ChatResult> =
+          request.stream === true
+            ? streamOf(() => sseEvents(res, 'last-event'), new MessageStreamWriter(who, shape), ({ event, data }) => ({ name: event, data }))
+            : { whole: (result) => anthropicMessage(who, result, shape) }
+        await ctx.pipeline.answer(res, model, plan.job, answer, signal, { notices })
+      },
+      (e) => blocks.params.renamed(inAnthropicWords(e)),
+    )
   })
 
   router.post('/messages/count_tokens', requireJsonBody, async (req, res) => {
     // count_tokens takes the request without max_tokens; the conversion needs one, so it gets one.
     const body = req.body !== null && typeof req.body === 'object' && !Array.isArray(req.body) ? { max_tokens: 1, ...req.body } : req.body
     const request = parseMessagesRequest(body)
-    const { chat } = toChatRequest({ ...request, max_tokens: 1 }, seal, new Notices())
+    const notices = new Notices()
+    const { chat, documents: blocks } = toChatRequest({ ...request, max_tokens: 1 }, seal, notices)
     const model = await requireModel(ctx.folder, chat.model)
-    const plan = await planChat(chat, model, conversationKey(req, { user_id: request.metadata?.user_id }))
-    res.locals.model = model.id
-    // The model's own template and tokenizer count the prompt (images included): one token is
-    // generated and dropped, and the prompt stays in the engine's cache for the request that follows.
-    const job = { ...plan.job, maxTokens: 1, temperature: 0, jsonSchema: undefined, toolChoice: 'auto' as const }
-    const result = await ctx.scheduler.run(model, job, {})
-    res.json({ input_tokens: result.promptTokens })
+    const owner = requestOwner(res, ctx.keys !== undefined)
+    // The model's own template and tokenizer count the prompt (documents and images included): one
+    // token is generated and dropped, and the prompt stays in the engine's cache for the request that follows.
+    await ctx.pipeline.within(
+      res,
+      async (signal) => {
+        const { plan } = await ctx.pipeline.planChat(res, model, chat, { notices, owner, conversationKey: conversationKey(req, { user_id: request.metadata?.user_id }), signal })
+        const job = { ...plan.job, maxTokens: 1, temperature: 0, jsonSchema: undefined, toolChoice: 'auto' as const }
+        await ctx.pipeline.answer(res, model, job, { whole: (result) => ({ input_tokens: result.promptTokens }) }, signal, { notices })
+      },
+      (e) => blocks.params.renamed(e),
+    )
   })
 
   return router

@@ -4,7 +4,7 @@
  * models (ids without a tag) are listed as `id:latest`, and found by either.
  */
 import type { ModelFolder } from '../../../../models/catalog/model-folder.ts'
-import type { ModelRecord } from '../../../../models/catalog/model-record.ts'
+import type { BrokenModel, ModelRecord } from '../../../../models/catalog/model-record.ts'
 import { modelNotFoundError, OllamaError } from './ollama-errors.ts'
 
 const DEFAULT_REGISTRY = 'registry.ollama.ai/'
@@ -45,4 +45,14 @@ export async function requireOllamaModel(folder: ModelFolder, requested: unknown
   const problem = broken.find((b) => ids.includes(b.id))
   if (problem) throw new OllamaError(400, `model '${requested}' cannot be served: ${problem.problem}`)
   throw modelNotFoundError(requested)
+}
+
+/**
+ * The model (or the listed model that cannot be served) a name stands for, or undefined where there
+ * is none; a failure to read the folder is an error, never taken for "none".
+ */
+export async function modelNamed(folder: ModelFolder, requested: string): Promise<ModelRecord | BrokenModel | undefined> {
+  const ids = nameCandidates(requested)
+  const { models, broken } = await folder.cachedScan(0)
+  return models.find((m) => ids.includes(m.id) || ids.includes(ollamaName(m))) ?? broken.find((b) => ids.includes(b.id))
 }

@@ -126,16 +126,9 @@ export function parseOllamaBody<T extends z.ZodType>(kind: OllamaRequestKind, sc
   return parsed.data
 }
 
-/** Where the conversation starts: the Modelfile's system prompt, unless the client sent its own. */
-function withModelSystem(messages: ChatRequestMessage[], model: ModelRecord): ChatRequestMessage[] {
-  const system = model.ollama?.system
-  if (!system || messages[0]?.role === 'system') return messages
-  return [{ role: 'system', content: system }, ...messages]
-}
-
 export async function planOllamaChat(body: OllamaChatBody, model: ModelRecord, notices: Notices, conversationKey?: string): Promise<OllamaPlan> {
-  const messages = withModelSystem(toChatMessages(body.messages ?? []), model)
-  return planOllamaConversation(body, body.tools ?? [], model, messages, notices, conversationKey)
+  // The Modelfile's system prompt and opening messages come in planChat, as on every API.
+  return planOllamaConversation(body, body.tools ?? [], model, toChatMessages(body.messages ?? []), notices, conversationKey)
 }
 
 /**
@@ -160,7 +153,7 @@ export async function planOllamaGenerate(body: OllamaGenerateBody, model: ModelR
     }
     return { job, stream: body.stream !== false, keepAliveMs: keepAliveMs(body.keep_alive), showThinking: false }
   }
-  const system = body.system || model.ollama?.system
+  const system = body.system
   const user: ChatRequestMessage = { role: 'user', content: withImages(prompt, body.images ?? [], 'images') }
   const messages: ChatRequestMessage[] = system ? [{ role: 'system', content: system }, user] : [user]
   return planOllamaConversation(body, [], model, messages, notices)
@@ -290,11 +283,10 @@ export interface OllamaEmbedPlan {
   keepAliveMs: number | undefined
 }
 
-/** `/api/embed` (input: a text or a list) and the older `/api/embeddings` (prompt: one text). */
-export function planOllamaEmbed(body: Record<string, unknown>, model: ModelRecord, notices: Notices, legacy: boolean): OllamaEmbedPlan {
-  const parsed = parseOllamaBody('embed', ollamaEmbedSchema, legacy ? { ...body, input: body.prompt, prompt: undefined } : body, notices)
+/** `/api/embed` (input: a text or a list) and the older `/api/embeddings` (prompt: one text, read as `input`). */
+export function planOllamaEmbed(body: z.infer<typeof ollamaEmbedSchema>, model: ModelRecord): OllamaEmbedPlan {
   if (!model.capabilities.includes('embeddings')) throw new OllamaError(400, `"${model.id}" does not support embeddings`)
-  const request = parseEmbeddingsRequest({ model: model.id, input: parsed.input, ...(parsed.dimensions ? { dimensions: parsed.dimensions } : {}) })
+  const request = parseEmbeddingsRequest({ model: model.id, input: body.input, ...(body.dimensions ? { dimensions: body.dimensions } : {}) })
   const plan = planEmbeddings(request, model)
-  return { job: plan.job, keepAliveMs: keepAliveMs(parsed.keep_alive) }
+  return { job: plan.job, keepAliveMs: keepAliveMs(body.keep_alive) }
 }

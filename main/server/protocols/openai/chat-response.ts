@@ -156,18 +156,18 @@ export class ChatStreamWriter {
   progress(progress: JobProgress): ChatChunk[] {
     const piece = deltaOf(progress)
     if (!piece) return []
-    return [...this.start(), chatChunk(this.who, piece.delta, null, this.includeUsage, { logprobs: piece.logprobs })]
+    return [...this.opening(), chatChunk(this.who, piece.delta, null, this.includeUsage, { logprobs: piece.logprobs })]
   }
 
   finish(result: ChatResult): ChatChunk[] {
     return [
-      ...this.start(),
+      ...this.opening(),
       chatChunk(this.who, {}, result.finishReason, this.includeUsage, { timings: timingsOf(result) }),
       ...(this.includeUsage ? [usageChunk(this.who, result)] : []),
     ]
   }
 
-  private start(): ChatChunk[] {
+  private opening(): ChatChunk[] {
     if (this.started) return []
     this.started = true
     return [chatChunk(this.who, { role: 'assistant', content: '' }, null, this.includeUsage)]

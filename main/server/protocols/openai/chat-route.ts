@@ -1,56 +1,33 @@
-/** POST /v1/chat/completions: validate → read its documents → plan → run on the model's engine → answer or stream. */
+/** POST /v1/chat/completions: the body checked, then the answer pipeline; answered whole or as chunks. */
 import { randomBytes } from 'node:crypto'
 import { Router } from 'express'
-import { chatCompletion, ChatStreamWriter, type ChatChunk, type CompletionIdentity } from './chat-response.ts'
-import { planChat } from '../../services/chat/chat-request.ts'
+import type { ChatResult } from '../../../../engines/engine-jobs.ts'
+import { chatCompletion, ChatStreamWriter, type CompletionIdentity } from './chat-response.ts'
 import { parseChatRequest } from './chat-completions-request.ts'
-import { recordUsage } from '../../services/keys/key-quotas.ts'
-import { requireModel } from '../../services/pipeline/model-lookup.ts'
-import { requestLifetime } from '../../services/pipeline/request-lifetime.ts'
-import { SseStream } from '../../http/sse.ts'
 import { requireJsonBody } from '../../http/json-body.ts'
-import { conversationKey } from '../../services/pipeline/conversation-key.ts'
-import { Notices, sendNotices } from '../../services/pipeline/request-notices.ts'
-import type { ServerContext } from '../../server-context.ts'
+import { sseEvents } from '../../http/sse.ts'
 import { requestOwner } from '../../services/keys/request-key.ts'
-import { DocumentInputs } from '../../services/documents/document-inputs.ts'
-import type { DocumentLibrary } from '../../services/documents/document-library.ts'
+import { streamOf, type AnswerShape } from '../../services/pipeline/answer-pipeline.ts'
+import { conversationKey } from '../../services/pipeline/conversation-key.ts'
+import { requireModel } from '../../services/pipeline/model-lookup.ts'
+import { Notices } from '../../services/pipeline/request-notices.ts'
+import type { ServerContext } from '../../server-context.ts'
 
-export function chatRoute(ctx: ServerContext, library: DocumentLibrary): Router {
+export function chatRoute(ctx: ServerContext): Router {
   const router = Router()
   router.post('/chat/completions', requireJsonBody, async (req, res) => {
     const notices = new Notices()
     const request = parseChatRequest(req.body, notices)
     const model = await requireModel(ctx.folder, request.model)
-    res.locals.model = model.id
-    const who: CompletionIdentity = {
-      id: `chatcmpl-${randomBytes(12).toString('base64url')}`,
-      created: Math.floor(Date.now() / 1000),
-      model: model.id,
-    }
-    const lifetime = requestLifetime(res, ctx.settings.requestTimeoutMs)
-    try {
-      const documents = await DocumentInputs.read(request, model, { library, folder: ctx.folder, scheduler: ctx.scheduler, retrieval: ctx.settings.retrieval, notices, owner: requestOwner(res, ctx.keys !== undefined), signal: lifetime.signal })
-      const plan = await planChat(documents.apply(request), model, conversationKey(req, request))
-      sendNotices(res, notices)
-      if (!plan.stream) {
-        const result = await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal })
-        recordUsage(res, result)
-        res.json(chatCompletion(who, result))
-        return
-      }
-      const sse = new SseStream(res)
-      const writer = new ChatStreamWriter(who, plan.includeUsage)
-      const send = (chunks: ChatChunk[]) => chunks.forEach((c) => sse.send(c))
-      const result = await ctx.scheduler.run(model, plan.job, { signal: lifetime.signal, onProgress: (p) => send(writer.progress(p)) })
-      recordUsage(res, result)
-      send(writer.finish(result))
-      sse.done()
-    } catch (e) {
-      throw lifetime.explain(e)
-    } finally {
-      lifetime.dispose()
-    }
+    const who: CompletionIdentity = { id: `chatcmpl-${randomBytes(12).toString('base64url')}`, created: Math.floor(Date.now() / 1000), model: model.id }
+    const owner = requestOwner(res, ctx.keys !== undefined)
+    await ctx.pipeline.within(res, async (signal) => {
+      const { plan } = await ctx.pipeline.planChat(res, model, request, { notices, owner, conversationKey: conversationKey(req, request), signal })
+      const shape: AnswerShape<ChatResult> = plan.stream
+        ? streamOf(() => sseEvents(res, 'done'), new ChatStreamWriter(who, plan.includeUsage))
+        : { whole: (result) => chatCompletion(who, result) }
+      await ctx.pipeline.answer(res, model, plan.job, shape, signal, { notices })
+    })
   })
   return router
 }

@@ -25,7 +25,8 @@ const MEDIA_TYPES: Record<DocumentFormat, string> = {
   docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
 }
 
-export function filesRoute(ctx: ServerContext, library: DocumentLibrary): Router {
+export function filesRoute(ctx: ServerContext): Router {
+  const library = ctx.library
   const router = Router()
   const ownerOf = (res: Response) => requestOwner(res, ctx.keys !== undefined)
 

@@ -8,7 +8,6 @@ import type { Response } from 'express'
 import type { ModelRecord } from '../../../../models/catalog/model-record.ts'
 import type { ChatResult, JobProgress, ToolCall } from '../../../../engines/engine-jobs.ts'
 import type { DocumentInputs } from '../../services/documents/document-inputs.ts'
-import { recordUsage } from '../../services/keys/key-quotas.ts'
 import { planChat, type ChatPlan, type ChatRequest } from '../../services/chat/chat-request.ts'
 import { Notices } from '../../services/pipeline/request-notices.ts'
 import type { ServerContext } from '../../server-context.ts'
@@ -119,8 +118,7 @@ export class McpToolLoop {
     for (let turn = 0; ; turn++) {
       const plan = turn === 0 && this.o.firstPlan ? this.o.firstPlan : await this.plan(sink.items())
       if (budget !== undefined && total) plan.job.maxTokens = Math.min(plan.job.maxTokens ?? Infinity, budget - total.completionTokens)
-      const result = await this.o.ctx.scheduler.run(this.o.model, plan.job, { signal: this.o.signal, ...(sink.onProgress ? { onProgress: sink.onProgress } : {}) })
-      recordUsage(this.o.res, result)
+      const result = await this.o.ctx.pipeline.run(this.o.res, this.o.model, plan.job, this.o.signal, sink.onProgress ? { onProgress: sink.onProgress } : {})
       total = added(total, result)
       const tools = this.o.shape.tools
       // A turn cut at its token limit keeps the calls it finished writing (a cut one is noise).

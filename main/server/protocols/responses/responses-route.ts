@@ -5,30 +5,25 @@
  * `previous_response_id` and for reading back, each visible only to the key that made it.
  */
 import { randomBytes } from 'node:crypto'
-import { join } from 'node:path'
 import { Router, type Response } from 'express'
 import { requestOwner } from '../../services/keys/request-key.ts'
 import { conversationKey } from '../../services/pipeline/conversation-key.ts'
-import { DocumentInputs } from '../../services/documents/document-inputs.ts'
-import type { DocumentLibrary } from '../../services/documents/document-library.ts'
 import { ApiError, invalidRequest } from '../../services/api-error.ts'
 import { requireJsonBody } from '../../http/json-body.ts'
 import { requireModel } from '../../services/pipeline/model-lookup.ts'
 import { planChat } from '../../services/chat/chat-request.ts'
 import { listPage } from '../../http/list-page.ts'
 import { Notices, sendNotices } from '../../services/pipeline/request-notices.ts'
-import { requestLifetime } from '../../services/pipeline/request-lifetime.ts'
 import { collectingSink, McpToolLoop, streamingSink } from './mcp-tool-loop.ts'
 import { approvedCallsOn, connectMcpServers } from './response-mcp-servers.ts'
 import { fileSearchCallItem, responseObject, ResponseStreamWriter, type OutputItem, type ResponseIdentity, type ResponseShape } from './response-object.ts'
-import { ResponseStore } from './response-store.ts'
 import { approvedCalls, includesEncryptedReasoning, includesFileResults, inputItemsOf, parseResponsesRequest, toChatRequest, type InputItem } from './responses-request.ts'
 import type { ServerContext } from '../../server-context.ts'
 import { SseStream } from '../../http/sse.ts'
 
-export function responsesRoute(ctx: ServerContext, library: DocumentLibrary): Router {
+export function responsesRoute(ctx: ServerContext): Router {
   const router = Router()
-  const store = new ResponseStore(join(ctx.settings.dataDir, 'responses'))
+  const store = ctx.responses
   const seal = ctx.seal
   const ownerOf = (res: Response) => requestOwner(res, ctx.keys !== undefined)
 
@@ -46,19 +41,17 @@ export function responsesRoute(ctx: ServerContext, library: DocumentLibrary): Ro
     const model = await requireModel(ctx.folder, chat.model)
     const key = conversationKey(req, request)
     const approvals = approvedCalls(request, earlierItems)
-    res.locals.model = model.id
-    const lifetime = requestLifetime(res, ctx.settings.requestTimeoutMs)
-    try {
-      const documents = await DocumentInputs.read(chat, model, { library, folder: ctx.folder, scheduler: ctx.scheduler, retrieval: ctx.settings.retrieval, notices, owner, signal: lifetime.signal })
+    await ctx.pipeline.within(res, async (signal) => {
+      const documents = await ctx.pipeline.readDocuments(res, model, chat, { notices, owner, signal })
       const images = new Map<string, Buffer>()
-      const servers = await connectMcpServers(tools.mcpRequests, ctx.mcp, { req, res }, notices, lifetime.signal)
+      const servers = await connectMcpServers(tools.mcpRequests, ctx.mcp, { req, res }, notices, signal)
       // With MCP servers the loop plans the first turn itself, once their tools are known.
       const firstPlan = servers.length === 0 ? await planChat(documents.apply(chat), model, key, images) : undefined
       const approved = approvedCallsOn(approvals, servers)
       sendNotices(res, notices)
       const shape: ResponseShape = { tools, seal, encryptedReasoning: includesEncryptedReasoning(request), sources: documents.sources }
       const who: ResponseIdentity = { id: `resp_${randomBytes(12).toString('hex')}`, createdAt: Math.floor(Date.now() / 1000), model: model.id }
-      const loop = new McpToolLoop({ ctx, res, request, earlier: earlierItems, shape, model, conversationKey: key, firstPlan, images, documents, documentsItem: includesFileResults(request) && documents.sources.length ? fileSearchCallItem(documents.sources, documents.query) : undefined, servers, approved, signal: lifetime.signal })
+      const loop = new McpToolLoop({ ctx, res, request, earlier: earlierItems, shape, model, conversationKey: key, firstPlan, images, documents, documentsItem: includesFileResults(request) && documents.sources.length ? fileSearchCallItem(documents.sources, documents.query) : undefined, servers, approved, signal })
       const keep = async (output: OutputItem[], response: Record<string, unknown>) => {
         if (request.store === false) return
         const fileIds = documents.fileIds.slice(fileParts(earlierItems))
@@ -88,11 +81,7 @@ export function responsesRoute(ctx: ServerContext, library: DocumentLibrary): Ro
       await keep(output, (events.at(-1) as unknown as { response: Record<string, unknown> }).response)
       send(events)
       sse.end()
-    } catch (e) {
-      throw params.renamed(lifetime.explain(e))
-    } finally {
-      lifetime.dispose()
-    }
+    }, (e) => params.renamed(e))
   })
 
   router.get('/responses/:id', async (req, res) => {

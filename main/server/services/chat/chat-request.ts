@@ -168,7 +168,7 @@ export async function planChat(request: ChatRequest, model: ModelRecord, convers
     includeUsage: request.stream_options?.include_usage === true,
     job: {
       type: 'chat',
-      messages: request.messages.map((m) => toEngineMessage(m, png)),
+      messages: withModelPreamble(model, request.messages.map((m) => toEngineMessage(m, png))),
       maxTokens,
       maxCompletionTokens: model.maxCompletionTokens,
       temperature: request.temperature ?? CHAT_DEFAULTS.temperature,
@@ -187,6 +187,20 @@ export async function planChat(request: ChatRequest, model: ModelRecord, convers
       ...(conversationKey ? { conversationKey } : {}),
     },
   }
+}
+
+/**
+ * What the model's Modelfile puts before every conversation, on every API: its system prompt,
+ * unless the request sends its own, then its opening messages (`MESSAGE`), after the system prompt.
+ */
+function withModelPreamble(model: ModelRecord, messages: ChatMessage[]): ChatMessage[] {
+  const info = model.ollama
+  if (!info?.system && !info?.messages?.length) return messages
+  const [first, ...rest] = messages
+  const sent = first?.role === 'system' ? first : undefined
+  const system: ChatMessage[] = sent ? [sent] : info.system ? [{ role: 'system', content: info.system }] : []
+  const opening = (info.messages ?? []).map((m): ChatMessage => (m.role === 'assistant' ? { role: 'assistant', content: m.content } : { role: m.role === 'system' ? 'system' : 'user', content: m.content }))
+  return [...system, ...opening, ...(sent ? rest : messages)]
 }
 
 /** The tools the model sees and whether it must call one. */

@@ -21,17 +21,27 @@ export interface FileCitation {
 /** Words in a row a sentence must share with a source to be read as taken from it. */
 const MIN_SHARED_RUN = 4
 
+/** A source an answer cites, and where: the character just after its `[n]` or its sentence. */
+export interface CitedSource {
+  source: DocumentSource
+  index: number
+}
+
 export function citationsIn(text: string, sources: readonly DocumentSource[] | undefined): FileCitation[] {
+  return citedSources(text, sources).map(({ source, index }) => ({ type: 'file_citation', file_id: source.fileId, filename: source.filename, index, quote: source.text }))
+}
+
+/** The sources an answer cites, in the order it cites them (any protocol's citations are built from these). */
+export function citedSources(text: string, sources: readonly DocumentSource[] | undefined): CitedSource[] {
   if (!sources?.length) return []
-  const cite = (source: DocumentSource, index: number): FileCitation => ({ type: 'file_citation', file_id: source.fileId, filename: source.filename, index, quote: source.text })
-  const marked: FileCitation[] = []
+  const marked: CitedSource[] = []
   for (const m of text.matchAll(/\[(\d{1,4})\]/g)) {
     const source = sources.find((s) => s.citation === Number(m[1]))
-    if (source) marked.push(cite(source, m.index + m[0].length))
+    if (source) marked.push({ source, index: m.index + m[0].length })
   }
   if (marked.length) return marked
   const sourceWords = sources.map((s) => wordsOf(s.text))
-  const found: FileCitation[] = []
+  const found: CitedSource[] = []
   for (const sentence of text.matchAll(/[^.!?\n]+[.!?]*/g)) {
     const words = wordsOf(sentence[0])
     let best = -1
@@ -40,7 +50,7 @@ export function citationsIn(text: string, sources: readonly DocumentSource[] | u
       const run = longestSharedRun(words, own)
       if (run > bestRun) [best, bestRun] = [i, run]
     })
-    if (best >= 0) found.push(cite(sources[best]!, sentence.index + sentence[0].trimEnd().length))
+    if (best >= 0) found.push({ source: sources[best]!, index: sentence.index + sentence[0].trimEnd().length })
   }
   return found
 }
