@@ -319,6 +319,33 @@ export function writeTinyLlama(path: string, opts: TinyLlamaOptions = {}): TinyL
   }
 }
 
+/**
+ * A LoRA adapter (GGUF, `general.type: adapter`) for a tiny llama of the same shape: low-rank
+ * updates to every layer's attention query and output, large enough that the adapted model
+ * answers differently from the plain one (`ollama create` with ADAPTER, llama-server's `--lora`).
+ */
+export function writeTinyLora(path: string, opts: { embd?: number; layers?: number; rank?: number; seed?: number } = {}): void {
+  const embd = opts.embd ?? 64
+  const layers = opts.layers ?? 2
+  const rank = opts.rank ?? 4
+  const metadata: GgufEntry[] = [
+    kv.str('general.architecture', 'llama'),
+    kv.str('general.type', 'adapter'),
+    kv.str('general.name', 'tiny-lora'),
+    kv.str('adapter.type', 'lora'),
+    kv.f32('adapter.lora.alpha', rank),
+  ]
+  const t = new TensorSet(createRng(opts.seed ?? 4321))
+  for (let l = 0; l < layers; l++) {
+    for (const name of ['attn_q', 'attn_output']) {
+      // ggml's shapes: lora_a is [n_in, rank], lora_b [rank, n_out] for an [n_in, n_out] weight.
+      t.random(`blk.${l}.${name}.weight.lora_a`, [embd, rank], { scale: 1 })
+      t.random(`blk.${l}.${name}.weight.lora_b`, [rank, embd], { scale: 1 })
+    }
+  }
+  writeGguf(path, { metadata, tensors: t.tensors })
+}
+
 // ---------------------------------------------------------------------------
 // b. Tiny CLIP vision projector (llava "mlp" projector) for the tiny llama
 

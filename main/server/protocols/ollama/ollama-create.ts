@@ -8,7 +8,7 @@ import { link, mkdir, rm, stat } from 'node:fs/promises'
 import { dirname, join, relative } from 'node:path'
 import { z } from 'zod'
 import type { ModelfileEntry } from '../../../../models/catalog/catalog-schema.ts'
-import { addCatalogEntry, readCatalogEntries, removeCatalogEntries } from '../../../../models/catalog/catalog-writer.ts'
+import { addCatalogEntry, editCatalog, readCatalogEntries, removeCatalogEntries } from '../../../../models/catalog/catalog-writer.ts'
 import { readGgufMetadata } from '../../../../models/catalog/gguf-metadata.ts'
 import type { ModelFolder } from '../../../../models/catalog/model-folder.ts'
 import type { ModelRecord } from '../../../../models/catalog/model-record.ts'
@@ -53,7 +53,8 @@ export async function createOllamaModel(body: OllamaCreateBody, deps: CreateDeps
   // The command line sends `model` and `name`, one of them empty.
   const requested = body.model || body.name
   if (!requested) throw new OllamaError(400, 'model is required')
-  const id = requested.slice(requested.lastIndexOf('/') + 1).includes(':') ? requested : `${requested}:latest`
+  // Named as Hearth names its own models: `persona`, listed by Ollama's API as `persona:latest`, and found by either.
+  const id = requested.endsWith(':latest') ? requested.slice(0, -':latest'.length) : requested
   // Made again from an edited Modelfile, a model is replaced, as in Ollama; any other model of that
   // name (a download, another program's) is never dropped to make room.
   const existing = await modelNamed(deps.folder, id)
@@ -69,17 +70,20 @@ export async function createOllamaModel(body: OllamaCreateBody, deps: CreateDeps
   // FROM an uploaded blob by its digest is FROM that file.
   const blob = /^@?(sha256[:-][0-9a-f]{64})$/.exec(body.from ?? '')?.[1]
   if (blob) ggufs.push(['model.gguf', blob.replace('-', ':')])
-  if (existing) await removeCatalogEntries(deps.folder.dir, madeByModelfile)
   if (ggufs.length > 0) {
     const modelfile = await modelfileOf(body, undefined, deps)
+    // Every check is done: the model it replaces goes, and the new one takes its name.
+    if (existing) await removeCatalogEntries(deps.folder.dir, madeByModelfile)
     await createFromFiles(id, ggufs, modelfile, deps, status)
   } else {
     const base = await requireOllamaModel(deps.folder, body.from)
     if (base.remote) throw new OllamaError(400, `'${body.from}' runs on another machine: a model made from it is added in models.json ("remote")`)
     if (base.kind !== 'chat' && (body.system || body.messages?.length)) throw new OllamaError(400, `'${body.from}' is not a chat model: SYSTEM and MESSAGE need one`)
     const modelfile = await modelfileOf(body, base, deps)
-    await createFrom(id, base, modelfile, deps)
+    await createFrom(id, base, modelfile, deps, existing ? madeByModelfile : undefined)
   }
+  // The next request sees the new model (and not the one it replaced), however young the last scan.
+  await deps.folder.cachedScan(0)
   status('writing manifest')
 }
 
@@ -184,7 +188,13 @@ async function adaptersOf(adapters: Record<string, string>, deps: CreateDeps): P
 export const ADAPTERS_DIR = '.adapters'
 
 /** FROM a model by name: a new entry on the same weights (the file itself, or the base's name where Hearth only reads its store). */
-async function createFrom(id: string, base: ModelRecord, made: { modelfile: ModelfileEntry; contextLength: number | undefined }, deps: CreateDeps): Promise<void> {
+async function createFrom(
+  id: string,
+  base: ModelRecord,
+  made: { modelfile: ModelfileEntry; contextLength: number | undefined },
+  deps: CreateDeps,
+  replaces: ((entry: unknown) => boolean) | undefined,
+): Promise<void> {
   const entry = base.catalogEntry
   const inFolder = !base.source && !entry?.from
   const weights = inFolder
@@ -192,12 +202,18 @@ async function createFrom(id: string, base: ModelRecord, made: { modelfile: Mode
     : { from: entry?.from ?? base.id }
   // A file the folder found (no entry of its own) gets one first: an entry claims its file, which would hide the old name.
   if (inFolder && !entry) await addCatalogEntry(deps.folder.dir, { id: base.id, ...weights })
-  await addCatalogEntry(deps.folder.dir, {
+  const entryOfModel = {
     id,
     ...weights,
     ...(made.contextLength !== undefined ? { context_length: made.contextLength } : {}),
     ...(entry?.kind ? { kind: entry.kind } : {}),
     modelfile: made.modelfile,
+  }
+  // One write: the model made again takes the old one's place, and no moment lacks either.
+  await editCatalog(deps.folder.dir, (models) => {
+    const at = replaces ? models.findIndex(replaces) : -1
+    if (at >= 0) models.splice(at, 1, entryOfModel)
+    else models.push(entryOfModel)
   })
 }
 

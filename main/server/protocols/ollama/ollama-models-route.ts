@@ -96,6 +96,7 @@ export function ollamaModelsRoute(ctx: ServerContext, auth: RequestHandler, json
     const body = parseOllamaBody('delete', named, req.body, new Notices())
     const model = await requireOllamaModel(ctx.folder, nameIn(body))
     await removeModel(ctx.folder, model.id, { beforeDelete: async (id) => void (await ctx.scheduler.unload(id)) })
+    await ctx.folder.cachedScan(0)
     res.status(200).end()
   })
 
@@ -118,6 +119,7 @@ export function ollamaModelsRoute(ctx: ServerContext, auth: RequestHandler, json
     if (!entry && !source.source) await addCatalogEntry(ctx.folder.dir, { id: source.id, ...weights })
     const { id: _id, file: _file, mmproj: _mmproj, from: _from, ...settings } = (entry ?? {}) as Record<string, unknown>
     await addCatalogEntry(ctx.folder.dir, { id: destination, ...weights, ...settings })
+    await ctx.folder.cachedScan(0)
     res.status(200).end()
   })
 
