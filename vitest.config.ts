@@ -36,6 +36,7 @@ const FAST = [
   'test/metrics.test.ts',
   'test/model-folder.test.ts',
   'test/ollama-api.test.ts',
+  'test/ollama-pull.test.ts',
   'test/ollama-replay.test.ts',
   'test/model-sources.test.ts',
   'test/nothing-lost.test.ts',

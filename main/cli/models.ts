@@ -14,6 +14,8 @@ import { isDownloadError } from '../../models/downloads/download-error.ts'
 import { PARTIAL_DIR, type DownloadSnapshot } from '../../models/downloads/download-job.ts'
 import { DownloadManager } from '../../models/downloads/download-manager.ts'
 import { importModel } from '../../models/downloads/model-import.ts'
+import { ollamaProgressLine, pullOllamaModel } from '../../models/downloads/ollama-pull.ts'
+import { parsePullName, type PullName } from '../../models/downloads/ollama-pull-name.ts'
 import { formatBytes } from '../../models/format-bytes.ts'
 import { removeModel } from '../../models/downloads/model-removal.ts'
 import { resolveSettings, SettingsError } from '../server/settings.ts'
@@ -23,6 +25,10 @@ const USAGE = `Usage: npm run models -- <command> [options]
   pull <hf://owner/repo/file.gguf | https://…> [--mmproj REF] [--id ID]
                           download a model (and its projector) into the models folder;
                           run it again after an interruption to resume
+  pull <name> [--insecure]
+                          a model of Ollama's library by its name (qwen3:0.6b, user/model:tag,
+                          host:port/namespace/model:tag; --insecure for a plain-http registry),
+                          into the folder's ollama/ store, in Ollama's layout
   list                    the models in the folder (and unfinished downloads)
   rm <id>                 remove a model: its catalog entry and the files it owns
   import <path> [--link] [--id ID] [--mmproj PATH]
@@ -44,6 +50,7 @@ async function main(): Promise<number> {
       mmproj: { type: 'string' },
       id: { type: 'string' },
       link: { type: 'boolean' },
+      insecure: { type: 'boolean' },
       'models-dir': { type: 'string' },
       'data-dir': { type: 'string' },
       settings: { type: 'string' },
@@ -65,8 +72,16 @@ async function main(): Promise<number> {
     return args[0]!
   }
   switch (command) {
-    case 'pull':
-      return pull(folder, one('reference'), values.mmproj, values.id)
+    case 'pull': {
+      const reference = one('reference')
+      const named = parsePullName(reference, 'reference')
+      if (named.kind === 'registry') {
+        if (values.mmproj !== undefined || values.id !== undefined) throw new UsageError('a model pulled by its Ollama name keeps that name and its own projector: --mmproj and --id do not apply')
+        return pullByName(folder, named, values.insecure === true)
+      }
+      if (named.kind === 'huggingface') throw new UsageError(`name the GGUF file: hf://${named.owner}/${named.repo}/<file>.gguf`)
+      return pull(folder, reference, values.mmproj, values.id)
+    }
     case 'list':
       return list(folder)
     case 'rm':
@@ -114,6 +129,49 @@ async function pull(folder: ModelFolder, source: string, mmproj: string | undefi
     return 1
   }
   console.log(`${done.modelId}: ${formatBytes(done.total ?? done.bytes)} in ${folder.dir}`)
+  return 0
+}
+
+/** `ollama pull`'s lines: each step once, a blob's progress on one line (on a terminal) or every tenth. */
+async function pullByName(folder: ModelFolder, name: Extract<PullName, { kind: 'registry' }>, insecure: boolean): Promise<number> {
+  const controller = new AbortController()
+  const onSignal = () => controller.abort()
+  process.once('SIGINT', onSignal)
+  process.once('SIGTERM', onSignal)
+  const tty = process.stdout.isTTY
+  const shown = new Map<string, number>()
+  try {
+    for await (const event of pullOllamaModel(name, { modelsDir: folder.dir, insecure, signal: controller.signal })) {
+      const line = ollamaProgressLine(event)
+      if (event.status !== 'pulling') {
+        if (tty && shown.size > 0) process.stdout.write('\n')
+        shown.clear()
+        console.log(line.status)
+        continue
+      }
+      const percent = event.total ? Math.floor((event.completed / event.total) * 100) : 100
+      const text = `${line.status} ${String(percent).padStart(3)}% ${formatBytes(event.completed)}/${formatBytes(event.total)}${event.reused ? ` (from ${event.reused === 'ollama' ? "Ollama's store" : 'this folder'})` : ''}`
+      if (tty) {
+        if (shown.size > 0 && !shown.has(event.digest)) process.stdout.write('\n')
+        process.stdout.write(`\r${text}\x1b[K`)
+        shown.set(event.digest, percent)
+      } else if ((shown.get(event.digest) ?? -1) < Math.floor(percent / 10) * 10 || (percent === 100 && shown.get(event.digest) !== 100)) {
+        shown.set(event.digest, percent === 100 ? 100 : Math.floor(percent / 10) * 10)
+        console.log(text)
+      }
+    }
+  } catch (e) {
+    if (tty && shown.size > 0) process.stdout.write('\n')
+    if (controller.signal.aborted) {
+      console.error('interrupted: run the same command again to resume')
+      return 130
+    }
+    throw e
+  } finally {
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
+  }
+  console.log(`${name.shortName}: in ${folder.dir}/ollama (OLLAMA_MODELS=${folder.dir}/ollama lets Ollama run it too)`)
   return 0
 }
 

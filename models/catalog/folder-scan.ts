@@ -15,6 +15,7 @@ import { remoteRecords, type RemoteListings } from './remote-records.ts'
 import type { RemoteReplica } from './remote-target.ts'
 import { ExternalSources } from '../sources/external-sources.ts'
 import type { ExternalModel, ModelSourceDirs } from '../sources/external-model.ts'
+import { pulledOllamaDir } from '../sources/pulled-store.ts'
 import { sourceName } from '../sources/source-names.ts'
 
 export const CATALOG_FILE = 'models.json'
@@ -60,14 +61,15 @@ export class FolderScanner {
   /** The context an engine reported giving a model file (by path, size and time), where less than asked. */
   private readonly engineContext = new Map<string, number>()
   private readonly engineToolCalling = new Map<string, boolean>()
-  private readonly external: ExternalSources | undefined
+  private readonly external: ExternalSources
 
   constructor(
     dir: string,
     private readonly options: FolderScanOptions = {},
   ) {
     this.dir = resolve(dir)
-    this.external = options.sources ? new ExternalSources(options.sources) : undefined
+    // The models pulled by name are the folder's own, in Ollama's layout: read whatever stores are on.
+    this.external = new ExternalSources(options.sources ?? {}, { pulledOllama: pulledOllamaDir(this.dir) })
   }
 
   /** From the next scan on, the model's file gets the context its engine gives it. */
@@ -160,7 +162,7 @@ export class FolderScanner {
       else models.push(result)
     }
 
-    if (this.external) await this.addExternalModels(models, broken, takenIds, projectors, new Set([...files, ...claimedFiles]))
+    await this.addExternalModels(models, broken, takenIds, projectors, new Set([...files, ...claimedFiles]))
 
     const projectorSizes = new Map<string, number>()
     for (const path of projectors.keys()) projectorSizes.set(path, (await stat(path).catch(() => ({ size: 0 }))).size)
@@ -230,7 +232,7 @@ export class FolderScanner {
     projectors: Map<string, ModelFileHeader | undefined>,
     ownFiles: Set<string>,
   ): Promise<void> {
-    const listing = await this.external!.list()
+    const listing = await this.external.list()
     const outside = (path: string) => !ownFiles.has(path)
     broken.push(...listing.problems)
     for (const path of listing.projectors.filter(outside)) {
@@ -239,7 +241,7 @@ export class FolderScanner {
     }
     for (const model of listing.models.filter((m) => outside(m.path))) {
       if (takenIds.has(model.id)) {
-        broken.push({ id: model.id, file: model.path, problem: `a model of the models folder has the same id, so this one in ${sourceName(model.source.kind)} is not served`, source: model.source })
+        broken.push({ id: model.id, file: model.path, problem: `a model of the models folder has the same id, so this one in ${sourceName(model.source)} is not served`, source: model.source })
         continue
       }
       takenIds.add(model.id)
@@ -274,7 +276,7 @@ export class FolderScanner {
     try {
       info = await stat(path)
     } catch {
-      return { id, file, problem: `file "${file}" does not exist in ${external ? sourceName(external.source.kind) : this.dir}` }
+      return { id, file, problem: `file "${file}" does not exist in ${external ? sourceName(external.source) : this.dir}` }
     }
     if (!info.isFile()) return { id, file, problem: `"${file}" is not a file` }
     const header = await this.header(path)

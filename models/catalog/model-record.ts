@@ -65,6 +65,11 @@ export interface ModelSource {
   kind: ModelSourceKind
   /** The store's root: Ollama's models folder, LM Studio's models folder, a hub cache. */
   dir: string
+  /**
+   * Hearth's own store of the models it pulled by name from a registry (`<models>/ollama`, in
+   * Ollama's layout; models/downloads/ollama-pull.ts): Hearth wrote it, and removes from it.
+   */
+  pulled?: true
 }
 
 /** What an Ollama manifest says of its model beyond the GGUF. */

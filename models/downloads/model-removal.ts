@@ -2,14 +2,17 @@
  * Removes a model: its catalog entries and the files it owns. Only files inside the models folder
  * that the model's entry (or discovery) points to are deleted, and never one another model still uses.
  * A model of another program's store (Ollama's, LM Studio's, a hub cache) is refused: Hearth only
- * reads those, and says which command removes it.
+ * reads those, and says which command removes it. A model Hearth pulled by name (its `ollama/`
+ * store) goes with its manifest and the blobs no other pulled model uses.
  */
 import { lstat, unlink } from 'node:fs/promises'
 import { basename, dirname, join, relative, resolve, sep } from 'node:path'
 import { readCatalogEntries, removeCatalogEntries } from '../catalog/catalog-writer.ts'
 import type { ModelFolder } from '../catalog/model-folder.ts'
+import { parseOllamaName } from '../sources/ollama-names.ts'
 import { readOnlyRefusal } from '../sources/source-names.ts'
 import { DownloadError } from './download-error.ts'
+import { removePulledModel } from './ollama-pulled-store.ts'
 
 export interface RemovalResult {
   id: string
@@ -29,6 +32,13 @@ export async function removeModel(folder: ModelFolder, id: string, options: Remo
   const problem = model ? undefined : broken.find((b) => b.id === id)
   if (!model && !problem) throw new DownloadError('not_found', `The model '${id}' does not exist`, 'id')
   const source = model ? model.source : problem!.source
+  if (source?.pulled) {
+    const name = parseOllamaName(id)
+    if (!name) throw new DownloadError('invalid_value', `"${id}" is not an Ollama model name`, 'id')
+    await options.beforeDelete?.(id)
+    const removed = await removePulledModel(source.dir, name)
+    return { id, files: removed.map((p) => relative(dir, p).split(sep).join('/')) }
+  }
   if (source) throw new DownloadError('invalid_value', readOnlyRefusal(id, source, model?.path ?? problem!.file), 'id')
 
   const entries = await readCatalogEntries(dir)

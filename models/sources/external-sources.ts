@@ -10,9 +10,13 @@
  * one id, the store earlier in that list serves it. A file two stores reach (`$LLAMA_CACHE` set to
  * the hub cache) is listed by the first; within Ollama's store, tags sharing a blob
  * (`llama3.2:latest`, `llama3.2:3b`) are each listed, as Ollama lists them.
+ * The models Hearth pulled by name (pulled-store.ts, in its own models folder) come before every
+ * store: a name in both is served from Hearth's copy and listed once, and where Ollama's copy is
+ * the same model (its blob has the same digest, as it has when the pull linked it from there) it is
+ * not even named as shadowed.
  * Nothing here writes: every read is a readdir, a stat or a small file.
  */
-import { resolve } from 'node:path'
+import { basename, resolve } from 'node:path'
 import type { ModelSourceKind } from '../catalog/model-record.ts'
 import type { ExternalModel, ModelSourceDirs, SourceListing } from './external-model.ts'
 import { listHubCache } from './hf-hub-cache.ts'
@@ -22,15 +26,20 @@ import { OllamaStore } from './ollama-store.ts'
 import { sourceName } from './source-names.ts'
 
 export class ExternalSources {
+  private readonly pulled: OllamaStore | undefined
   private readonly ollama: OllamaStore[]
   private readonly lmstudio: string[]
   private readonly huggingface: string[]
   private readonly llamaCpp: string[]
 
-  constructor(dirs: ModelSourceDirs) {
+  /** `pulledOllama`: the folder of the models Hearth pulled by name, read whatever the stores. */
+  constructor(dirs: ModelSourceDirs, options: { pulledOllama?: string } = {}) {
     const unique = (list: readonly string[] | undefined) => [...new Set((list ?? []).map((d) => resolve(d)))]
     // Ollama's reader keeps what it read of each manifest, so it lives as long as the scanner.
-    this.ollama = unique(dirs.ollama).map((dir) => new OllamaStore(dir))
+    const pulled = options.pulledOllama === undefined ? undefined : resolve(options.pulledOllama)
+    this.pulled = pulled === undefined ? undefined : new OllamaStore(pulled, { pulled: true })
+    // OLLAMA_MODELS pointed at Hearth's pulled models (so that Ollama runs them too) is one store, not two.
+    this.ollama = unique(dirs.ollama).filter((dir) => dir !== pulled).map((dir) => new OllamaStore(dir))
     this.lmstudio = unique(dirs.lmstudio)
     this.huggingface = unique(dirs.huggingface)
     this.llamaCpp = unique(dirs['llama.cpp'])
@@ -38,6 +47,7 @@ export class ExternalSources {
 
   async list(): Promise<SourceListing> {
     const listings = await Promise.all([
+      ...(this.pulled ? [this.pulled.list()] : []),
       ...this.ollama.map((store) => store.list()),
       ...this.lmstudio.map((dir) => listLmStudioFolder(dir)),
       ...this.huggingface.map((dir) => listHubCache(dir, { kind: 'huggingface', idPrefix: 'hf' })),
@@ -53,7 +63,9 @@ export class ExternalSources {
         listedBy.set(model.path, model.source.kind)
         const first = byId.get(model.id)
         if (first) {
-          merged.problems.push({ id: model.id, file: model.path, problem: `the id is taken by the copy in ${sourceName(first.source.kind)} (${first.path})`, source: model.source })
+          // The same model Hearth pulled (a blob is named by its digest): one model, listed once.
+          if (first.source.pulled && model.source.kind === 'ollama' && basename(first.path) === basename(model.path)) continue
+          merged.problems.push({ id: model.id, file: model.path, problem: `the id is taken by the copy in ${sourceName(first.source)} (${first.path})`, source: model.source })
           continue
         }
         byId.set(model.id, model)

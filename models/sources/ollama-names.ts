@@ -75,12 +75,17 @@ export function ollamaNameCandidates(requested: string): string[] {
   return [...new Set(parsed ? [written, displayOllamaName(parsed)] : [written])]
 }
 
-/** Ollama's rules per part (isValidPart): letters, digits and `_` first; then also `-`, and `.` except in a namespace. */
+/**
+ * Ollama's rules per part (isValidPart): letters, digits and `_` first; then also `-`, and `.`
+ * except in a namespace; `:` in a host only (its port). Each with its rule in words, for errors.
+ */
+export const OLLAMA_NAME_PARTS: Record<keyof OllamaName, { pattern: RegExp; rule: string }> = {
+  host: { pattern: /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,349}$/, rule: 'letters, digits, _ . - and : (at most 350), starting with a letter, digit or _' },
+  namespace: { pattern: /^[A-Za-z0-9_][A-Za-z0-9_-]{0,79}$/, rule: 'letters, digits, _ and - (at most 80), starting with a letter, digit or _' },
+  model: { pattern: /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$/, rule: 'letters, digits, _ . and - (at most 80), starting with a letter, digit or _' },
+  tag: { pattern: /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$/, rule: 'letters, digits, _ . and - (at most 80), starting with a letter, digit or _' },
+}
+
 function isValidOllamaName(name: OllamaName): boolean {
-  return (
-    /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,349}$/.test(name.host) &&
-    /^[A-Za-z0-9_][A-Za-z0-9_-]{0,79}$/.test(name.namespace) &&
-    /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$/.test(name.model) &&
-    /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$/.test(name.tag)
-  )
+  return (Object.keys(OLLAMA_NAME_PARTS) as Array<keyof OllamaName>).every((part) => OLLAMA_NAME_PARTS[part].pattern.test(name[part]))
 }

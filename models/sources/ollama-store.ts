@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto'
 import { readdir, readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
+import { LLAMA_ARCHITECTURES } from '../catalog/llama-architectures.ts'
 import type { BrokenModel, ModelSource, OllamaModelInfo } from '../catalog/model-record.ts'
 import type { ExternalModel, SourceListing } from './external-model.ts'
 import { displayOllamaName, ollamaNameFromManifestPath } from './ollama-names.ts'
@@ -39,8 +40,12 @@ export class OllamaStore {
   private readonly retryLater = new WeakSet<BrokenModel>()
   private readonly source: ModelSource
 
-  constructor(readonly dir: string) {
-    this.source = { kind: 'ollama', dir }
+  /** `pulled`: Hearth's own store of the models it pulled by name (pulled-store.ts). */
+  constructor(
+    readonly dir: string,
+    options: { pulled?: boolean } = {},
+  ) {
+    this.source = { kind: 'ollama', dir, ...(options.pulled ? { pulled: true as const } : {}) }
   }
 
   async list(): Promise<SourceListing> {
@@ -111,23 +116,10 @@ export class OllamaStore {
     const config = manifest.config && (await this.configOf(manifest.config))
 
     const ofType = (type: string) => layers.filter((l) => l.mediaType === MEDIA + type)
+    const problem = ollamaManifestProblem(layers, config)
+    if (problem) return broken(problem)
     const models = ofType('model')
-    if (models.length === 0) {
-      if (config?.remote_host) return broken(`is an Ollama cloud model (it runs on ${String(config.remote_host)}): there is no file to load here`)
-      if (ofType('tensor').length > 0 || (config?.model_format && config.model_format !== 'gguf')) {
-        return broken(`is stored as ${String(config?.model_format ?? 'safetensors')} tensors for Ollama's own engine, which llama.cpp cannot load`)
-      }
-      return broken('its manifest has no model layer')
-    }
-    if (config?.model_format && config.model_format !== 'gguf') return broken(`is a ${String(config.model_format)} model, which llama.cpp cannot load`)
-    if (models.length > 1) {
-      return broken(`is split into ${models.length} files, which llama.cpp finds only by their file names (Ollama links them under such names when it loads; Hearth writes nothing in Ollama's store)`)
-    }
-    if (ofType('adapter').length > 0) {
-      return broken(`has a LoRA adapter (ADAPTER in its Modelfile), which Hearth does not apply: the base model alone would answer differently`)
-    }
     const projectors = ofType('projector')
-    if (projectors.length > 1) return broken(`has ${projectors.length} projectors; llama.cpp takes one`)
 
     const modelPath = this.blobPath(models[0]!.digest)
     const projectorPath = projectors[0] ? this.blobPath(projectors[0].digest) : undefined
@@ -205,6 +197,39 @@ export class OllamaStore {
     const hex = DIGEST.exec(digest)?.[1]
     return hex ? join(this.dir, 'blobs', `sha256-${hex}`) : undefined
   }
+}
+
+/**
+ * Why Hearth cannot serve a model, from its manifest's layers and its config blob alone (before a
+ * byte of its weights is read, so a pull can refuse it before downloading): a cloud model, tensors
+ * for Ollama's own engine, a format or an architecture (`model_family`, `model_families`: the
+ * GGUF's `general.architecture` of each layer, as `ollama create` writes them) that llama.cpp cannot
+ * load, a split model, a LoRA adapter, several projectors. Undefined when nothing there says so; the
+ * GGUF's own header (llama-loadability.ts) has the last word.
+ */
+export function ollamaManifestProblem(layers: ReadonlyArray<{ mediaType: string }>, config: Record<string, unknown> | undefined): string | undefined {
+  const count = (type: string) => layers.filter((l) => l.mediaType === MEDIA + type).length
+  const models = count('model')
+  if (models === 0) {
+    if (config?.remote_host) return `is an Ollama cloud model (it runs on ${String(config.remote_host)}): there is no file to load here`
+    if (count('tensor') > 0 || (config?.model_format && config.model_format !== 'gguf')) {
+      return `is stored as ${String(config?.model_format ?? 'safetensors')} tensors for Ollama's own engine, which llama.cpp cannot load`
+    }
+    return 'its manifest has no model layer'
+  }
+  if (config?.model_format && config.model_format !== 'gguf') return `is a ${String(config.model_format)} model, which llama.cpp cannot load`
+  if (models > 1) {
+    return `is split into ${models} files, which llama.cpp finds only by their file names (Ollama links them under such names when it loads; Hearth writes nothing in Ollama's store)`
+  }
+  if (count('adapter') > 0) return `has a LoRA adapter (ADAPTER in its Modelfile), which Hearth does not apply: the base model alone would answer differently`
+  const projectors = count('projector')
+  if (projectors > 1) return `has ${projectors} projectors; llama.cpp takes one`
+  const families = [config?.model_family, ...(Array.isArray(config?.model_families) ? config.model_families : [])]
+  const unknown = [...new Set(families.filter((f): f is string => typeof f === 'string' && f !== '' && f !== 'clip' && !LLAMA_ARCHITECTURES.has(f)))]
+  if (unknown.length > 0) {
+    return `has the architecture "${unknown.join('", "')}", which the llama.cpp Hearth builds cannot load (it runs on Ollama's own engine)`
+  }
+  return undefined
 }
 
 function parseManifest(bytes: Buffer): { layers: ManifestLayer[]; config: ManifestLayer | undefined } | string {

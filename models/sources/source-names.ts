@@ -1,6 +1,9 @@
 /** The stores in words, for problems and refusals: where a model lies, and how its owner removes it. */
 import type { ModelSource, ModelSourceKind } from '../catalog/model-record.ts'
 
+/** Where the models Hearth pulled by name live, in its models folder (see models/downloads/ollama-pull.ts). */
+export const PULLED_SOURCE_NAME = 'the models Hearth pulled from a registry'
+
 const NAMES: Record<ModelSourceKind, string> = {
   ollama: "Ollama's store",
   lmstudio: "LM Studio's models folder",
@@ -8,13 +11,14 @@ const NAMES: Record<ModelSourceKind, string> = {
   'llama.cpp': "llama.cpp's download cache",
 }
 
-export function sourceName(kind: ModelSourceKind): string {
-  return NAMES[kind]
+export function sourceName(source: ModelSourceKind | ModelSource): string {
+  if (typeof source === 'string') return NAMES[source]
+  return source.pulled ? PULLED_SOURCE_NAME : NAMES[source.kind]
 }
 
 /** Why Hearth will not delete a model of another program's store, and what does. */
 export function readOnlyRefusal(id: string, source: ModelSource, file: string): string {
-  const where = `${id} is in ${sourceName(source.kind)} (${source.dir}), which Hearth only reads`
+  const where = `${id} is in ${sourceName(source)} (${source.dir}), which Hearth only reads`
   switch (source.kind) {
     case 'ollama':
       return `${where}: remove it with \`ollama rm ${id}\``

