@@ -241,3 +241,65 @@ describe('a pull from a registry that asks for a token and serves no ranges', ()
     expect((await folder.scan()).models.find((m) => m.id === name())).toBeUndefined()
   })
 })
+
+describe('a pull stopped midway, then pulled again', () => {
+  let server: Server
+  let url: string
+  let model: { digest: string; size: number; bytes: Buffer }
+  let manifest: Buffer
+  let served = 0
+
+  beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hearth-slow-registry-'))
+    writeTinyLlama(join(dir, 'tiny.gguf'), { embd: 128, seed: 3 })
+    const bytes = readFileSync(join(dir, 'tiny.gguf'))
+    model = { digest: `sha256:${createHash('sha256').update(bytes).digest('hex')}`, size: bytes.length, bytes }
+    manifest = Buffer.from(JSON.stringify({ schemaVersion: 2, config: { mediaType: 'x', digest: '', size: 0 }, layers: [{ mediaType: 'application/vnd.ollama.image.model', digest: model.digest, size: model.size }] }))
+    // Ranges answered 64 KiB at a time, 20 ms apart: slow enough to stop it midway.
+    server = createServer(async (req, res) => {
+      const path = new URL(req.url!, 'http://x').pathname
+      if (path === '/v2/library/slow/manifests/1') return void res.writeHead(200).end(manifest)
+      if (path !== `/v2/library/slow/blobs/${model.digest}`) return void res.writeHead(404).end()
+      const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '')
+      const [start, end] = m ? [Number(m[1]), Math.min(Number(m[2]), model.size - 1)] : [0, model.size - 1]
+      res.writeHead(m ? 206 : 200, { 'content-length': end - start + 1, ...(m ? { 'content-range': `bytes ${start}-${end}/${model.size}` } : {}) })
+      for (let at = start; at <= end && !res.destroyed; at += 65536) {
+        const chunk = model.bytes.subarray(at, Math.min(end + 1, at + 65536))
+        served += chunk.length
+        res.write(chunk)
+        await new Promise((r) => setTimeout(r, 20))
+      }
+      res.end()
+    })
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done))
+    url = `http://127.0.0.1:${(server.address() as { port: number }).port}`
+  })
+
+  afterAll(() => new Promise<void>((done) => server.close(() => done())))
+
+  it('keeps what came, and the next pull fetches only the rest', async () => {
+    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-pull-resume-'))
+    const name = `${url.slice(7)}/library/slow:1`
+    const options = { modelsDir, insecure: true, ollamaStores: [], parts: { minPartBytes: 128 * 1024, concurrency: 2 }, headerProbeBytes: 8 * 1024 }
+    const controller = new AbortController()
+    const stopped = (async () => {
+      for await (const event of pullOllamaModel(name, { ...options, signal: controller.signal })) {
+        if (event.status === 'pulling' && event.completed > model.size / 3) controller.abort()
+      }
+    })()
+    await expect(stopped).rejects.toMatchObject({ code: 'cancelled' })
+    const blobsDir = join(modelsDir, 'ollama', 'blobs')
+    const partial = readdirSync(blobsDir).filter((f) => f.includes('partial'))
+    expect(partial).toContain(`${model.digest.replace(':', '-')}-partial`)
+    expect(existsSync(join(blobsDir, model.digest.replace(':', '-')))).toBe(false)
+
+    const before = served
+    let pulled: { downloaded: number } | undefined
+    for await (const event of pullOllamaModel(name, options)) if (event.status === 'success') pulled = event.model
+    expect(served - before).toBeLessThan(model.size * 0.8)
+    // Less the one byte the question where the blob is got (this registry serves blobs itself, without a redirect).
+    expect(pulled!.downloaded).toBe(served - before - 1)
+    expect(readFileSync(join(blobsDir, model.digest.replace(':', '-'))).equals(model.bytes)).toBe(true)
+    expect(readdirSync(blobsDir).filter((f) => f.includes('partial'))).toEqual([])
+  })
+})

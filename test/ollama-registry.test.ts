@@ -8,6 +8,7 @@
  * blob in parallel ranges; refuse, before its weights are fetched, a model llama.cpp cannot load;
  * link a blob Ollama's own store has instead of downloading it, and list such a model once.
  */
+import { spawn } from 'node:child_process'
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
@@ -17,6 +18,7 @@ import { isDownloadError, type DownloadError } from '../models/downloads/downloa
 import { ollamaProgressLine, pullOllamaModel, type OllamaPullEvent, type OllamaPullOptions, type PulledOllamaModel } from '../models/downloads/ollama-pull.ts'
 import { kv, writeGguf } from '../models/writers/gguf-writer.ts'
 import { ollamaProgram, runOllama, startOllamaServe, type OllamaServe } from './support/ollama-program.ts'
+import { PROJECT_ROOT } from './support/server-process.ts'
 import { registryBlobPath, registryProgram, startRegistry, type RunningRegistry } from './support/registry-program.ts'
 import { describeIf } from './support/skips.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
@@ -257,6 +259,26 @@ describeIf(missing.length === 0, whyNot)('pulling Ollama models by name from a r
     expect(gets.map((r) => r.range)).toEqual([`bytes=0-${HEADER_PROBE - 1}`])
     expect(HEADER_PROBE).toBeLessThan(blobs.visionInside.size / 10)
     expect(readdirSync(join(models, 'ollama', 'blobs')).filter((f) => f.includes(blobs.visionInside.digest.slice(7)))).toEqual([])
+  })
+
+  it('pulls by name from the command line, in Ollama’s lines', async () => {
+    const models = freshModels('cli')
+    const run = await new Promise<{ code: number | null; out: string }>((done) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'main/cli/models.ts'), 'pull', '--insecure', name('tiny'), '--models-dir', models], {
+        cwd: PROJECT_ROOT,
+        env: { ...process.env, HOME: root, OLLAMA_MODELS: join(root, 'no-ollama-store') },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      let out = ''
+      child.stdout.on('data', (d: Buffer) => (out += d))
+      child.stderr.on('data', (d: Buffer) => (out += d))
+      child.on('close', (code) => done({ code, out }))
+    })
+    expect(run.code, run.out).toBe(0)
+    expect(run.out).toMatch(/^pulling manifest\n/)
+    expect(run.out).toContain(`pulling ${blobs.tiny.digest.slice(7, 19)} 100%`)
+    expect(run.out).toMatch(/verifying sha256 digest\nwriting manifest\nsuccess\n/)
+    expect(files(join(models, 'ollama'))[join('manifests', registry.host, 'library', 'tiny', '1')]!.equals(files(ollamaPulledStore)[join('manifests', registry.host, 'library', 'tiny', '1')]!)).toBe(true)
   })
 
   it('links a blob Ollama’s own store has instead of downloading it, writes nothing there, and lists the model once', async () => {

@@ -171,6 +171,8 @@ interface LayerPlan {
   completed: number
   reused?: 'hearth' | 'ollama'
   download?: BlobDownload
+  /** Its turn has come: progress is reported from then on, in the manifest's order, as Ollama does. */
+  shown?: boolean
 }
 
 class OllamaPull {
@@ -244,6 +246,7 @@ class OllamaPull {
 
       this.meter.record(this.pullCompleted())
       for (const plan of this.plans) {
+        plan.shown = true
         this.progress(plan, true)
         if (plan.state === 'present') continue
         await this.fetchBlob(client, plan)
@@ -482,6 +485,7 @@ class OllamaPull {
   }
 
   private progress(plan: LayerPlan, force: boolean): void {
+    if (!plan.shown) return
     const now = Date.now()
     if (!force && now - (this.lastEmit.get(plan.layer.digest) ?? 0) < PROGRESS_INTERVAL_MS) return
     this.lastEmit.set(plan.layer.digest, now)
