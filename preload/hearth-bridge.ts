@@ -13,6 +13,8 @@ export interface DesktopServerState {
   ollama: boolean
   /** That port's address, while it is served. */
   ollamaUrl: string | undefined
+  /** Why the Ollama port is not served while switched on (Ollama itself holds 11434, say). */
+  ollamaNote?: string | undefined
   /** Lending this computer's memory to other Hearths' pooled models (docs/pool.md). */
   lend: boolean
   /** Why the server is not running, when it failed to start. */

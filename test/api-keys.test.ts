@@ -4,7 +4,8 @@
  * x-should-retry: false; the generated key file and --api-key keys keep working beside them.
  */
 import { mkdtempSync, readFileSync, statSync } from 'node:fs'
-import { connect } from 'node:net'
+import { connect, createServer, type AddressInfo } from 'node:net'
+import { once } from 'node:events'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import OpenAI from 'openai'
@@ -249,10 +250,19 @@ describe('the Ollama port', () => {
       expect(await connects(mainPort)).toBe(true)
       expect(await connects(ollamaPort)).toBe(false)
       expect(await (await fetch(`${server.ollamaUrl}/`)).text()).toBe('Ollama is running')
+      // A port that answers as Ollama does is said to be Ollama's (here, the first server's own Ollama port).
       const taken = await startServer({ ...settings, port: 0, ollamaPort: Number(ollamaPort) }, (line) => lines.push(line), { llamaBuild: null, whisperBuild: null })
       expect(taken.ollamaUrl).toBeUndefined()
-      expect(lines.join('\n')).toMatch(/Ollama's API is not served on 127\.0\.0\.1:\d+: it is in use/)
+      expect(taken.ollamaNote).toMatch(/^Ollama 0\.34\.3 holds 127\.0\.0\.1:\d+: stop Ollama/)
+      expect(lines.join('\n')).toMatch(/warning: Ollama's API is not served on 127\.0\.0\.1:\d+: Ollama 0\.34\.3 holds/)
       await taken.close()
+      // Any other program on the port is named as one.
+      const other = createServer(() => undefined).listen(0, '127.0.0.1')
+      await once(other, 'listening')
+      const busy = await startServer({ ...settings, port: 0, ollamaPort: (other.address() as AddressInfo).port }, (line) => lines.push(line), { llamaBuild: null, whisperBuild: null })
+      expect(busy.ollamaNote).toMatch(/is in use by another program: pick another --ollama-port/)
+      await busy.close()
+      other.close()
     } finally {
       await server.close()
     }

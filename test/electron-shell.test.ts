@@ -481,7 +481,8 @@ describe('startup and shutdown', () => {
       'session.setPermissionCheckHandler',
       'protocol.handle',
       `ipcMain.handle ${Channel.GetServerState}`,
-      'startServer 127.0.0.1:8181',
+      // The Ollama port is on unless the person switched it off (it is taken only where it is free).
+      'startServer 127.0.0.1:8181 ollama 11434',
       'new BrowserWindow',
       `window.loadURL ${APP_ORIGIN}/index.html`,
       'new Tray',
@@ -524,21 +525,21 @@ describe('startup and shutdown', () => {
     electron.calls.length = 0
     const state = await electron.ipcHandlers.get(Channel.SetLanAccess)!(trustedEvent, true)
     expect(state).toMatchObject({ running: true, lan: true })
-    expect(electron.calls).toEqual(['server.close', 'startServer 0.0.0.0:8181', `webContents.send ${Channel.ServerState}`])
-    expect(JSON.parse(readFileSync(join(dataDir, 'desktop.json'), 'utf8'))).toEqual({ keepRunningInTray: true, lan: true, ollama: false, lend: false })
+    expect(electron.calls).toEqual(['server.close', 'startServer 0.0.0.0:8181 ollama 11434', `webContents.send ${Channel.ServerState}`])
+    expect(JSON.parse(readFileSync(join(dataDir, 'desktop.json'), 'utf8'))).toEqual({ keepRunningInTray: true, lan: true, ollama: true, lend: false })
     expect(electron.trays[0].tooltip).toContain('(also on the network)')
   })
 
   it.each([
-    ['the Ollama port', Channel.SetOllamaPort, 'ollama', 'startServer 127.0.0.1:8181 ollama 11434'],
-    ['lending', Channel.SetLending, 'lend', 'startServer 127.0.0.1:8181 lend'],
-  ] as const)('remembers %s and restarts the server with it, on loopback', async (_what, channel, key, started) => {
+    ['the Ollama port switched off', Channel.SetOllamaPort, 'ollama', false, 'startServer 127.0.0.1:8181'],
+    ['lending', Channel.SetLending, 'lend', true, 'startServer 127.0.0.1:8181 ollama 11434 lend'],
+  ] as const)('remembers %s and restarts the server with it, on loopback', async (_what, channel, key, on, started) => {
     const { dataDir } = await startApp()
     electron.calls.length = 0
-    const state = await electron.ipcHandlers.get(channel)!(trustedEvent, true)
-    expect(state).toMatchObject({ running: true, [key]: true })
+    const state = await electron.ipcHandlers.get(channel)!(trustedEvent, on)
+    expect(state).toMatchObject({ running: true, [key]: on })
     expect(electron.calls).toEqual(['server.close', started, `webContents.send ${Channel.ServerState}`])
-    expect(JSON.parse(readFileSync(join(dataDir, 'desktop.json'), 'utf8'))).toMatchObject({ [key]: true })
+    expect(JSON.parse(readFileSync(join(dataDir, 'desktop.json'), 'utf8'))).toMatchObject({ [key]: on })
   })
 
   it('builds the tray menu from the server state', () => {

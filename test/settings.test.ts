@@ -50,6 +50,34 @@ describe('resolveSettings', () => {
     expect(() => resolveSettings([], { HEARTH_DATA_DIR: dataDirWith({ retrieval: 'magic' }) }, 2)).toThrow(/"retrieval"/)
   })
 
+  it("serves what Ollama serves on Ollama's own port where it is free, unless turned off; OLLAMA_HOST's port moves it", () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'hearth-settings-ollama-'))
+    const port = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
+      const { settings } = resolveSettings(['--data-dir', dataDir, ...argv], env, 2)
+      return [settings.ollamaPort, settings.ollamaPortIfFree ?? false]
+    }
+    expect(port([])).toEqual([11434, true])
+    expect(port(['--ollama-port', 'off'])).toEqual([undefined, false])
+    expect(port([], { HEARTH_OLLAMA_PORT: 'off' })).toEqual([undefined, false])
+    expect(port(['--ollama-port', '11500'])).toEqual([11500, false])
+    expect(port([], { OLLAMA_HOST: '127.0.0.1:11435' })).toEqual([11435, false])
+    expect(port([], { OLLAMA_HOST: '0.0.0.0' })).toEqual([11434, false])
+    expect(port([], { OLLAMA_HOST: 'http://localhost:9999' })).toEqual([9999, false])
+    writeFileSync(join(dataDir, 'settings.json'), JSON.stringify({ ollama_port: null }))
+    expect(port([], { OLLAMA_HOST: '127.0.0.1:11435' })).toEqual([undefined, false])
+  })
+
+  it('reads the OLLAMA_* settings a person already has, under what Hearth sets itself', () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'hearth-settings-ollama-env-'))
+    const env = { OLLAMA_ORIGINS: 'chrome-extension://*, moz-extension://*', OLLAMA_KEEP_ALIVE: '1h30m', OLLAMA_CONTEXT_LENGTH: '8192', OLLAMA_NUM_PARALLEL: '3', OLLAMA_MAX_QUEUE: '5' }
+    const { settings } = resolveSettings(['--data-dir', dataDir], env, 2)
+    expect(settings).toMatchObject({ ollamaOrigins: ['chrome-extension://*', 'moz-extension://*'], ollamaKeepAliveMs: 5_400_000, defaultContextLength: 8192, parallel: 3, maxQueuePerModel: 5 })
+    expect(resolveSettings(['--data-dir', dataDir], { OLLAMA_KEEP_ALIVE: '-1' }, 2).settings.ollamaKeepAliveMs).toBe(Infinity)
+    expect(resolveSettings(['--data-dir', dataDir, '--parallel', '2'], env, 2).settings.parallel).toBe(2)
+    expect(() => resolveSettings(['--data-dir', dataDir], { OLLAMA_KEEP_ALIVE: 'soon' }, 2)).toThrow(/OLLAMA_KEEP_ALIVE/)
+    expect(() => resolveSettings(['--data-dir', dataDir], { OLLAMA_CONTEXT_LENGTH: 'big' }, 2)).toThrow(/OLLAMA_CONTEXT_LENGTH/)
+  })
+
   it('refuses bad values with a message that names them', () => {
     const env = { HEARTH_DATA_DIR: dataDirWith() }
     expect(() => resolveSettings(['--port', '70000'], env, 2)).toThrow(/--port must be an integer/)

@@ -35,7 +35,7 @@ async function main(): Promise<void> {
   warnIfEnvironmentHidesStoredKey(settings.dataDir, settings.apiKeys)
   if (!settings.auth) console.warn('warning: authentication is OFF (--no-auth): any program that can reach this address can use it')
   else if (server.keyFile) console.log(`API key: stored in ${server.keyFile}`)
-  if (server.ollamaUrl) console.log(`Ollama's API (no key needed from this computer) on ${server.ollamaUrl}`)
+  if (server.ollamaUrl) console.log(`Ollama's API and its /v1 (no key needed from this computer) on ${server.ollamaUrl}: ollama, its clients and the tools set up for Ollama work unchanged`)
   console.log(`listening on ${server.url}`)
 
   let stopping = false

@@ -72,7 +72,7 @@ export class DesktopApp {
     await this.preferences.load()
     registerIpcHandlers(ipcMain, this.actions())
     this.server.onChange((state) => this.serverChanged(state))
-    await this.server.start(this.preferences.value.lan, this.preferences.value.ollama || undefined, this.preferences.value.lend || undefined)
+    await this.server.start(this.preferences.value.lan, this.preferences.value.ollama, this.preferences.value.lend || undefined)
     this.createWindow()
     this.createTray()
   }

@@ -6,13 +6,13 @@ export interface DesktopPrefs {
   keepRunningInTray: boolean
   /** Listen on every interface so other computers can reach the server. */
   lan: boolean
-  /** Serve Ollama's API on its own port, for the programs written for Ollama. */
+  /** Serve what Ollama serves on its port (11434, where it is free), for the programs written for Ollama: on unless switched off. */
   ollama: boolean
   /** Lend this computer's memory to other Hearths' pooled models. */
   lend: boolean
 }
 
-export const DEFAULT_PREFS: DesktopPrefs = { keepRunningInTray: true, lan: false, ollama: false, lend: false }
+export const DEFAULT_PREFS: DesktopPrefs = { keepRunningInTray: true, lan: false, ollama: true, lend: false }
 
 export class DesktopPreferences {
   private current: DesktopPrefs = { ...DEFAULT_PREFS }

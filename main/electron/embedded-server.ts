@@ -5,7 +5,7 @@
  */
 import { readFile } from 'node:fs/promises'
 import type { RunningServer } from '../server/server.ts'
-import type { ServerSettings } from '../server/settings.ts'
+import { OLLAMA_DEFAULT_PORT, type ServerSettings } from '../server/settings.ts'
 import type { DesktopServerState } from '../../preload/hearth-bridge.ts'
 import { APP_ORIGIN } from './app-protocol.ts'
 
@@ -13,8 +13,6 @@ export type StartServer = (settings: ServerSettings, log?: (line: string) => voi
 
 const LOOPBACK = '127.0.0.1'
 const EVERY_INTERFACE = '0.0.0.0'
-/** Where the programs written for Ollama look for it. */
-export const OLLAMA_DEFAULT_PORT = 11434
 
 export class EmbeddedServer {
   private running: RunningServer | undefined
@@ -43,6 +41,7 @@ export class EmbeddedServer {
       lan: this.lan,
       ollama: this.ollama,
       ollamaUrl: this.running?.ollamaUrl,
+      ollamaNote: this.running?.ollamaNote,
       lend: this.lend,
       error: this.error,
     }

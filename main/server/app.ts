@@ -126,7 +126,8 @@ const OLLAMA_DEFAULT_ORIGINS = [
  * No key management, request log, metrics or web UI here.
  */
 export function createOllamaApp(ctx: ServerContext): Express {
-  const app = guardedApp(ctx, allowedHostNames('127.0.0.1', ctx.settings.allowedHosts), [...OLLAMA_DEFAULT_ORIGINS, ...(ctx.settings.corsOrigins ?? [])])
+  const origins = [...OLLAMA_DEFAULT_ORIGINS, ...(ctx.settings.ollamaOrigins ?? []), ...(ctx.settings.corsOrigins ?? [])]
+  const app = guardedApp(ctx, allowedHostNames('127.0.0.1', ctx.settings.allowedHosts), origins)
   // Clients probe the root before anything else, as Ollama answers it.
   const running = (_req: unknown, res: express.Response) => void res.type('text/plain').send('Ollama is running')
   app.get('/', running)

@@ -8,6 +8,7 @@ import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { z } from 'zod'
+import { durationMs } from './protocols/ollama/ollama-keep-alive.ts'
 import { defaultModelSources, type ModelSourceDirs } from '../../models/sources/default-source-dirs.ts'
 import type { ModelSourceKind } from '../../models/catalog/model-record.ts'
 import { RETRIEVAL_METHODS, type RetrievalMethod } from './services/documents/document-retrieval.ts'
@@ -59,10 +60,18 @@ export interface ServerSettings {
    */
   listingMaxAgeMs?: number
   /**
-   * A second port, on loopback only, that speaks Ollama's API alone (11434 for the clients that
+   * A second port, on loopback only, that speaks what Ollama's does (11434 for the clients that
    * assume Ollama's), where a program without a key gets in; undefined = off.
    */
   ollamaPort?: number
+  /** The port is Ollama's default, taken only where nothing holds it (Ollama itself, say): not an error when it cannot be had. */
+  ollamaPortIfFree?: boolean
+  /** Page origins the Ollama port lets in besides Ollama's defaults (`OLLAMA_ORIGINS`). */
+  ollamaOrigins?: string[]
+  /** How long a model stays loaded after an Ollama API request that does not say (`OLLAMA_KEEP_ALIVE`). */
+  ollamaKeepAliveMs?: number
+  /** The context a model gets where models.json sets none (`OLLAMA_CONTEXT_LENGTH`), up to what it was trained with. */
+  defaultContextLength?: number
   /** The other programs' model stores served in place (read only), each where it keeps its models. */
   modelSources: ModelSourceDirs
   /** How the parts of a long document are found: by words and meaning together (default), or one alone. */
@@ -155,9 +164,9 @@ export const USAGE = `Usage: npm run serve -- [flags]
   --memory-budget MB     memory for loaded models (default: 90 % free)    HEARTH_MEMORY_BUDGET
   --vad                  speech skips silence (needs a Silero VAD model)  HEARTH_VAD=1
   --max-audio-minutes M  longest audio taken (default 180)                HEARTH_MAX_AUDIO_MINUTES
-  --ollama-port PORT     also serve Ollama's API on 127.0.0.1:PORT, where HEARTH_OLLAMA_PORT
-                         programs may come without a key (11434 is
-                         Ollama's own; off by default)
+  --ollama-port PORT     serve what Ollama serves on 127.0.0.1:PORT, where  HEARTH_OLLAMA_PORT
+                         programs may come without a key (default 11434,
+                         Ollama's own, where it is free; off turns it off)
   --model-sources LIST   the other programs' model folders to serve in    HEARTH_MODEL_SOURCES
                          place: ollama,lmstudio,huggingface,llama.cpp
                          (default all of them), or none
@@ -201,11 +210,11 @@ export function resolveSettings(
     auth: !(flags['no-auth'] ?? isTrue(env.HEARTH_NO_AUTH) ?? file.auth === false),
     threads: integer('threads', flags.threads ?? env.HEARTH_THREADS, 1, 256) ?? file.threads ?? defaultThreads(cpuCount),
     gpuLayers: integer('gpu-layers', flags['gpu-layers'] ?? env.HEARTH_GPU_LAYERS, -1, 100_000) ?? file.gpu_layers ?? -1,
-    parallel: integer('parallel', flags.parallel ?? env.HEARTH_PARALLEL, 1, 64) ?? file.parallel,
+    parallel: integer('parallel', flags.parallel ?? env.HEARTH_PARALLEL, 1, 64) ?? file.parallel ?? integer('parallel', nonEmpty(env.OLLAMA_NUM_PARALLEL), 1, 64),
     backend: backendName(flags.backend ?? env.HEARTH_BACKEND) ?? file.backend ?? 'auto',
     requestTimeoutMs:
       1000 * (positive('request-timeout', flags['request-timeout'] ?? env.HEARTH_REQUEST_TIMEOUT) ?? file.request_timeout_seconds ?? 600),
-    maxQueuePerModel: integer('max-queue', flags['max-queue'] ?? env.HEARTH_MAX_QUEUE, 0, 100_000) ?? file.max_queue_per_model ?? 16,
+    maxQueuePerModel: integer('max-queue', flags['max-queue'] ?? env.HEARTH_MAX_QUEUE, 0, 100_000) ?? file.max_queue_per_model ?? integer('max-queue', nonEmpty(env.OLLAMA_MAX_QUEUE), 0, 100_000) ?? 16,
     idleTtlMs: 1000 * (nonNegative('idle-ttl', flags['idle-ttl'] ?? env.HEARTH_IDLE_TTL) ?? file.idle_ttl_seconds ?? 600),
     memoryBudgetBytes: mebibytes(positive('memory-budget', flags['memory-budget'] ?? env.HEARTH_MEMORY_BUDGET) ?? file.memory_budget_mb),
     bodyLimitBytes: Math.round((file.body_limit_mb ?? 30) * 1024 * 1024),
@@ -217,7 +226,8 @@ export function resolveSettings(
     listingMaxAgeMs: nonNegative('listing-max-age-ms', env.HEARTH_LISTING_MAX_AGE_MS),
     maxAudioSeconds:
       60 * (positive('max-audio-minutes', flags['max-audio-minutes'] ?? env.HEARTH_MAX_AUDIO_MINUTES) ?? file.max_audio_minutes ?? DEFAULT_MAX_AUDIO_SECONDS / 60),
-    ollamaPort: integer('ollama-port', flags['ollama-port'] ?? env.HEARTH_OLLAMA_PORT, 0, 65535) ?? file.ollama_port ?? undefined,
+    ...ollamaPortOf(flags['ollama-port'] ?? env.HEARTH_OLLAMA_PORT, file.ollama_port, env.OLLAMA_HOST),
+    ...ollamaEnvironment(env),
     modelSources: modelSources(flags['model-sources'] ?? env.HEARTH_MODEL_SOURCES, file.model_sources, env),
     retrieval: retrievalMethod(env.HEARTH_RETRIEVAL) ?? file.retrieval ?? 'hybrid',
     lend: flags.lend ?? isTrue(env.HEARTH_LEND) ?? file.lend ?? false,
@@ -238,6 +248,51 @@ export function resolveSettings(
     if (key.length < 8) throw new SettingsError('an API key must be at least 8 characters long')
   }
   return { settings, help: flags.help ?? false }
+}
+
+/** Ollama's own default port, where the programs written for it look. */
+export const OLLAMA_DEFAULT_PORT = 11434
+
+/**
+ * The Ollama port: a flag or HEARTH_OLLAMA_PORT (a port, or `off`), the settings file's
+ * `ollama_port` (null is off), the port of OLLAMA_HOST, or Ollama's own where it is free.
+ */
+function ollamaPortOf(asked: string | undefined, file: number | null | undefined, ollamaHost: string | undefined): Pick<ServerSettings, 'ollamaPort' | 'ollamaPortIfFree'> {
+  if (asked !== undefined && /^(off|none|false|no)$/i.test(asked.trim())) return {}
+  const port = integer('ollama-port', asked, 0, 65535)
+  if (port !== undefined) return { ollamaPort: port }
+  if (file === null) return {}
+  if (file !== undefined) return { ollamaPort: file }
+  const host = nonEmpty(ollamaHost)
+  if (host !== undefined) {
+    // OLLAMA_HOST: [scheme://]host[:port]; its address is not taken (the port stays on loopback, keyless).
+    const match = /^(?:\w+:\/\/)?(?:\[[^\]]*\]|[^:/]*)(?::(\d+))?\/?$/.exec(host.trim())
+    if (!match) throw new SettingsError(`OLLAMA_HOST must be host[:port], got "${host}"`)
+    return { ollamaPort: integer('ollama-port', match[1], 0, 65535) ?? OLLAMA_DEFAULT_PORT }
+  }
+  return { ollamaPort: OLLAMA_DEFAULT_PORT, ollamaPortIfFree: true }
+}
+
+/** The OLLAMA_* settings a person who used Ollama already has, where Hearth has their like (docs/ollama.md has the table). */
+function ollamaEnvironment(env: NodeJS.ProcessEnv): Pick<ServerSettings, 'ollamaOrigins' | 'ollamaKeepAliveMs' | 'defaultContextLength'> {
+  const origins = nonEmpty(env.OLLAMA_ORIGINS)?.split(',').map((o) => o.trim()).filter(Boolean)
+  const keepAlive = nonEmpty(env.OLLAMA_KEEP_ALIVE)
+  const context = integer('OLLAMA_CONTEXT_LENGTH', nonEmpty(env.OLLAMA_CONTEXT_LENGTH), 16, 1 << 24)
+  return {
+    ...(origins?.length ? { ollamaOrigins: origins } : {}),
+    ...(keepAlive !== undefined ? { ollamaKeepAliveMs: keepAliveSetting(keepAlive) } : {}),
+    ...(context !== undefined ? { defaultContextLength: context } : {}),
+  }
+}
+
+function keepAliveSetting(raw: string): number {
+  const ms = durationMs(raw)
+  if (ms === undefined) throw new SettingsError(`OLLAMA_KEEP_ALIVE must be a duration such as 5m, 1h, 300 (seconds) or -1 (for ever), got "${raw}"`)
+  return ms
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value
 }
 
 function retrievalMethod(value: string | undefined): RetrievalMethod | undefined {

@@ -76,6 +76,15 @@ export interface LendStatus {
   llama_cpp_commit: string
   rpc_protocol: string
   running: boolean
+  /** `restarting`: its rpc-server died and starts again in a moment; `stopped`: it died in a loop, `problem` says how. */
+  state: 'running' | 'restarting' | 'stopped'
+  /** Times its rpc-server died without being asked to, and times it was started again after. */
+  crashes: number
+  restarts: number
+  /** How its rpc-server last died (unix seconds), and who was borrowing then; null: it never has. */
+  last_exit: { at: number; reason: string; borrowers: string[] } | null
+  /** Why it stopped lending; null while it lends. */
+  problem: string | null
   memory_cap_mib: number | null
   devices: Array<{ name: string; description: string; total_mib: number; free_mib: number }>
   borrowers: Array<{ address: string; key: string; since: number }>
@@ -128,6 +137,8 @@ export interface ServerInfo {
   key_file: string | null
   /** Where Ollama's API is served keyless for this computer's programs (`--ollama-port`); null when off. */
   ollama_url: string | null
+  /** Why Ollama's API is not served where it was asked for (Ollama itself holds its port, say); null otherwise. */
+  ollama_note: string | null
   /** What this computer lends to other Hearths' pooled models (`--lend`); null when it lends nothing. */
   lending: { memory_cap_mib: number | null; borrowers: number } | null
 }

@@ -7,6 +7,7 @@
 import { readFile, readdir, stat } from 'node:fs/promises'
 import { basename, dirname, extname, join, relative, resolve, sep } from 'node:path'
 import { catalogEntrySchema, catalogFileSchema, type CatalogEntry } from './catalog-schema.ts'
+import { baseModelOf, modelfileInfo } from './modelfile-models.ts'
 import { llamaLoadProblem } from './llama-loadability.ts'
 import { readModelFileHeader, type ModelFileHeader } from './model-file-header.ts'
 import type { BrokenModel, FolderSnapshot, ModelRecord, ModelShape } from './model-record.ts'
@@ -53,6 +54,8 @@ export interface FolderScanOptions {
    * all, where the environment puts them). Left out, none is read.
    */
   sources?: ModelSourceDirs
+  /** The context a model gets where its entry sets none (`OLLAMA_CONTEXT_LENGTH`); no more than it was trained with. */
+  defaultContextLength?: number
 }
 
 export class FolderScanner {
@@ -92,6 +95,7 @@ export class FolderScanner {
     /** Voice-activity models: not served, but used by every speech model. */
     const vadModels: string[] = []
     const remoteReplicas: RemoteReplica[] = []
+    const derived: CatalogEntry[] = []
 
     for (const raw of entries) {
       const parsed = catalogEntrySchema.safeParse(raw)
@@ -101,6 +105,11 @@ export class FolderScanner {
         continue
       }
       const entry = parsed.data
+      // Made by a Modelfile from another model by name: served once every other model is known.
+      if (entry.from !== undefined) {
+        derived.push(entry)
+        continue
+      }
       if (entry.file === undefined) {
         const remote = this.remoteModels(entry, takenIds)
         models.push(...remote.models)
@@ -167,6 +176,11 @@ export class FolderScanner {
     const projectorSizes = new Map<string, number>()
     for (const path of projectors.keys()) projectorSizes.set(path, (await stat(path).catch(() => ({ size: 0 }))).size)
     pairProjectors(models, projectors, projectorSizes)
+    for (const entry of derived) {
+      const result = await this.describeDerived(entry, models, takenIds)
+      if ('problem' in result) broken.push(result)
+      else models.push(result)
+    }
     // Every speech model skips silence with the same detector: the first one, by file name.
     this.options.remotes?.track(remoteReplicas)
     vadModels.sort()
@@ -295,7 +309,8 @@ export class FolderScanner {
 
     const kind: ModelKind = entry?.kind ?? (header.format === 'whisper-ggml' ? 'speech' : kindFromArchitecture(header.architecture, header.poolingType))
     const trained = header.format === 'gguf' ? header.trainedContext : header.textContext
-    const asked = entry?.context_length ?? trained ?? DEFAULT_CONTEXT
+    const fallback = this.options.defaultContextLength
+    const asked = entry?.context_length ?? (fallback !== undefined ? Math.min(fallback, trained ?? fallback) : (trained ?? DEFAULT_CONTEXT))
     const { contextLength, contextNote } = this.contextOf(path, info, asked, header.format === 'gguf' ? trained : undefined)
     const maxCompletionTokens = Math.min(entry?.max_completion_tokens ?? DEFAULT_MAX_COMPLETION_TOKENS, contextLength)
     return {
@@ -324,7 +339,33 @@ export class FolderScanner {
       ...(external ? { source: external.source } : {}),
       ...(external?.ollama ? { ollama: external.ollama } : {}),
       ...(header.format === 'gguf' ? ggufFacts(header, kind) : {}),
+      ...this.modelfileFacts(id, entry),
     }
+  }
+
+  /**
+   * A model a Modelfile made FROM another by name: that model's file (its projector too), with this
+   * entry's context and Modelfile. Not one of another program's store itself: Hearth wrote it, and
+   * removes it alone.
+   */
+  private async describeDerived(entry: CatalogEntry, models: readonly ModelRecord[], takenIds: Set<string>): Promise<ModelRecord | BrokenModel> {
+    const id = entry.id!
+    if (takenIds.has(id)) return { id, file: entry.from!, problem: `duplicate model id "${id}" in models.json` }
+    takenIds.add(id)
+    const base = baseModelOf(entry, models)
+    if (!base) return { id, file: entry.from!, problem: `it is made from "${entry.from}", which is not among the models served (removed, or its store is off)` }
+    if (base.remote) return { id, file: entry.from!, problem: `it is made from "${entry.from}", which runs on another machine` }
+    const result = await this.describe(id, base.path, entry, base.projectorPath)
+    return 'problem' in result ? result : { ...result, ...(base.draftPath ? { draftPath: base.draftPath } : {}) }
+  }
+
+  /** What a Modelfile adds to a model: its Ollama facts, its template, its adapters (inside the models folder). */
+  private modelfileFacts(id: string, entry: CatalogEntry | undefined): Partial<ModelRecord> {
+    const ollama = modelfileInfo(id, entry)
+    if (!ollama) return {}
+    const template = entry?.modelfile?.template
+    const adapterPaths = (entry?.modelfile?.adapters ?? []).map((a) => this.resolveInside(a)).filter((p): p is string => p !== undefined)
+    return { ollama, ...(template !== undefined ? { chatTemplate: template, hasChatTemplate: true } : {}), ...(adapterPaths.length ? { adapterPaths } : {}) }
   }
 
   /** A path as problems name it: inside the models folder relative to it, elsewhere in full. */

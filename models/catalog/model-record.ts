@@ -42,8 +42,12 @@ export interface ModelRecord {
   catalogEntry: CatalogEntry | undefined
   /** Set when the file lies in another program's store, which Hearth only reads; absent for the models folder. */
   source?: ModelSource
-  /** A model of Ollama's store: its name and what its manifest adds to the GGUF. */
+  /** A model of Ollama's store, or one a Modelfile made: its name and what its manifest adds to the GGUF. */
   ollama?: OllamaModelInfo
+  /** A Jinja chat template that replaces the file's own (a Modelfile's TEMPLATE). */
+  chatTemplate?: string
+  /** LoRA adapters llama-server applies over the weights (a Modelfile's ADAPTER). */
+  adapterPaths?: string[]
   /** A chat model whose file has no chat template: the format Hearth chose for it, a guess (fallback-templates.ts). */
   templateGuessed?: FallbackTemplateName
   /** The quantization as Ollama names it (`Q4_K_M`, `Q8_0`, `F16`), from the GGUF's `general.file_type`. */
@@ -85,6 +89,10 @@ export interface OllamaModelInfo {
   messages?: Array<{ role: string; content: string }>
   /** The license layers' texts. */
   license?: string[]
+  /** The model a Modelfile made this one FROM, by the name it gave. */
+  parent?: string
+  /** The Ollama version its Modelfile asks for (`REQUIRES`). */
+  requires?: string
   /** sha256 of the manifest, in hex: the digest `ollama list` shows. */
   digest: string
   /** When the manifest was last written (ISO 8601): Ollama's `modified_at`. */

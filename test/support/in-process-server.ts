@@ -148,10 +148,12 @@ export interface InProcessOptions {
 export async function startInProcessServer(options: InProcessOptions = {}): Promise<InProcessServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'hearth-inproc-data-'))
   const modelsDir = options.modelsDir ?? mkdtempSync(join(tmpdir(), 'hearth-inproc-models-'))
-  const argv = ['--port', '0', '--threads', '1', '--models-dir', modelsDir, '--data-dir', dataDir, '--api-key', TEST_API_KEY, ...(options.args ?? [])]
+  // The Ollama port only where a test asks for it: Ollama's own 11434 is not the tests' to take.
+  const ollamaPort = options.args?.includes('--ollama-port') ? [] : ['--ollama-port', 'off']
+  const argv = ['--port', '0', '--threads', '1', '--models-dir', modelsDir, '--data-dir', dataDir, '--api-key', TEST_API_KEY, ...ollamaPort, ...(options.args ?? [])]
   const { settings } = resolveSettings(argv, { ...options.env }, 2)
   const lines: string[] = []
-  const folder = new ModelFolder(settings.modelsDir, { listingMaxAgeMs: settings.listingMaxAgeMs })
+  const folder = new ModelFolder(settings.modelsDir, { listingMaxAgeMs: settings.listingMaxAgeMs, ...(settings.defaultContextLength ? { defaultContextLength: settings.defaultContextLength } : {}) })
   const engines: ScriptedEngine[] = []
   const scheduler = new ModelScheduler({
     maxQueuePerModel: settings.maxQueuePerModel,

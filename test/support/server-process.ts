@@ -61,6 +61,8 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     ...(options.noKeyFlag ? [] : ['--api-key', TEST_API_KEY]),
     // The machine's own Ollama, LM Studio and Hugging Face stores stay out of the tests unless a test names them.
     ...(options.args?.includes('--model-sources') ? [] : ['--model-sources', 'none']),
+    // The Ollama port only where a test asks for it: Ollama's own 11434 is not the tests' to take.
+    ...(options.args?.includes('--ollama-port') ? [] : ['--ollama-port', 'off']),
     ...(options.args ?? []),
   ]
   const inNamespace: [string, string[]] = options.namespace ? ['ip', ['netns', 'exec', options.namespace, process.execPath, ...args]] : [process.execPath, args]

@@ -42,7 +42,7 @@ export function serverRoute(ctx: ServerContext, history: RequestHistory): Router
   return router
 }
 
-export function serverInfo(ctx: Pick<ServerContext, 'settings' | 'ollamaUrl' | 'lending'>, port: number): ServerInfo {
+export function serverInfo(ctx: Pick<ServerContext, 'settings' | 'ollamaUrl' | 'ollamaNote' | 'lending'>, port: number): ServerInfo {
   const { host, auth } = ctx.settings
   const wildcard = host === '0.0.0.0' || host === '::'
   const lan = !isLoopback(host)
@@ -56,6 +56,7 @@ export function serverInfo(ctx: Pick<ServerContext, 'settings' | 'ollamaUrl' | '
     auth,
     key_file: generatedKeyFile(ctx.settings) ?? null,
     ollama_url: ctx.ollamaUrl ?? null,
+    ollama_note: ctx.ollamaNote ?? null,
     lending: ctx.lending ? { memory_cap_mib: ctx.lending.lender.memoryMiB ?? null, borrowers: ctx.lending.borrowers.size } : null,
   }
 }

@@ -27,7 +27,7 @@ export function ollamaInferenceRoute(ctx: ServerContext, json: RequestHandler[])
     const request = parseOllamaBody('chat', ollamaChatSchema, req.body, notices)
     const model = await requireOllamaModel(ctx.folder, request.model)
     const who: OllamaAnswerIdentity = { model: request.model, api: 'chat', showThinking: request.think !== false }
-    if (!request.messages?.length) return loadOrUnload(res, model, who, keepAliveMs(request.keep_alive))
+    if (!request.messages?.length) return loadOrUnload(res, model, who, keepAliveMs(request.keep_alive) ?? ctx.settings.ollamaKeepAliveMs)
     await refuseThinkingWithout(model, request.model, request.think)
     const plan = await planOllamaChat(request, model, notices, conversationKey(req, {}))
     await answer(res, model, plan, who, notices)
@@ -38,7 +38,7 @@ export function ollamaInferenceRoute(ctx: ServerContext, json: RequestHandler[])
     const request = parseOllamaBody('generate', ollamaGenerateSchema, req.body, notices)
     const model = await requireOllamaModel(ctx.folder, request.model)
     const who: OllamaAnswerIdentity = { model: request.model, api: 'generate', showThinking: request.think !== false }
-    if (!request.prompt && !request.suffix && !request.images?.length) return loadOrUnload(res, model, who, keepAliveMs(request.keep_alive))
+    if (!request.prompt && !request.suffix && !request.images?.length) return loadOrUnload(res, model, who, keepAliveMs(request.keep_alive) ?? ctx.settings.ollamaKeepAliveMs)
     await refuseThinkingWithout(model, request.model, request.think)
     const plan = await planOllamaGenerate(request, model, notices)
     await answer(res, model, plan, who, notices)
@@ -65,7 +65,7 @@ export function ollamaInferenceRoute(ctx: ServerContext, json: RequestHandler[])
               prompt_eval_count: result.promptTokens,
             }),
           }
-      await ctx.pipeline.within(res, (signal) => ctx.pipeline.answer(res, model, plan.job, shape, signal, { notices, keepAliveMs: plan.keepAliveMs }))
+      await ctx.pipeline.within(res, (signal) => ctx.pipeline.answer(res, model, plan.job, shape, signal, { notices, keepAliveMs: plan.keepAliveMs ?? ctx.settings.ollamaKeepAliveMs }))
     })
   }
 
@@ -101,7 +101,8 @@ export function ollamaInferenceRoute(ctx: ServerContext, json: RequestHandler[])
       ? streamOf(() => ndjsonEvents(res), { progress: (p) => writer.progress(p), finish: timed((result) => writer.finish(result)) })
       : { whole: timed((result) => ollamaAnswer(who, result, timing)) }
     const job: ChatJob | CompleteJob = plan.job
-    await ctx.pipeline.within(res, (signal) => ctx.pipeline.answer(res, model, job, shape, signal, { notices, keepAliveMs: plan.keepAliveMs }))
+    const keepAliveMs = plan.keepAliveMs ?? ctx.settings.ollamaKeepAliveMs
+    await ctx.pipeline.within(res, (signal) => ctx.pipeline.answer(res, model, job, shape, signal, { notices, keepAliveMs }))
   }
 
   return router
