@@ -3,8 +3,10 @@
  * some models as one GGUF holding the text model and its vision (or audio) tower, or in
  * architectures upstream llama.cpp lacks; llama.cpp runs the same models from GGUFs that keep the
  * projector apart. The repositories here are the ones llama.cpp's own documentation names for them
- * (docs/multimodal.md at the pinned commit): each has the model's GGUFs and its mmproj, which
- * `hf.co/<repo>:<quantization>` pulls together.
+ * (docs/multimodal.md and the server's docs at the pinned commit): each has the model's GGUFs (and
+ * its mmproj, for a vision model), which `hf.co/<repo>:<quantization>` pulls together. A model is
+ * refused by what its own files say (ollama-store.ts, llama-loadability.ts), never by this table,
+ * which only says what to pull instead.
  */
 
 interface Alternative {
@@ -21,6 +23,7 @@ const ALTERNATIVES: Alternative[] = [
   },
   { model: 'mistral-small3.1', sizes: { '24b': 'ggml-org/Mistral-Small-3.1-24B-Instruct-2503-GGUF' } },
   { model: 'llama4', sizes: { scout: 'ggml-org/Llama-4-Scout-17B-16E-Instruct-GGUF', '16x17b': 'ggml-org/Llama-4-Scout-17B-16E-Instruct-GGUF' } },
+  { model: 'gpt-oss', sizes: { '20b': 'ggml-org/gpt-oss-20b-GGUF', '120b': 'ggml-org/gpt-oss-120b-GGUF' } },
   {
     model: 'gemma4',
     sizes: { e2b: 'ggml-org/gemma-4-E2B-it-GGUF', e4b: 'ggml-org/gemma-4-E4B-it-GGUF', '26b': 'ggml-org/gemma-4-26B-A4B-it-GGUF', '31b': 'ggml-org/gemma-4-31B-it-GGUF' },
@@ -28,7 +31,7 @@ const ALTERNATIVES: Alternative[] = [
 ]
 
 /** The default size where a tag names none (`gemma3` is `gemma3:4b` in Ollama's library). */
-const DEFAULT_SIZE: Record<string, string> = { gemma3: '4b', 'qwen2.5vl': '7b', 'mistral-small3.1': '24b', llama4: 'scout', gemma4: 'e4b' }
+const DEFAULT_SIZE: Record<string, string> = { gemma3: '4b', 'qwen2.5vl': '7b', 'mistral-small3.1': '24b', llama4: 'scout', gemma4: 'e4b', 'gpt-oss': '20b' }
 
 /**
  * An `hf.co/…` name for the same model in llama.cpp's layout, where one is known; else what to look
