@@ -6,9 +6,11 @@
  * so the conversation finds its own slot again. While the model is loaded, a conversation pushed
  * out of its slot is parked here too (slot-affinity.ts says when), and loaded back when it returns.
  * The folder is bounded: least recently used files go first once it holds more than its budget.
+ * Every file is written under a temporary name, flushed and renamed into place, so a crash (of the
+ * server, which takes llama-server with it) never leaves half a prompt cache to be restored.
  */
 import { createHash, randomUUID } from 'node:crypto'
-import { readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
+import { closeSync, fsyncSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import type { EngineLoadSpec } from '../engine-jobs.ts'
 import type { EngineServerProcess } from '../engine-server-process.ts'
@@ -17,6 +19,10 @@ import type { SlotAffinity, SlotAffinityState } from './slot-affinity.ts'
 /** All models' saved slots together. */
 export const SLOT_CACHE_BUDGET_BYTES = 2 * 1024 ** 3
 const SAVE_TIMEOUT_MS = 10_000
+/** Files being written have this ending until they are renamed into place. */
+const PARTIAL = '.partial'
+/** A partial file this old belongs to no save in progress (each has SAVE_TIMEOUT_MS): a crash left it. */
+const LEFTOVER_MS = 60_000
 
 export class SlotCache {
   constructor(
@@ -29,20 +35,15 @@ export class SlotCache {
   async save(server: EngineServerProcess, affinity?: SlotAffinity): Promise<void> {
     const deadline = AbortSignal.timeout(SAVE_TIMEOUT_MS)
     for (let slot = 0; slot < this.slots; slot++) {
-      try {
-        const res = await server.request(`/slots/${slot}?action=save`, { body: { filename: this.fileName(slot) }, signal: deadline })
-        const saved = (await res.json()) as { n_saved?: number }
-        if (!res.ok || !saved.n_saved) rmSync(this.path(slot), { force: true })
-      } catch {
-        rmSync(this.path(slot), { force: true })
-      }
+      if (!(await this.saveAs(server, slot, this.fileName(slot), deadline))) rmSync(this.path(slot), { force: true })
     }
-    if (affinity) writeFileSync(this.affinityPath(), JSON.stringify(affinity.snapshot()))
+    if (affinity) writeWhole(this.affinityPath(), JSON.stringify(affinity.snapshot()))
     this.prune()
   }
 
   /** Restores the slots saved by an earlier engine for this same model and shape; returns how many. */
   async restore(server: EngineServerProcess, affinity?: SlotAffinity): Promise<number> {
+    this.sweepLeftovers()
     const restored = new Set<number>()
     for (let slot = 0; slot < this.slots; slot++) {
       const path = this.path(slot)
@@ -65,18 +66,44 @@ export class SlotCache {
   /** Saves what `slot` holds to a file of its own; returns its name, or undefined where the save failed. */
   async park(server: EngineServerProcess, slot: number): Promise<string | undefined> {
     const file = this.fileName(0).replace(/-slot0\.bin$/, `-parked-${randomUUID().slice(0, 8)}.bin`)
-    try {
-      const res = await server.request(`/slots/${slot}?action=save`, { body: { filename: file }, signal: AbortSignal.timeout(SAVE_TIMEOUT_MS) })
-      const saved = (await res.json()) as { n_saved?: number }
-      if (res.ok && saved.n_saved) {
-        this.prune()
-        return file
-      }
-    } catch {
-      // Not parked: the conversation computes its tail again when it returns.
+    if (await this.saveAs(server, slot, file, AbortSignal.timeout(SAVE_TIMEOUT_MS))) {
+      this.prune()
+      return file
     }
+    // Not parked: the conversation computes its tail again when it returns.
     this.drop(file)
     return undefined
+  }
+
+  /** Has llama-server save `slot` under a temporary name, then flushes it and renames it to `file`; false where that failed. */
+  private async saveAs(server: EngineServerProcess, slot: number, file: string, signal: AbortSignal): Promise<boolean> {
+    const partial = join(this.dir, `${file}${PARTIAL}`)
+    try {
+      const res = await server.request(`/slots/${slot}?action=save`, { body: { filename: `${file}${PARTIAL}` }, signal })
+      const saved = (await res.json()) as { n_saved?: number }
+      if (!res.ok || !saved.n_saved) return false
+      flush(partial)
+      renameSync(partial, join(this.dir, file))
+      return true
+    } catch {
+      return false
+    } finally {
+      rmSync(partial, { force: true })
+    }
+  }
+
+  /** Removes partial files no save is writing any more (a crash cut them off). */
+  private sweepLeftovers(): void {
+    const now = Date.now()
+    for (const name of readdirSync(this.dir)) {
+      if (!name.endsWith(PARTIAL)) continue
+      const path = join(this.dir, name)
+      try {
+        if (now - statSync(path).mtimeMs > LEFTOVER_MS) rmSync(path, { force: true })
+      } catch {
+        // gone meanwhile
+      }
+    }
   }
 
   /** Loads a parked prompt into `slot`, then removes its file (the slot holds it now); false where that failed. */
@@ -140,6 +167,33 @@ export class SlotCache {
     for (const name of readdirSync(this.dir).filter((n) => n.endsWith('-slots.json'))) {
       if (!exists(join(this.dir, name.replace(/-slots\.json$/, '-slot0.bin')))) rmSync(join(this.dir, name), { force: true })
     }
+  }
+}
+
+/** Flushes a file (written by llama-server) to the disk before it is renamed into place. */
+function flush(path: string): void {
+  const fd = openSync(path, 'r')
+  try {
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** Writes a small file whole: a temporary file, flushed, renamed over the old one. */
+function writeWhole(path: string, text: string): void {
+  const partial = `${path}.${randomUUID().slice(0, 8)}${PARTIAL}`
+  try {
+    const fd = openSync(partial, 'wx')
+    try {
+      writeSync(fd, text)
+      fsyncSync(fd)
+    } finally {
+      closeSync(fd)
+    }
+    renameSync(partial, path)
+  } finally {
+    rmSync(partial, { force: true })
   }
 }
 

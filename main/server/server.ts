@@ -39,6 +39,7 @@ import { programPath } from '../../engines/builder/cmake-build.ts'
 import { serveLendTunnel, type Lending } from './services/lending/lend-tunnel.ts'
 import { REASONING_KEY_FILE, ReasoningSeal } from './services/reasoning-seal.ts'
 import { requireWritableFolder } from './services/writable-folder.ts'
+import { removeLeftoverTemporaryFiles } from './services/atomic-write.ts'
 
 const CPU_SLOTS = 2
 const GPU_SLOTS = 4
@@ -85,6 +86,7 @@ export async function startServer(
   }
   // Keys, documents and the prompt cache live there: a folder it cannot write is said at once, plainly.
   await requireWritableFolder(settings.dataDir, 'data folder', '--data-dir')
+  await removeLeftoverTemporaryFiles(settings.dataDir)
   // One seal per server, never shared with another in this process (the desktop app restarts its server).
   const seal = ReasoningSeal.load(join(settings.dataDir, REASONING_KEY_FILE))
   await mkdir(settings.modelsDir, { recursive: true })

@@ -5,7 +5,7 @@
  * rename itself survives. A write that fails (a full disk) leaves nothing behind.
  */
 import { randomBytes } from 'node:crypto'
-import { open, rename, rm } from 'node:fs/promises'
+import { open, readdir, rename, rm, stat } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 
 /** The temporary files of writes in progress: `.<name>.<random>.tmp`, removable on sight after a crash. */
@@ -39,5 +39,19 @@ export async function syncFolder(dir: string): Promise<void> {
     // not supported here: the rename is still atomic, only its durability across a power cut is not promised
   } finally {
     await handle?.close()
+  }
+}
+
+/**
+ * Removes the temporary files of writes a crash cut off, in `dir` itself. Only those older than a
+ * minute: another server on the same folder may be writing one now.
+ */
+export async function removeLeftoverTemporaryFiles(dir: string, olderThanMs = 60_000): Promise<void> {
+  const now = Date.now()
+  for (const name of await readdir(dir).catch(() => [])) {
+    if (!TEMPORARY_FILE.test(name)) continue
+    const path = join(dir, name)
+    const modified = (await stat(path).catch(() => undefined))?.mtimeMs
+    if (modified !== undefined && now - modified > olderThanMs) await rm(path, { force: true })
   }
 }
