@@ -277,6 +277,21 @@ describe('a pull stopped midway, then pulled again', () => {
 
   afterAll(() => new Promise<void>((done) => server.close(() => done())))
 
+  it('stops when its reader stops reading', async () => {
+    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-pull-abandoned-'))
+    const options = { modelsDir, insecure: true, ollamaStores: [], parts: { minPartBytes: 128 * 1024, concurrency: 2 }, headerProbeBytes: 8 * 1024 }
+    const start = served
+    for await (const event of pullOllamaModel(`${url.slice(7)}/library/slow:1`, options)) {
+      if (event.status === 'pulling' && event.completed > 0) break
+    }
+    const after = served
+    await new Promise((r) => setTimeout(r, 300))
+    // A chunk already on its way may still be counted; the rest of the blob is not sent.
+    expect(served - after).toBeLessThanOrEqual(2 * 65536)
+    expect(served - start).toBeLessThan(model.size / 2)
+    expect(existsSync(join(modelsDir, 'ollama', 'manifests'))).toBe(false)
+  })
+
   it('keeps what came, and the next pull fetches only the rest', async () => {
     const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-pull-resume-'))
     const name = `${url.slice(7)}/library/slow:1`

@@ -140,23 +140,33 @@ export function pullOllamaModel(name: string | PullName, options: OllamaPullOpti
     else queue.push(event)
     wake?.()
   }
-  const run = new OllamaPull(name, options, emit).run().then(
+  // A reader that stops reading (a client gone, a `break`) stops the pull too; what came is kept.
+  const abandoned = new AbortController()
+  const signal = options.signal ? AbortSignal.any([options.signal, abandoned.signal]) : abandoned.signal
+  const run = new OllamaPull(name, { ...options, signal }, emit).run().then(
     (model) => void (outcome = { model }),
     (error: unknown) => void (outcome = { error }),
   )
   void run.then(() => wake?.())
   return (async function* () {
-    while (true) {
-      if (queue.length > 0) {
-        yield queue.shift()!
-        continue
+    try {
+      while (true) {
+        if (queue.length > 0) {
+          yield queue.shift()!
+          continue
+        }
+        if (outcome) {
+          if ('error' in outcome) throw outcome.error
+          return outcome.model
+        }
+        await new Promise<void>((resolve) => (wake = resolve))
+        wake = undefined
       }
-      if (outcome) {
-        if ('error' in outcome) throw outcome.error
-        return outcome.model
+    } finally {
+      if (!outcome) {
+        abandoned.abort()
+        await run
       }
-      await new Promise<void>((resolve) => (wake = resolve))
-      wake = undefined
     }
   })()
 }

@@ -117,6 +117,17 @@ process.once('exit', () => {
 
 /** Starts the registry on a free loopback port, with its storage in a new temporary folder unless given. */
 export async function startRegistry(options: { storageDir?: string; timeoutMs?: number } = {}): Promise<RunningRegistry> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startRegistryOnce(options)
+    } catch (e) {
+      // The free port found may be taken by another process before the registry binds it: another port then.
+      if (attempt >= 3 || !/address already in use/.test((e as Error).message)) throw e
+    }
+  }
+}
+
+async function startRegistryOnce(options: { storageDir?: string; timeoutMs?: number }): Promise<RunningRegistry> {
   const program = registryProgram()
   if (!program) throw new Error(`the registry ${REGISTRY_VERSION} is not built here (installRegistry builds it; the engines project's setup does)`)
   const work = mkdtempSync(join(tmpdir(), 'hearth-registry-'))
@@ -162,6 +173,7 @@ export async function startRegistry(options: { storageDir?: string; timeoutMs?: 
   while (true) {
     if (child.exitCode !== null || child.signalCode !== null) {
       await Promise.all([blobs.close(), link.close()])
+      rmSync(work, { recursive: true, force: true })
       throw new Error(`the registry exited (${child.exitCode ?? child.signalCode}) before answering: ${output.slice(-1500)}`)
     }
     const ok = await fetch(`${url}/v2/`).then((r) => r.ok, () => false)
