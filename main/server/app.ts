@@ -41,7 +41,7 @@ import { AudioScratch } from './protocols/openai/audio-scratch.ts'
 /** The objects that keep state between requests, built once per server and shared by both of its ports. */
 export function serverParts(basics: ServerBasics): ServerParts {
   const { settings, scheduler, folder, keys } = basics
-  const library = new DocumentLibrary(join(settings.dataDir, 'documents'), scheduler)
+  const library = new DocumentLibrary(join(settings.dataDir, 'documents'), scheduler, basics.log)
   return {
     requests: new RequestHistory(),
     metrics: new ServerMetrics(scheduler),

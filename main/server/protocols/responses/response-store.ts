@@ -4,8 +4,9 @@
  * it. Each belongs to the key that made it (another key gets a 404); the folder keeps the newest
  * MAX_STORED, the oldest going first.
  */
-import { mkdir, readdir, readFile, rm, stat, writeFile, rename } from 'node:fs/promises'
+import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
+import { writeFileAtomically } from '../../services/atomic-write.ts'
 import type { InputItem } from './responses-request.ts'
 
 const MAX_STORED = 2000
@@ -29,8 +30,8 @@ export class ResponseStore {
   async save(id: string, stored: StoredResponse): Promise<void> {
     await mkdir(this.dir, { recursive: true })
     const path = join(this.dir, `${id}.json`)
-    await writeFile(`${path}.partial`, JSON.stringify(stored))
-    await rename(`${path}.partial`, path)
+    // On the disk before the response is answered: one a client was given survives a crash.
+    await writeFileAtomically(path, JSON.stringify(stored))
     // Pruning reads the folder; once in a while is enough to keep it bounded.
     if (++this.writes % 50 === 1) await this.prune()
   }
