@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Ollama } from 'ollama'
+import OpenAI from 'openai'
 import type { ChatJob, CompleteJob, EngineJob } from '../engines/engine-jobs.ts'
 import { plainScript, startInProcessServer, type InProcessServer, type Script } from './support/in-process-server.ts'
 import { writeTinyBert, writeTinyLlama } from './support/tiny-models.ts'
@@ -210,7 +211,9 @@ describe("Ollama's API through its JavaScript client", () => {
     expect(await refused(keyless.chat({ model: 'tiny', messages: [{ role: 'user', content: 'Hi' }], think: true }))).toMatchObject({ status_code: 400, error: '"tiny" does not support thinking' })
     expect(await refused(keyless.chat({ model: 'bert', messages: [{ role: 'user', content: 'Hi' }] }))).toMatchObject({ status_code: 400 })
     expect(await refused(keyless.embed({ model: 'tiny', input: 'x' }))).toMatchObject({ status_code: 400 })
-    expect(await refused(keyless.pull({ model: 'llama3.2:3b' }))).toMatchObject({ status_code: 400, error: expect.stringContaining("Ollama's registry") })
+    // Ollama's library is pulled from its registry, which this machine cannot reach: said, as a 502.
+    expect(await refused(keyless.pull({ model: 'llama3.2:3b' }))).toMatchObject({ status_code: 502, error: expect.stringContaining('registry.ollama.ai') })
+    expect(await refused(keyless.pull({ model: 'a/b/c/d:1' }))).toMatchObject({ status_code: 400, error: expect.stringContaining('a/b/c/d:1') })
   })
 
   it('answers bad bodies with 400 and the reason, and stays up', async () => {
@@ -262,6 +265,28 @@ describe('keys on the two ports', () => {
     expect(((await listed.json()) as { data: Array<{ id: string }> }).data.map((m) => m.id)).toContain('tiny')
     // An unknown /v1 path is OpenAI's 404, not Ollama's.
     expect(await (await fetch(`${server.ollamaUrl}/v1/nothing`)).json()).toMatchObject({ error: { code: 'unknown_url' } })
+  })
+
+  it("takes a model's Ollama name on /v1 (tiny:latest for tiny), as Ollama's own /v1 does", async () => {
+    // Tools set up for Ollama name the model as `ollama list` shows it.
+    const openai = new OpenAI({ baseURL: `${server.ollamaUrl}/v1`, apiKey: 'ollama', maxRetries: 0 })
+    const answer = await openai.chat.completions.create({ model: 'tiny:latest', messages: [{ role: 'user', content: 'Hi' }] })
+    expect(answer.choices[0]!.message.content).toBe('Once upon a time.')
+    const message = await fetch(`${server.ollamaUrl}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': 'ollama' }, body: JSON.stringify({ model: 'tiny:latest', max_tokens: 8, messages: [{ role: 'user', content: 'Hi' }] }) })
+    expect(message.status).toBe(200)
+    expect((await openai.models.retrieve('tiny:latest')).id).toBe('tiny')
+    // Another tag is another model.
+    expect(await openai.chat.completions.create({ model: 'tiny:7b', messages: [{ role: 'user', content: 'Hi' }] }).catch((e: unknown) => e)).toMatchObject({ status: 404 })
+  })
+
+  it('answers the ollama.com account routes as a server with no account and no cloud', async () => {
+    // `ollama signin`, `signout` and `push` ask these first; `ollama launch` reads the cloud's status.
+    for (const path of ['/api/me', '/api/signout']) {
+      const answer = await fetch(`${server.ollamaUrl}${path}`, { method: 'POST' })
+      expect(answer.status, path).toBe(400)
+      expect(await answer.json(), path).toEqual({ error: expect.stringContaining('no ollama.com account') })
+    }
+    expect(await (await fetch(`${server.ollamaUrl}/api/status`)).json()).toEqual({ cloud: { disabled: true, source: 'config' } })
   })
 })
 

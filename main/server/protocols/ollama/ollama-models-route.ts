@@ -1,6 +1,7 @@
 /**
  * Ollama's model routes: `/api/version`, `/api/tags`, `/api/show`, `/api/ps`, and managing models
- * (`/api/pull`, `/api/push`, `/api/delete`, `/api/copy`, `/api/blobs/:digest`, `/api/create`). Any
+ * (`/api/pull`, `/api/push`, `/api/delete`, `/api/copy`, `/api/blobs/:digest`, `/api/create`), and the
+ * ollama.com account routes (`/api/me`, `/api/signout`, `/api/status`: no account, no cloud). Any
  * key may manage models, as on Hearth's own `/api/models` routes (and any program on the Ollama
  * port, as with Ollama); other programs' stores stay read-only.
  */
@@ -18,6 +19,8 @@ import { OllamaError } from './ollama-errors.ts'
 import { listedModel, modelThinks, runningModel, showModel, OLLAMA_API_VERSION } from './ollama-models.ts'
 import { modelNamed, requireOllamaModel } from './ollama-names.ts'
 import { pullRequestFor } from './ollama-pull.ts'
+import { ollamaProgressLine, pullOllamaModel } from '../../../../models/downloads/ollama-pull.ts'
+import { parsePullName, type PullName } from '../../../../models/downloads/ollama-pull-name.ts'
 import { parseOllamaBody } from './ollama-request.ts'
 
 /** `model`, or the older `name`: the command line sends both, one of them empty. */
@@ -67,10 +70,11 @@ export function ollamaModelsRoute(ctx: ServerContext, auth: RequestHandler, json
 
   router.post('/pull', ...json, async (req, res) => {
     const body = parseOllamaBody('pull', pullSchema, req.body, new Notices())
-    const name = nameIn(body)
-    const existing = await modelNamed(ctx.folder, name)
+    const name = parsePullName(nameIn(body))
+    if (name.kind === 'registry') return pullByName(res, name, body)
+    const existing = await modelNamed(ctx.folder, nameIn(body))
     // A name Hearth cannot fetch is a 400 before the stream begins, not an error line after it.
-    const job = existing ? undefined : await ctx.downloads.pull(await pullRequestFor(name, ctx.downloads.hubEndpoint))
+    const job = existing ? undefined : await ctx.downloads.pull(await pullRequestFor(nameIn(body), ctx.downloads.hubEndpoint))
     const stream = body.stream !== false ? ndjsonEvents(res) : undefined
     stream?.send({ data: { status: 'pulling manifest' } })
     if (job) {
@@ -88,9 +92,38 @@ export function ollamaModelsRoute(ctx: ServerContext, auth: RequestHandler, json
     stream.end()
   })
 
+  /**
+   * A model of a registry, by Ollama's name (`qwen3:0.6b`, `host:port/namespace/model:tag`), as
+   * Ollama pulls it: its lines as they come (the stream opens with the first, so a name refused
+   * before anything comes is a plain 4xx); a client that goes stops the pull, and the next pull of
+   * the name goes on from what came.
+   */
+  async function pullByName(res: Response, name: Extract<PullName, { kind: 'registry' }>, body: z.infer<typeof pullSchema>): Promise<void> {
+    const stop = new AbortController()
+    res.once('close', () => {
+      if (!res.writableFinished) stop.abort()
+    })
+    const events = pullOllamaModel(name, { modelsDir: ctx.folder.dir, insecure: body.insecure === true, signal: stop.signal })
+    const stream = body.stream !== false ? ndjsonEvents(res) : undefined
+    for await (const event of events) stream?.send({ data: ollamaProgressLine(event) })
+    // The model is served at once, under its name.
+    await ctx.folder.cachedScan(0)
+    if (stream) stream.end()
+    else res.json({ status: 'success' })
+  }
+
   router.post('/push', ...json, () => {
     throw new OllamaError(400, 'Hearth does not push models to a registry: it serves the files on this computer')
   })
+
+  // `ollama signin`, `signout` and `push` ask who is signed in to ollama.com; Hearth has no account
+  // there and runs no cloud models, which `/api/status` says as Ollama says it (`OLLAMA_NO_CLOUD`).
+  const noAccount = () => {
+    throw new OllamaError(400, 'Hearth signs in to no ollama.com account: it runs the models on this computer, with no cloud models and no pushing to a registry')
+  }
+  router.post('/me', auth, noAccount)
+  router.post('/signout', auth, noAccount)
+  router.get('/status', auth, (_req, res) => void res.json({ cloud: { disabled: true, source: 'config' } }))
 
   router.delete('/delete', ...json, async (req, res) => {
     const body = parseOllamaBody('delete', named, req.body, new Notices())
