@@ -8,6 +8,7 @@
 import { z } from 'zod'
 import { invalidRequest, unsupportedParameter } from '../../services/api-error.ts'
 import { paramPath } from '../../services/chat/validation.ts'
+import type { McpToolRequest } from '../../services/mcp/mcp-tools.ts'
 
 const toolFilter = z.object({ tool_names: z.array(z.string()).optional(), read_only: z.boolean().optional() })
 
@@ -24,33 +25,6 @@ export const mcpToolSchema = z.looseObject({
   require_approval: z.union([z.enum(['always', 'never']), z.object({ always: toolFilter.optional(), never: toolFilter.optional() })]).nullish(),
 })
 type McpToolFields = z.infer<typeof mcpToolSchema>
-type ToolFilter = z.infer<typeof toolFilter>
-
-/** One `mcp` tool of the request, checked: the server it names and how its tools are offered. */
-export interface McpToolRequest {
-  /** Where it sits in `tools`, for the errors that name it. */
-  index: number
-  serverLabel: string
-  serverUrl: string | undefined
-  description: string | undefined
-  allowedTools: string[] | ToolFilter | undefined
-  requireApproval: McpToolFields['require_approval']
-}
-
-/** An MCP tool as the server lists it, in the shape the Responses items use. */
-export interface ListedMcpTool {
-  name: string
-  description?: string
-  inputSchema: Record<string, unknown>
-  readOnly?: boolean
-}
-
-/** A configured server the request may use, with the tools it offers the model. */
-export interface McpServerTools {
-  request: McpToolRequest
-  /** The tools `allowed_tools` lets through, in the server's order. */
-  tools: ListedMcpTool[]
-}
 
 /** Fields that would make Hearth reach, or sign in to, something the user did not configure. */
 const REFUSED_FIELDS: Record<string, string> = {
@@ -74,34 +48,12 @@ export function parseMcpTool(tool: unknown, index: number): McpToolRequest {
     if (given) throw unsupportedParameter(`tools[${index}].${field}`, why)
   }
   return {
-    index,
+    at: `tools[${index}]`,
+    fields: { label: 'server_label', url: 'server_url', allowedTools: 'allowed_tools' },
     serverLabel: fields.server_label,
     serverUrl: fields.server_url ?? undefined,
     description: fields.server_description ?? undefined,
     allowedTools: fields.allowed_tools ?? undefined,
     requireApproval: fields.require_approval,
   }
-}
-
-function matches(filter: ToolFilter | undefined, tool: ListedMcpTool): boolean {
-  if (!filter) return false
-  if (filter.tool_names && !filter.tool_names.includes(tool.name)) return false
-  if (filter.read_only !== undefined && (tool.readOnly === true) !== filter.read_only) return false
-  return true
-}
-
-/** Whether `allowed_tools` lets the model see this tool (all tools when it is not given). */
-export function isAllowed(request: McpToolRequest, tool: ListedMcpTool): boolean {
-  const allowed = request.allowedTools
-  if (allowed === undefined) return true
-  return Array.isArray(allowed) ? allowed.includes(tool.name) : matches(allowed, tool)
-}
-
-/** Whether a call must wait for the client's `mcp_approval_response`: always, unless the request says never (OpenAI's default). */
-export function needsApproval(request: McpToolRequest, tool: ListedMcpTool): boolean {
-  const policy = request.requireApproval
-  if (policy == null || policy === 'always') return true
-  if (policy === 'never') return false
-  if (matches(policy.always, tool)) return true
-  return !matches(policy.never, tool)
 }

@@ -10,7 +10,7 @@ import type { DocumentSource } from '../../services/documents/document-inputs.ts
 import type { ReasoningSeal } from '../../services/reasoning-seal.ts'
 import type { McpCallItem } from '../../wire-types.ts'
 import { customInput, type CustomCallOutput, type FunctionCallOutput, type ResponseTools } from './response-tools.ts'
-import type { McpServerTools } from './response-mcp-tools.ts'
+import type { McpServerTools } from '../../services/mcp/mcp-tools.ts'
 import type { ResponsesRequest } from './responses-request.ts'
 
 const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`

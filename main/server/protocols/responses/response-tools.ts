@@ -7,7 +7,7 @@
  * - custom (free-form) tools as a function of one string, `input`, their calls returned as
  *   `custom_tool_call`s (a grammar the tool declares is shown to the model, not enforced);
  * - `mcp` tools (servers the user configured) as their tools' own names, `label__tool` only where
- *   two tools share a name; Hearth runs their calls itself (response-mcp-tools.ts, mcp-tool-loop.ts);
+ *   two tools share a name (services/mcp/mcp-tools.ts); Hearth runs their calls itself (services/pipeline/mcp-tool-loop.ts);
  * - hosted tools (web search, file search, …) left out, with a notice, as Hearth cannot run them;
  * - tools the client runs but whose schema is OpenAI's own (local shell, computer use) refused by
  *   name.
@@ -17,7 +17,8 @@ import type { ToolCall } from '../../../../engines/engine-jobs.ts'
 import { invalidRequest, unsupportedParameter } from '../../services/api-error.ts'
 import { functionName, type ChatRequest } from '../../services/chat/chat-request-schema.ts'
 import type { Notices } from '../../services/pipeline/request-notices.ts'
-import { parseMcpTool, type ListedMcpTool, type McpServerTools, type McpToolRequest } from './response-mcp-tools.ts'
+import { parseMcpTool } from './response-mcp-tools.ts'
+import { McpFunctions, type ListedMcpTool, type McpServerTools, type McpToolRequest } from '../../services/mcp/mcp-tools.ts'
 
 const functionTool = z.object({
   type: z.literal('function'),
@@ -68,8 +69,7 @@ export class ResponseTools {
   /** The request's `mcp` tools, checked, in order. */
   readonly mcpRequests: McpToolRequest[] = []
   private readonly declared = new Map<string, Declared>()
-  private readonly mcpByFlatName = new Map<string, { server: McpServerTools; tool: ListedMcpTool }>()
-  private readonly mcpFlatNames = new Map<string, string>()
+  private readonly mcp: McpFunctions
 
   /** `mcp`: the servers its `mcp` tools name, once connected; until then the model is offered none of their tools. */
   constructor(tools: readonly ResponseTool[], notices: Notices, mcp: readonly McpServerTools[] = []) {
@@ -82,17 +82,18 @@ export class ResponseTools {
       else if (HOSTED.test(tool.type)) notices.add(`tools[${i}] (${tool.type}) was left out: Hearth runs no hosted tools`)
       else throw unsupportedParameter(`tools[${i}].type`, REFUSED[tool.type] ?? `'${tool.type}' tools are not supported; send function tools`)
     })
-    this.addMcpTools(mcp)
+    this.mcp = new McpFunctions(mcp, this.declared.keys())
+    this.visible.push(...this.mcp.functions)
   }
 
   /** The MCP server and tool a flat name the model calls stands for; undefined for the client's own tools. */
   mcpTarget(flatName: string): { server: McpServerTools; tool: ListedMcpTool } | undefined {
-    return this.mcpByFlatName.get(flatName)
+    return this.mcp.target(flatName)
   }
 
   /** The name the model knows an MCP server's tool by (also for calls in earlier turns). */
   mcpFlatName(serverLabel: string, name: string): string {
-    return this.mcpFlatNames.get(`${serverLabel}\0${name}`) ?? asFunctionName(name)
+    return this.mcp.nameOf(serverLabel, name)
   }
 
   /** The name the model knows a client's tool by. */
@@ -122,7 +123,7 @@ export class ResponseTools {
     else if (choice && typeof choice === 'object') {
       const c = choice as { type: string; name?: string; mode?: 'auto' | 'required'; tools?: Array<{ type: string; name?: string }> }
       if ((c.type === 'function' || c.type === 'custom') && c.name) toolChoice = { type: 'function', function: { name: this.flatNameOf(c.name) } }
-      else if (c.type === 'mcp' && this.mcpByFlatName.size > 0) {
+      else if (c.type === 'mcp' && this.mcp.functions.length > 0) {
         // `{type: "mcp", server_label, name?}`: that tool, or any of that server's (once connected).
         const m = c as { server_label?: string; name?: string }
         if (m.name && m.server_label) toolChoice = { type: 'function', function: { name: this.mcpFlatName(m.server_label, m.name) } }
@@ -151,25 +152,8 @@ export class ResponseTools {
 
   private addMcpRequest(request: McpToolRequest): void {
     const twice = this.mcpRequests.find((r) => r.serverLabel === request.serverLabel)
-    if (twice) throw invalidRequest(`The MCP server '${request.serverLabel}' is named by two tools (tools[${twice.index}] and this one); name each server once`, `tools[${request.index}].server_label`)
+    if (twice) throw invalidRequest(`The MCP server '${request.serverLabel}' is named by two tools (${twice.at} and this one); name each server once`, `${request.at}.server_label`)
     this.mcpRequests.push(request)
-  }
-
-  /** Each MCP tool under its own name; where two tools share one, the MCP tool becomes `label__tool`. */
-  private addMcpTools(servers: readonly McpServerTools[]): void {
-    const uses = new Map<string, number>()
-    for (const name of this.declared.keys()) uses.set(name, 1)
-    for (const server of servers) for (const tool of server.tools) uses.set(asFunctionName(tool.name), (uses.get(asFunctionName(tool.name)) ?? 0) + 1)
-    for (const server of servers) {
-      for (const tool of server.tools) {
-        const own = asFunctionName(tool.name)
-        const flat = (uses.get(own) ?? 0) > 1 ? asFunctionName(this.flatName(tool.name, server.request.serverLabel)) : own
-        this.mcpByFlatName.set(flat, { server, tool })
-        this.mcpFlatNames.set(`${server.request.serverLabel}\0${tool.name}`, flat)
-        const about = [tool.description, server.request.description && `(${server.request.serverLabel}: ${server.request.description})`].filter((d): d is string => !!d).join('\n\n')
-        this.visible.push({ type: 'function', function: { name: flat, ...(about ? { description: about } : {}), parameters: tool.inputSchema } })
-      }
-    }
   }
 
   private add(tool: z.infer<typeof functionTool> | z.infer<typeof customTool>, namespace?: z.infer<typeof namespaceTool>): void {
@@ -212,11 +196,6 @@ function customParameters(tool: z.infer<typeof customTool>): Record<string, unkn
     required: ['input'],
     additionalProperties: false,
   }
-}
-
-/** An MCP tool's name as a chat function's (MCP allows dots and longer names; chat templates may not). */
-function asFunctionName(name: string): string {
-  return name.replace(/[^a-zA-Z0-9_-]/g, '_').slice(0, 64) || 'tool'
 }
 
 /** The `input` of a custom call from the function arguments the model wrote. */

@@ -15,7 +15,7 @@ type ChatContentPart = Exclude<Extract<ChatRequestMessage, { role: 'user' }>['co
 import { parseOrThrow } from '../../services/chat/validation.ts'
 import type { ReasoningSeal } from '../../services/reasoning-seal.ts'
 import type { Notices } from '../../services/pipeline/request-notices.ts'
-import type { McpServerTools } from './response-mcp-tools.ts'
+import type { McpServerTools } from '../../services/mcp/mcp-tools.ts'
 import { ResponseTools, toolSchema, type ResponseTool } from './response-tools.ts'
 
 const SET_ASIDE = setAsideFields('responses')

@@ -14,9 +14,11 @@ import { requireModel } from '../../services/pipeline/model-lookup.ts'
 import { planChat } from '../../services/chat/chat-request.ts'
 import { listPage } from '../../http/list-page.ts'
 import { Notices, sendNotices } from '../../services/pipeline/request-notices.ts'
-import { collectingSink, McpToolLoop, streamingSink } from './mcp-tool-loop.ts'
-import { approvedCallsOn, connectMcpServers } from './response-mcp-servers.ts'
-import { fileSearchCallItem, responseObject, ResponseStreamWriter, type OutputItem, type ResponseIdentity, type ResponseShape } from './response-object.ts'
+import { collectingSink, listedBefore, ResponseConversation, responseLoopSink, streamingSink, type ItemSink } from './response-tool-loop.ts'
+import { McpToolLoop } from '../../services/pipeline/mcp-tool-loop.ts'
+import { approvedCallsOn } from './response-mcp-servers.ts'
+import { connectMcpServers } from '../../services/mcp/mcp-tools.ts'
+import { fileSearchCallItem, mcpListToolsItem, responseObject, ResponseStreamWriter, type WholeItem, type OutputItem, type ResponseIdentity, type ResponseShape } from './response-object.ts'
 import { approvedCalls, includesEncryptedReasoning, includesFileResults, inputItemsOf, parseResponsesRequest, toChatRequest, type InputItem } from './responses-request.ts'
 import type { ServerContext } from '../../server-context.ts'
 import { SseStream } from '../../http/sse.ts'
@@ -51,7 +53,25 @@ export function responsesRoute(ctx: ServerContext): Router {
       sendNotices(res, notices)
       const shape: ResponseShape = { tools, seal, encryptedReasoning: includesEncryptedReasoning(request), sources: documents.sources }
       const who: ResponseIdentity = { id: `resp_${randomBytes(12).toString('hex')}`, createdAt: Math.floor(Date.now() / 1000), model: model.id }
-      const loop = new McpToolLoop({ ctx, res, request, earlier: earlierItems, shape, model, conversationKey: key, firstPlan, images, documents, documentsItem: includesFileResults(request) && documents.sources.length ? fileSearchCallItem(documents.sources, documents.query) : undefined, servers, approved, signal })
+      const items: WholeItem[] = includesFileResults(request) && documents.sources.length ? [fileSearchCallItem(documents.sources, documents.query)] : []
+      for (const server of servers) if (!listedBefore(request, earlierItems, server.request.serverLabel)) items.push(mcpListToolsItem(server))
+      const loop = new McpToolLoop({
+        pipeline: ctx.pipeline,
+        mcp: ctx.mcp,
+        res,
+        model,
+        signal,
+        target: (name) => shape.tools.mcpTarget(name),
+        approved: approved.map(({ call, server, tool }) => ({ server, tool, arguments: call.arguments, approvalRequestId: call.id })),
+        maxToolCalls: request.max_tool_calls ?? undefined,
+        // max_output_tokens bounds the whole response, as OpenAI's does: each turn gets what is left.
+        maxOutputTokens: request.max_output_tokens ?? undefined,
+      })
+      const converse = (sink: ItemSink) => {
+        for (const item of items) sink.whole(item)
+        const conversation = new ResponseConversation({ request, earlier: earlierItems, shape, model, conversationKey: key, firstPlan, documents, images, servers, produced: () => sink.items() })
+        return loop.run(responseLoopSink(sink), conversation).then((outcome) => ({ ...outcome, output: sink.items() }))
+      }
       const keep = async (output: OutputItem[], response: Record<string, unknown>) => {
         if (request.store === false) return
         const fileIds = documents.fileIds.slice(fileParts(earlierItems))
@@ -59,7 +79,7 @@ export function responsesRoute(ctx: ServerContext): Router {
         await store.save(who.id, { owner, items: [...input, ...(output as InputItem[])], inputCount: input.length, response })
       }
       if (request.stream !== true) {
-        const outcome = await loop.run(collectingSink(shape))
+        const outcome = await converse(collectingSink(shape))
         const response = responseObject(who, request, outcome)
         await keep(outcome.output, response)
         res.json(response)
@@ -76,7 +96,7 @@ export function responsesRoute(ctx: ServerContext): Router {
         opening = undefined
         events.forEach((e) => sse.send(e, e.type))
       }
-      const outcome = await loop.run(streamingSink(writer, send))
+      const outcome = await converse(streamingSink(writer, send))
       const { events, output } = writer.finish(outcome.result, outcome.stoppedAt)
       await keep(output, (events.at(-1) as unknown as { response: Record<string, unknown> }).response)
       send(events)
