@@ -187,7 +187,8 @@ describeIf(llamaBuild && qwen3 && qwq, 'needs llama.cpp built here (npm run buil
       ['temperature over 1', { model: MODEL, max_tokens: 5, messages: ask, temperature: 1.5 }, /temperature/],
       ['an unknown tool_choice', { model: MODEL, max_tokens: 5, messages: ask, tools, tool_choice: { type: 'sometimes' } }, /tool_choice/],
       ['a tool_use block from the user', { model: MODEL, max_tokens: 5, messages: [{ role: 'user', content: [{ type: 'tool_use', id: 't', name: 'f', input: {} }] }] }, /tool_use/],
-      ['MCP servers', { model: MODEL, max_tokens: 5, messages: ask, mcp_servers: [] }, /mcp_servers/],
+      ['an MCP server the user has not configured', { model: MODEL, max_tokens: 5, messages: ask, mcp_servers: [{ type: 'url', url: 'https://mcp.example.com/sse', name: 'nowhere' }] }, /No MCP server named 'nowhere'/],
+      ['an MCP server with credentials in the request', { model: MODEL, max_tokens: 5, messages: ask, mcp_servers: [{ type: 'url', url: 'https://mcp.example.com/sse', name: 'x', authorization_token: 't' }] }, /authorization_token/],
     ])('%s is a 400 invalid_request_error', async (_name, body, message) => {
       const res = await raw(body)
       expect(res.status).toBe(400)

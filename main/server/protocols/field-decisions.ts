@@ -74,11 +74,12 @@ export const FIELD_DECISIONS: Readonly<Record<Dialect, readonly FieldDecision[]>
     ...honoured('output_config', "'effort' is reasoning effort ('max' is 'xhigh'); 'format' is structured output"),
     ...honoured('context_management', 'its edits are applied to the prompt; the answer says which'),
     ...honoured('metadata', "its user_id's session keeps the conversation on its engine slot"),
+    ...honoured('mcp_servers', "MCP servers the user configured, by `name` (its `url` must be the one configured); Hearth runs their tools between the model's turns, as `mcp_tool_use` and `mcp_tool_result` blocks; `authorization_token` is refused (credentials come from the user's settings)"),
     ...accepted('service_tier inference_geo cache_control', 'caching is automatic'),
     ...accepted('speed', 'a local model runs at one speed'),
     ...accepted('diagnostics', "the answer has no `diagnostics`: what was read from the cache is in `usage`"),
     refused('container', 'code execution containers are not supported'),
-    refused('mcp_servers', 'a request cannot make Hearth connect to an MCP server; run the tools in your client'),
+
   ],
 }
 

@@ -13,6 +13,7 @@ import { checkChatRequest, type ChatRequest } from '../../services/chat/chat-req
 import type { ChatRequestMessage } from '../../services/chat/chat-request-schema.ts'
 import type { ReasoningSeal } from '../../services/reasoning-seal.ts'
 import { ClientParams } from '../client-params.ts'
+import { McpFunctions } from '../../services/mcp/mcp-tools.ts'
 import type { Notices } from '../../services/pipeline/request-notices.ts'
 import { applyContextEdits, type AppliedEdit } from './context-edits.ts'
 import { HOSTED_TOOL_TYPES, type AnthropicMessage, type AnthropicTool, type ContentBlock, type MessagesRequest } from './messages-request.ts'
@@ -57,16 +58,23 @@ const EFFORT = { low: 'low', medium: 'medium', high: 'high', xhigh: 'xhigh', max
 
 const BILLING_STAMP = /^x-anthropic-billing-header:(?:\s*[\w-]+=[^;\n]*;)*[ \t]*\n?/
 
-export function toChatRequest(request: MessagesRequest, seal: ReasoningSeal, notices: Notices): ConvertedMessages {
+/**
+ * `mcp`: the request's MCP servers' tools, once connected (their calls in the history are named as
+ * the model knows them); `produced`: what this answer has made so far, as the assistant's turn the
+ * conversation goes on from (the MCP tool loop's later turns).
+ */
+export function toChatRequest(request: MessagesRequest, seal: ReasoningSeal, notices: Notices, options: { mcp?: McpFunctions; produced?: ContentBlock[] } = {}): ConvertedMessages {
   checkToolPairs(request.messages)
   const { messages: edited, applied } = applyContextEdits(request.messages, request.context_management?.edits ?? [])
   const messages: OpenAiMessage[] = []
   const system = systemText(request.system)
   if (system) messages.push({ role: 'system', content: system })
   const documents = new DocumentBlocks()
-  edited.forEach((m, i) => messages.push(...chatMessages(m, i, seal, { documents, at: messages.length })))
+  const mcp = options.mcp ?? new McpFunctions([])
+  edited.forEach((m, i) => messages.push(...chatMessages(m, i, seal, { documents, at: messages.length }, mcp)))
+  if (options.produced?.length) messages.push(...assistantMessages(options.produced, edited.length, seal, mcp))
 
-  const tools = visibleTools(request.tools ?? [], edited, notices)
+  const tools = [...visibleTools(request.tools ?? [], edited, notices, new Set((request.mcp_servers ?? []).map((s) => s.name))), ...mcp.functions]
   const choice = request.tool_choice
   const format = request.output_config?.format ?? request.output_format
   const effort = request.output_config?.effort
@@ -127,9 +135,9 @@ function systemText(system: MessagesRequest['system']): string {
  * One Anthropic message as chat messages: a user turn's tool results come first, as `tool` messages.
  * `documents.at` is where its messages begin in the chat's.
  */
-function chatMessages(m: AnthropicMessage, i: number, seal: ReasoningSeal, documents: { documents: DocumentBlocks; at: number }): OpenAiMessage[] {
+function chatMessages(m: AnthropicMessage, i: number, seal: ReasoningSeal, documents: { documents: DocumentBlocks; at: number }, mcp: McpFunctions): OpenAiMessage[] {
   const blocks: ContentBlock[] = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content
-  if (m.role === 'assistant') return [assistantMessage(blocks, i, seal)]
+  if (m.role === 'assistant') return assistantMessages(blocks, i, seal, mcp)
   const out: OpenAiMessage[] = []
   const parts: OpenAiPart[] = []
   const fileParts: Array<{ part: number; where: string }> = []
@@ -176,11 +184,26 @@ function chatMessages(m: AnthropicMessage, i: number, seal: ReasoningSeal, docum
   return out
 }
 
-/** Tool uses become the assistant's `tool_calls`; thinking becomes `reasoning_content`. */
-function assistantMessage(blocks: ContentBlock[], i: number, seal: ReasoningSeal): OpenAiMessage {
-  const text: string[] = []
-  const calls: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> = []
+/**
+ * Tool uses become the assistant's `tool_calls`; thinking becomes `reasoning_content`. A call
+ * Hearth ran on an MCP server (`mcp_tool_use`) is a call too, and its `mcp_tool_result` the tool's
+ * answer after it, the assistant's turn going on from there.
+ */
+function assistantMessages(blocks: readonly ContentBlock[], i: number, seal: ReasoningSeal, mcp: McpFunctions): OpenAiMessage[] {
+  const out: OpenAiMessage[] = []
+  let text: string[] = []
+  let calls: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> = []
   let reasoning = ''
+  const flush = () => {
+    if (!text.length && !calls.length && !reasoning) return
+    out.push({
+      role: 'assistant',
+      content: text.length ? text.join('') : calls.length ? null : '',
+      ...(calls.length ? { tool_calls: calls } : {}),
+      ...(reasoning ? { reasoning_content: reasoning } : {}),
+    })
+    ;[text, calls, reasoning] = [[], [], '']
+  }
   blocks.forEach((block, j) => {
     switch (block.type) {
       case 'text':
@@ -189,6 +212,15 @@ function assistantMessage(blocks: ContentBlock[], i: number, seal: ReasoningSeal
       case 'tool_use':
         calls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } })
         break
+      case 'mcp_tool_use':
+        calls.push({ id: block.id, type: 'function', function: { name: mcp.nameOf(block.server_name, block.name), arguments: JSON.stringify(block.input ?? {}) } })
+        break
+      case 'mcp_tool_result': {
+        flush()
+        const content = typeof block.content === 'string' ? block.content : (block.content ?? []).map((c) => c.text).join('\n')
+        out.push({ role: 'tool', tool_call_id: block.tool_use_id, content: block.is_error ? `Error: ${content}` : content })
+        break
+      }
       case 'thinking':
         // Hearth's own signature holds the thinking even when its text was omitted; another
         // model's signature means nothing here, and its visible text is all there is.
@@ -200,12 +232,8 @@ function assistantMessage(blocks: ContentBlock[], i: number, seal: ReasoningSeal
         throw invalidRequest(`An assistant message cannot hold a '${block.type}' block`, `messages[${i}].content[${j}].type`)
     }
   })
-  return {
-    role: 'assistant',
-    content: text.length ? text.join('') : calls.length ? null : '',
-    ...(calls.length ? { tool_calls: calls } : {}),
-    ...(reasoning ? { reasoning_content: reasoning } : {}),
-  }
+  flush()
+  return out.length ? out : [{ role: 'assistant', content: '' }]
 }
 
 /** A block that reads as text (text, a text document, a search result), or undefined. */
@@ -297,10 +325,14 @@ function imagePart(block: Extract<ContentBlock, { type: 'image' }>, where: strin
  * Hosted tools are left out (and said so); Anthropic's client tools with schemas of its own are
  * refused, as Hearth cannot write their schemas for them.
  */
-function visibleTools(tools: readonly AnthropicTool[], messages: readonly AnthropicMessage[], notices: Notices): OpenAiTool[] {
+function visibleTools(tools: readonly AnthropicTool[], messages: readonly AnthropicMessage[], notices: Notices, mcpServers: ReadonlySet<string>): OpenAiTool[] {
   const loaded = referencedTools(messages)
   const visible: OpenAiTool[] = []
   tools.forEach((t, i) => {
+    if (t.type !== undefined && /^mcp_toolset/.test(t.type) && mcpServers.has(String((t as { mcp_server_name?: unknown }).mcp_server_name))) {
+      // Its tools run here (mcp_servers): a per-tool choice it makes would otherwise go unheard.
+      throw unsupportedParameter(`tools[${i}]`, "an 'mcp_toolset' for a server of 'mcp_servers' is not supported; choose its tools with that server's 'tool_configuration.allowed_tools'")
+    }
     if (t.type !== undefined && t.type !== 'custom') {
       if (HOSTED_TOOL_TYPES.test(t.type)) {
         notices.add(`tools[${i}] (${t.type}) was left out: Hearth cannot run Anthropic's hosted tools`)

@@ -67,6 +67,22 @@ const toolResultBlock = z.object({
   is_error: z.boolean().optional(),
   cache_control: cacheControl,
 })
+/** A call Hearth ran on an MCP server (Anthropic's MCP connector), as the answer gave it and the client sends it back. */
+const mcpToolUseBlock = z.object({
+  type: z.literal('mcp_tool_use'),
+  id: z.string().min(1),
+  name: z.string().min(1),
+  server_name: z.string().min(1),
+  input: z.unknown(),
+  cache_control: cacheControl,
+})
+const mcpToolResultBlock = z.object({
+  type: z.literal('mcp_tool_result'),
+  tool_use_id: z.string().min(1),
+  is_error: z.boolean().optional(),
+  content: z.union([z.string(), z.array(textBlock)]).optional(),
+  cache_control: cacheControl,
+})
 const thinkingBlock = z.object({ type: z.literal('thinking'), thinking: z.string(), signature: z.string().optional(), cache_control: cacheControl })
 const redactedThinkingBlock = z.object({ type: z.literal('redacted_thinking'), data: z.string(), cache_control: cacheControl })
 export const contentBlock = z.discriminatedUnion('type', [
@@ -78,6 +94,8 @@ export const contentBlock = z.discriminatedUnion('type', [
   toolResultBlock,
   thinkingBlock,
   redactedThinkingBlock,
+  mcpToolUseBlock,
+  mcpToolResultBlock,
 ])
 export type ContentBlock = z.infer<typeof contentBlock>
 
@@ -132,6 +150,20 @@ const clearToolUses = z.object({
 })
 export type ContextEdit = z.infer<typeof clearThinking> | z.infer<typeof clearToolUses>
 
+/**
+ * Anthropic's MCP connector: a server the request names, which Hearth runs the tools of. It must be
+ * one the user configured (by `name`); `url` must be the one configured for it, and credentials
+ * come from the user's settings, never from the request.
+ */
+const mcpServer = z.looseObject({
+  type: z.literal('url'),
+  url: z.string().min(1),
+  name: z.string().min(1),
+  authorization_token: z.string().nullish(),
+  tool_configuration: z.object({ enabled: z.boolean().nullish(), allowed_tools: z.array(z.string()).nullish() }).nullish(),
+})
+export type AnthropicMcpServer = z.infer<typeof mcpServer>
+
 export const messagesRequestSchema = z.object({
   model: z.string().min(1),
   max_tokens: z.int().min(1),
@@ -143,6 +175,7 @@ export const messagesRequestSchema = z.object({
   top_p: z.number().min(0).max(1).optional(),
   top_k: z.int().min(1).max(100).optional(),
   tools: z.array(tool).max(512).optional(),
+  mcp_servers: z.array(mcpServer).max(20).optional(),
   tool_choice: toolChoice.optional(),
   thinking: z
     .discriminatedUnion('type', [

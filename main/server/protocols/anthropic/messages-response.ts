@@ -9,6 +9,7 @@ import type { ChatResult, JobProgress } from '../../../../engines/engine-jobs.ts
 import type { ReasoningSeal } from '../../services/reasoning-seal.ts'
 import type { AppliedEdit } from './context-edits.ts'
 import { citationsOf, citedTextBlocks, type CitableDocuments } from './messages-citations.ts'
+import type { IncompleteReason, McpCall } from '../../services/pipeline/mcp-tool-loop.ts'
 
 export interface MessageIdentity {
   id: string
@@ -24,14 +25,43 @@ export interface MessageShape {
   appliedEdits: AppliedEdit[] | undefined
   /** The documents the answer read, where it may cite them. */
   documents?: CitableDocuments | undefined
+  /** Whether a function the model calls is a tool of the request's MCP servers (Hearth runs those). */
+  isMcp?: (name: string) => boolean
 }
 
-type StopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'model_context_window_exceeded'
+type StopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'model_context_window_exceeded' | 'pause_turn'
 
-function stopReasonOf(result: ChatResult): StopReason {
+/** `stoppedAt`: where Hearth's MCP tool loop stopped the answer (its rounds, or the token budget). */
+function stopReasonOf(result: ChatResult, shape: MessageShape, stoppedAt?: IncompleteReason): StopReason {
+  if (stoppedAt === 'max_tool_calls') return 'pause_turn'
+  if (stoppedAt === 'max_output_tokens') return 'max_tokens'
   if (result.finishReason === 'length') return result.contextFull ? 'model_context_window_exceeded' : 'max_tokens'
-  if (result.toolCalls.length > 0) return 'tool_use'
+  if (clientCalls(result, shape).length > 0) return 'tool_use'
   return 'end_turn'
+}
+
+/** The calls the client runs: all but those of the request's MCP servers. */
+function clientCalls(result: ChatResult, shape: MessageShape) {
+  return result.toolCalls.filter((call) => !shape.isMcp?.(call.function.name))
+}
+
+/** One turn of the model as content blocks: its thinking, its text (cited), the client's tool uses. */
+export function turnBlocks(result: ChatResult, shape: MessageShape): Array<Record<string, unknown>> {
+  const content: Array<Record<string, unknown>> = []
+  if (result.reasoning) content.push({ type: 'thinking', thinking: shape.omitThinking ? '' : result.reasoning, signature: shape.seal.seal(result.reasoning) })
+  if (result.text) content.push(...citedTextBlocks(result.text, shape.documents))
+  for (const call of clientCalls(result, shape)) content.push({ type: 'tool_use', id: toolUseId(call.id), name: call.function.name, input: parsedInput(call.function.arguments) })
+  return content
+}
+
+/** A call Hearth ran on an MCP server, as Anthropic's MCP connector writes it: its use, and once done its result. */
+export function mcpUseBlock(call: McpCall, id: string) {
+  return { type: 'mcp_tool_use' as const, id, name: call.name, server_name: call.serverLabel, input: parsedInput(call.arguments) }
+}
+
+export function mcpResultBlock(call: McpCall, id: string) {
+  const text = call.status === 'completed' ? (call.output ?? '') : (call.error ?? '')
+  return { type: 'mcp_tool_result' as const, tool_use_id: id, is_error: call.status !== 'completed', content: [{ type: 'text' as const, text }] }
 }
 
 /** Tool use ids as Anthropic writes them; the same call keeps the same id across a stream. */
@@ -61,18 +91,19 @@ function contextManagement(shape: MessageShape) {
   return shape.appliedEdits ? { context_management: { applied_edits: shape.appliedEdits } } : {}
 }
 
-export function anthropicMessage(who: MessageIdentity, result: ChatResult, shape: MessageShape) {
-  const content: Array<Record<string, unknown>> = []
-  if (result.reasoning) content.push({ type: 'thinking', thinking: shape.omitThinking ? '' : result.reasoning, signature: shape.seal.seal(result.reasoning) })
-  if (result.text) content.push(...citedTextBlocks(result.text, shape.documents))
-  for (const call of result.toolCalls) content.push({ type: 'tool_use', id: toolUseId(call.id), name: call.function.name, input: parsedInput(call.function.arguments) })
+/**
+ * The Message: one turn's blocks, or (`answer`) every block an answer made over the MCP tool
+ * loop's turns, and where the loop stopped it.
+ */
+export function anthropicMessage(who: MessageIdentity, result: ChatResult, shape: MessageShape, answer?: { content: Array<Record<string, unknown>>; stoppedAt?: IncompleteReason | undefined }) {
+  const content = answer?.content ?? turnBlocks(result, shape)
   return {
     id: who.id,
     type: 'message' as const,
     role: 'assistant' as const,
     model: who.model,
     content,
-    stop_reason: stopReasonOf(result),
+    stop_reason: stopReasonOf(result, shape, answer?.stoppedAt),
     stop_sequence: null,
     usage: usageOf(result),
     ...contextManagement(shape),
@@ -92,6 +123,8 @@ export class MessageStreamWriter {
   private thinking = ''
   /** The open text block's text, for its citations when it closes. */
   private text = ''
+  /** The calls of this turn to MCP servers' tools, by their index in the turn. */
+  private readonly mcpCalls = new Set<number>()
   private started = false
 
   constructor(
@@ -138,6 +171,9 @@ export class MessageStreamWriter {
         this.text += p.text
         return [...events, this.delta({ type: 'text_delta', text: p.text })]
       case 'tool_call': {
+        // A call to an MCP server's tool is run here: it comes as an mcp_tool_use block once it runs.
+        if (p.name !== undefined && this.shape.isMcp?.(p.name)) this.mcpCalls.add(p.index)
+        if (this.mcpCalls.has(p.index)) return events
         if (p.id !== undefined || this.open?.kind !== 'tool' || this.open.toolIndex !== p.index) {
           events.push(...this.stopOpen())
           this.index++
@@ -155,7 +191,22 @@ export class MessageStreamWriter {
     }
   }
 
-  finish(result: ChatResult): StreamEvent[] {
+  /** A turn of the MCP tool loop is over: the next one's calls count from 0 again. */
+  endTurn(): StreamEvent[] {
+    this.mcpCalls.clear()
+    return this.stopOpen()
+  }
+
+  /** An MCP call as it starts (`mcp_tool_use`, whole), and its result once it ends (`mcp_tool_result`). */
+  mcpCall(block: ReturnType<typeof mcpUseBlock> | ReturnType<typeof mcpResultBlock>): StreamEvent[] {
+    const events = [...this.messageStart(), ...this.stopOpen()]
+    this.index++
+    events.push({ event: 'content_block_start', data: { type: 'content_block_start', index: this.index, content_block: block } })
+    events.push({ event: 'content_block_stop', data: { type: 'content_block_stop', index: this.index } })
+    return events
+  }
+
+  finish(result: ChatResult, stoppedAt?: IncompleteReason): StreamEvent[] {
     return [
       ...this.messageStart(),
       ...this.stopOpen(),
@@ -163,7 +214,7 @@ export class MessageStreamWriter {
         event: 'message_delta',
         data: {
           type: 'message_delta',
-          delta: { stop_reason: stopReasonOf(result), stop_sequence: null },
+          delta: { stop_reason: stopReasonOf(result, this.shape, stoppedAt), stop_sequence: null },
           usage: usageOf(result),
           ...contextManagement(this.shape),
         },

@@ -17,7 +17,10 @@ import { requestOwner } from '../../services/keys/request-key.ts'
 import { streamOf, type AnswerShape } from '../../services/pipeline/answer-pipeline.ts'
 import { conversationKey } from '../../services/pipeline/conversation-key.ts'
 import { requireModel } from '../../services/pipeline/model-lookup.ts'
-import { Notices } from '../../services/pipeline/request-notices.ts'
+import { Notices, sendNotices } from '../../services/pipeline/request-notices.ts'
+import { connectMcpServers, McpFunctions } from '../../services/mcp/mcp-tools.ts'
+import { McpToolLoop } from '../../services/pipeline/mcp-tool-loop.ts'
+import { MessagesConversation, MessagesLoopSink, mcpServerRequests } from './messages-mcp.ts'
 import type { ServerContext } from '../../server-context.ts'
 
 export function messagesRoute(ctx: ServerContext): Router {
@@ -27,28 +30,49 @@ export function messagesRoute(ctx: ServerContext): Router {
   router.post('/messages', requireJsonBody, async (req, res) => {
     const request = parseMessagesRequest(req.body)
     const notices = new Notices()
-    const { chat, appliedEdits, documents: blocks } = toChatRequest(request, seal, notices)
-    const model = await requireModel(ctx.folder, chat.model)
+    // Checked whole before any MCP server is reached; with MCP servers it is converted again, with their tools.
+    const first = toChatRequest(request, seal, notices)
+    const model = await requireModel(ctx.folder, first.chat.model)
     const who: MessageIdentity = { id: `msg_${randomBytes(12).toString('base64url')}`, model: model.id }
     const thinking = request.thinking
     const owner = requestOwner(res, ctx.keys !== undefined)
+    const key = conversationKey(req, { user_id: request.metadata?.user_id })
     await ctx.pipeline.within(
       res,
       async (signal) => {
-        const { plan, documents } = await ctx.pipeline.planChat(res, model, chat, { notices, owner, conversationKey: conversationKey(req, { user_id: request.metadata?.user_id }), signal })
+        const servers = await connectMcpServers(mcpServerRequests(request, ctx.mcp, notices), ctx.mcp, { req, res }, notices, signal)
+        const mcp = new McpFunctions(servers, (request.tools ?? []).map((t) => t.name))
+        const { chat, appliedEdits, documents: blocks } = servers.length ? toChatRequest(request, seal, new Notices(), { mcp }) : first
+        const { plan, documents } = await ctx.pipeline.planChat(res, model, chat, { notices, owner, conversationKey: key, signal })
         const shape: MessageShape = {
           seal,
           omitThinking: thinking !== undefined && 'display' in thinking && thinking.display === 'omitted',
           appliedEdits: request.context_management?.edits?.length ? appliedEdits : undefined,
           documents: blocks.citations ? { sources: documents.sources, fileIds: documents.fileIds, blocks } : undefined,
+          isMcp: (name) => mcp.target(name) !== undefined,
         }
-        const answer: AnswerShape<ChatResult> =
-          request.stream === true
-            ? streamOf(() => sseEvents(res, 'last-event'), new MessageStreamWriter(who, shape), ({ event, data }) => ({ name: event, data }))
-            : { whole: (result) => anthropicMessage(who, result, shape) }
-        await ctx.pipeline.answer(res, model, plan.job, answer, signal, { notices })
+        if (servers.length === 0) {
+          const answer: AnswerShape<ChatResult> =
+            request.stream === true
+              ? streamOf(() => sseEvents(res, 'last-event'), new MessageStreamWriter(who, shape), ({ event, data }) => ({ name: event, data }))
+              : { whole: (result) => anthropicMessage(who, result, shape) }
+          await ctx.pipeline.answer(res, model, plan.job, answer, signal, { notices })
+          return
+        }
+        // The MCP connector: Hearth runs the servers' tools between the model's turns.
+        sendNotices(res, notices)
+        const writer = request.stream === true ? new MessageStreamWriter(who, shape) : undefined
+        const events = writer && sseEvents(res, 'last-event')
+        const send = (list: Array<{ event: string; data: Record<string, unknown> }>) => list.forEach(({ event, data }) => events!.send({ name: event, data }))
+        const sink = new MessagesLoopSink(shape, writer && { writer, send })
+        const conversation = new MessagesConversation({ request, seal, mcp, model, conversationKey: key, firstPlan: plan, documents, produced: () => sink.blocks() })
+        const loop = new McpToolLoop({ pipeline: ctx.pipeline, mcp: ctx.mcp, res, model, signal, target: (name) => mcp.target(name), approved: [], maxOutputTokens: request.max_tokens })
+        const outcome = await loop.run(sink, conversation)
+        if (!writer) return void res.json(anthropicMessage(who, outcome.result, shape, { content: sink.content, stoppedAt: outcome.stoppedAt }))
+        send(writer.finish(outcome.result, outcome.stoppedAt))
+        events!.end()
       },
-      (e) => blocks.params.renamed(inAnthropicWords(e)),
+      (e) => first.documents.params.renamed(inAnthropicWords(e)),
     )
   })
 
@@ -57,14 +81,18 @@ export function messagesRoute(ctx: ServerContext): Router {
     const body = req.body !== null && typeof req.body === 'object' && !Array.isArray(req.body) ? { max_tokens: 1, ...req.body } : req.body
     const request = parseMessagesRequest(body)
     const notices = new Notices()
-    const { chat, documents: blocks } = toChatRequest({ ...request, max_tokens: 1 }, seal, notices)
-    const model = await requireModel(ctx.folder, chat.model)
+    const counted = { ...request, max_tokens: 1 }
+    const { chat: checked, documents: blocks } = toChatRequest(counted, seal, notices)
+    const model = await requireModel(ctx.folder, checked.model)
     const owner = requestOwner(res, ctx.keys !== undefined)
-    // The model's own template and tokenizer count the prompt (documents and images included): one
-    // token is generated and dropped, and the prompt stays in the engine's cache for the request that follows.
+    // The model's own template and tokenizer count the prompt (documents, images and the MCP servers'
+    // tools included): one token is generated and dropped, and the prompt stays in the engine's cache
+    // for the request that follows.
     await ctx.pipeline.within(
       res,
       async (signal) => {
+        const servers = await connectMcpServers(mcpServerRequests(request, ctx.mcp, notices), ctx.mcp, { req, res }, notices, signal)
+        const chat = servers.length ? toChatRequest(counted, seal, new Notices(), { mcp: new McpFunctions(servers, (request.tools ?? []).map((t) => t.name)) }).chat : checked
         const { plan } = await ctx.pipeline.planChat(res, model, chat, { notices, owner, conversationKey: conversationKey(req, { user_id: request.metadata?.user_id }), signal })
         const job = { ...plan.job, maxTokens: 1, temperature: 0, jsonSchema: undefined, toolChoice: 'auto' as const }
         await ctx.pipeline.answer(res, model, job, { whole: (result) => ({ input_tokens: result.promptTokens }) }, signal, { notices })
