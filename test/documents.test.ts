@@ -16,6 +16,7 @@ import { KeywordIndex, searchTerms } from '../main/server/services/documents/key
 import { DocumentStore } from '../main/server/services/documents/document-store.ts'
 import { ApiError } from '../main/server/services/api-error.ts'
 import OpenAI, { toFile } from 'openai'
+import Anthropic from '@anthropic-ai/sdk'
 import type { ChatJob, EmbedJob, RerankJob } from '../engines/engine-jobs.ts'
 import { ModelError } from '../engines/errors.ts'
 import { minimalDocx, minimalPdf, storedZip } from './support/document-files.ts'
@@ -404,6 +405,55 @@ describe('/v1/files and documents in chats', () => {
     expect(added.map((e) => (e as { annotation: { file_id: string } }).annotation.file_id)).toEqual([a.id]) // [2] names nothing with one document
     const types = events.map((e) => e.type)
     expect(types.indexOf('response.output_text.annotation.added')).toBeLessThan(types.indexOf('response.output_text.done'))
+  })
+
+  it("reads Anthropic's document blocks (a PDF, a text, a file id) and cites them in Anthropic's shape, whole and streamed", async () => {
+    const anthropic = new Anthropic({ baseURL: server.url, apiKey: server.apiKey, maxRetries: 0 })
+    const pdf = minimalPdf([['Alpha facts, in a PDF.']])
+    const b = await client.files.create({ file: await toFile(Buffer.from('Beta facts.'), 'b.txt'), purpose: 'user_data' })
+    const documents = [
+      { type: 'document' as const, source: { type: 'base64' as const, media_type: 'application/pdf' as const, data: pdf.toString('base64') }, title: 'Alpha report', citations: { enabled: true } },
+      { type: 'document' as const, source: { type: 'file' as const, file_id: b.id }, title: 'Beta notes', citations: { enabled: true } },
+    ]
+    const message = await anthropic.beta.messages.create({ model: 'tiny', max_tokens: 50, betas: ['files-api-2025-04-14'], messages: [{ role: 'user', content: [...documents, { type: 'text', text: 'What are the facts?' }] }] } as never) as unknown as Anthropic.Beta.BetaMessage
+    const question = lastQuestion(server)
+    expect(question).toContain('Alpha facts, in a PDF.')
+    // A file by id keeps the name it was uploaded under; its title names it in the citations.
+    expect(question).toContain('[2] b.txt\nBeta facts.')
+    // 'Alpha is [1], beta is [2]; [9] names nothing.' cut after each citation.
+    const blocks = message.content as Anthropic.Beta.BetaTextBlock[]
+    expect(blocks.map((b) => b.text)).toEqual(['Alpha is [1]', ', beta is [2]', '; [9] names nothing.'])
+    expect(blocks[0]!.citations).toEqual([{ type: 'char_location', cited_text: 'Alpha facts, in a PDF.', document_index: 0, document_title: 'Alpha report', start_char_index: 0, end_char_index: 22 }])
+    expect(blocks[1]!.citations).toEqual([expect.objectContaining({ type: 'char_location', cited_text: 'Beta facts.', document_index: 1, document_title: 'Beta notes' })])
+    expect(blocks[2]!.citations ?? []).toEqual([])
+
+    // Streamed: the text as it comes, its citations closing the block.
+    const stream = anthropic.beta.messages.stream({ model: 'tiny', max_tokens: 50, betas: ['files-api-2025-04-14'], messages: [{ role: 'user', content: [...documents, { type: 'text', text: 'Again?' }] }] } as never)
+    const final = await stream.finalMessage()
+    const text = final.content[0] as Anthropic.Beta.BetaTextBlock
+    expect(text.text).toBe('Alpha is [1], beta is [2]; [9] names nothing.')
+    expect(text.citations?.map((c) => (c as { document_index: number }).document_index)).toEqual([0, 1])
+
+    // Without citations asked for, a text document is read as it is, and nothing is cited.
+    const plain = await anthropic.messages.create({ model: 'tiny', max_tokens: 50, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'Gamma facts.' } }, { type: 'text', text: 'Gamma?' }] }] })
+    expect(lastQuestion(server)).toContain('Gamma facts.')
+    expect((plain.content[0] as Anthropic.TextBlock).citations ?? null).toBeNull()
+    // count_tokens reads the documents too.
+    const counted = await anthropic.messages.countTokens({ model: 'tiny', messages: [{ role: 'user', content: [documents[0]!, { type: 'text', text: 'Count?' }] }] })
+    expect(counted.input_tokens).toBeGreaterThan(0)
+  })
+
+  it("refuses the document blocks it cannot read, naming Anthropic's field", async () => {
+    const anthropic = new Anthropic({ baseURL: server.url, apiKey: server.apiKey, maxRetries: 0 })
+    const refused = async (block: object) => (await anthropic.messages.create({ model: 'tiny', max_tokens: 5, messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }, block as never] }] }).catch((e: unknown) => e)) as InstanceType<typeof Anthropic.APIError>
+    const url = await refused({ type: 'document', source: { type: 'url', url: 'https://example.com/a.pdf' } })
+    expect([url.status, url.error]).toEqual([400, { type: 'error', error: { type: 'invalid_request_error', message: expect.stringContaining('fetches nothing from the network') } }])
+    const image = await refused({ type: 'document', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } })
+    expect(image.status).toBe(400)
+    expect(image.message).toContain('messages[0].content[1].source.media_type')
+    const missing = await refused({ type: 'document', source: { type: 'file', file_id: 'file-nope' } })
+    expect(missing.status).toBe(404)
+    expect(missing.message).toContain('file-nope')
   })
 
   it('reads a file sent as data once, in chat completions and Responses, and keeps its id in a stored response', async () => {
