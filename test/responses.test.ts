@@ -64,6 +64,24 @@ describeIf(llamaBuild && qwen3, 'needs llama.cpp built here (npm run build:engin
     expect(response.usage!.total_tokens).toBe(response.usage!.input_tokens + 6)
   })
 
+  it("gives each output token's log probability, as chat completions gives it for the same request, whole and streamed", async () => {
+    const asked = { model: MODEL, input: 'Tell me a story', max_output_tokens: 6, store: false, temperature: 0 }
+    const response = await client.responses.create({ ...asked, include: ['message.output_text.logprobs'], top_logprobs: 2 })
+    const text = (response.output.find((i) => i.type === 'message') as OpenAI.Responses.ResponseOutputMessage).content[0] as OpenAI.Responses.ResponseOutputText
+    expect(text.logprobs!.length).toBe(6)
+    expect(text.logprobs!.map((l) => l.token).join('')).toBe(text.text)
+    expect(text.logprobs!.every((l) => l.top_logprobs.length === 2 && l.logprob <= 0)).toBe(true)
+    const chat = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Tell me a story' }], max_tokens: 6, temperature: 0, logprobs: true, top_logprobs: 2 })
+    expect(text.logprobs!.map((l) => l.token)).toEqual(chat.choices[0]!.logprobs!.content!.map((l) => l.token))
+    const stream = await client.responses.create({ ...asked, include: ['message.output_text.logprobs'], top_logprobs: 2, stream: true })
+    const streamed: Array<{ token: string }> = []
+    for await (const event of stream) if (event.type === 'response.output_text.delta') streamed.push(...((event as { logprobs?: Array<{ token: string }> }).logprobs ?? []))
+    expect(streamed.map((l) => l.token)).toEqual(text.logprobs!.map((l) => l.token))
+    // Not asked for, none come.
+    const plain = await client.responses.create(asked)
+    expect(((plain.output.find((i) => i.type === 'message') as OpenAI.Responses.ResponseOutputMessage).content[0] as OpenAI.Responses.ResponseOutputText).logprobs).toEqual([])
+  })
+
   it('streams typed events in order, and they add up to the same Response', async () => {
     const whole = await client.responses.create({ model: MODEL, input: 'Tell me a story', max_output_tokens: 8, store: false })
     const stream = await client.responses.create({ model: MODEL, input: 'Tell me a story', max_output_tokens: 8, stream: true, store: false })
@@ -205,7 +223,8 @@ describeIf(llamaBuild && qwen3, 'needs llama.cpp built here (npm run build:engin
     ['an MCP server the user did not configure', { model: MODEL, input: 'x', tools: [{ type: 'mcp', server_label: 'x', server_url: 'http://127.0.0.1:9' }] }, 'tools[0].server_label', 'mcp_server_not_found'],
     ['a call with no output at the end', { model: MODEL, input: [{ role: 'user', content: 'x' }, { type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' }] }, 'input[1]', 'invalid_value'],
     ['an output with no call', { model: MODEL, input: [{ type: 'function_call_output', call_id: 'c9', output: 'x' }] }, 'input[0].call_id', 'invalid_value'],
-    ['logprobs in include', { model: MODEL, input: 'x', include: ['message.output_text.logprobs'] }, 'include[0]', 'unsupported_parameter'],
+    ['logprobs beside tools', { model: MODEL, input: 'x', include: ['message.output_text.logprobs'], tools: [{ type: 'function', name: 'f', parameters: { type: 'object', properties: {} } }] }, 'include', 'unsupported_parameter'],
+    ['top_logprobs past 20', { model: MODEL, input: 'x', top_logprobs: 21 }, 'top_logprobs', 'invalid_value'],
     ['an unknown include', { model: MODEL, input: 'x', include: ['everything'] }, 'include[0]', 'invalid_value'],
     ['background', { model: MODEL, input: 'x', background: true }, 'background', 'unsupported_parameter'],
     ['an unknown previous response', { model: MODEL, input: 'x', previous_response_id: 'resp_000000000000000000000000' }, 'previous_response_id', 'previous_response_not_found'],

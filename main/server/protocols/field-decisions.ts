@@ -50,7 +50,8 @@ export const FIELD_DECISIONS: Readonly<Record<Dialect, readonly FieldDecision[]>
     ...honoured('model input instructions tools tool_choice parallel_tool_calls text max_tool_calls temperature top_p stream stream_options previous_response_id reasoning'),
     ...honoured('max_output_tokens', 'bounds the whole response, across tool rounds'),
     ...honoured('store', 'kept in the data folder unless false, each visible only to its key'),
-    ...honoured('include', "'reasoning.encrypted_content' and 'file_search_call.results'; outputs of hosted tools never come"),
+    ...honoured('include', "'reasoning.encrypted_content', 'file_search_call.results' and 'message.output_text.logprobs'; outputs of hosted tools never come"),
+    ...honoured('top_logprobs', 'the most likely alternatives at each output token, with its log probability'),
     ...honoured('top_k stop', "Hearth's own, as in its chat completions"),
     ...honoured('prompt_cache_key', 'keeps the conversation on its engine slot'),
     ...honoured('truncation', "'disabled'; 'auto' is set aside"),
@@ -65,7 +66,6 @@ export const FIELD_DECISIONS: Readonly<Record<Dialect, readonly FieldDecision[]>
     refused('background', 'background responses are not supported; stream instead'),
     refused('conversation', "conversations are not supported; continue with 'previous_response_id'"),
     refused('prompt', 'stored prompt templates are not supported'),
-    refused('top_logprobs', "'top_logprobs' is not supported on this route; use /v1/chat/completions"),
     refused('moderation', 'moderation is not supported: Hearth runs no moderation model'),
   ],
   messages: [

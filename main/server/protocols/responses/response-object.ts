@@ -4,7 +4,7 @@
  * function call, the MCP items of the server-side tool loop), and each closes before the next opens.
  */
 import { randomBytes } from 'node:crypto'
-import type { ChatResult, JobProgress } from '../../../../engines/engine-jobs.ts'
+import type { ChatResult, JobProgress, TokenLogprob } from '../../../../engines/engine-jobs.ts'
 import { citationsIn, type FileCitation } from '../../services/documents/document-citations.ts'
 import type { DocumentSource } from '../../services/documents/document-inputs.ts'
 import type { ReasoningSeal } from '../../services/reasoning-seal.ts'
@@ -31,7 +31,7 @@ export interface ResponseShape {
   sources?: readonly DocumentSource[]
 }
 
-type OutputText = { type: 'output_text'; text: string; annotations: FileCitation[]; logprobs: [] }
+type OutputText = { type: 'output_text'; text: string; annotations: FileCitation[]; logprobs: TokenLogprob[] }
 
 type ReasoningItem = {
   type: 'reasoning'
@@ -122,7 +122,7 @@ export function outputItemsOf(result: ChatResult, shape: ResponseShape): OutputI
   const items: OutputItem[] = []
   if (result.reasoning) items.push(reasoningItem(result.reasoning, shape))
   if (result.text || result.toolCalls.length === 0) {
-    items.push({ type: 'message', id: newId('msg'), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: result.text, annotations: citationsIn(result.text, shape.sources), logprobs: [] }] })
+    items.push({ type: 'message', id: newId('msg'), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: result.text, annotations: citationsIn(result.text, shape.sources), logprobs: result.logprobs ?? [] }] })
   }
   // MCP calls become their items when the loop runs them or asks for approval (mcp-tool-loop.ts).
   for (const call of result.toolCalls) {
@@ -225,7 +225,8 @@ export class ResponseStreamWriter {
         const events = this.openItem('message')
         const item = this.open as Extract<OutputItem, { type: 'message' }>
         item.content[0]!.text += p.text
-        events.push(this.event({ type: 'response.output_text.delta', item_id: item.id, output_index: this.index, content_index: 0, delta: p.text, logprobs: [] }))
+        if (p.logprobs) item.content[0]!.logprobs.push(...p.logprobs)
+        events.push(this.event({ type: 'response.output_text.delta', item_id: item.id, output_index: this.index, content_index: 0, delta: p.text, logprobs: p.logprobs ?? [] }))
         return events
       }
       case 'tool_call': {
@@ -358,7 +359,7 @@ export class ResponseStreamWriter {
         const part = item.content[0]!
         part.annotations = citationsIn(part.text, this.shape.sources)
         part.annotations.forEach((annotation, n) => events.push(this.event({ type: 'response.output_text.annotation.added', ...at, content_index: 0, annotation_index: n, annotation })))
-        events.push(this.event({ type: 'response.output_text.done', ...at, content_index: 0, text: part.text, logprobs: [] }))
+        events.push(this.event({ type: 'response.output_text.done', ...at, content_index: 0, text: part.text, logprobs: part.logprobs }))
         events.push(this.event({ type: 'response.content_part.done', ...at, content_index: 0, part: { ...part } }))
         break
       }

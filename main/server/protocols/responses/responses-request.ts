@@ -24,9 +24,10 @@ const SET_ASIDE = setAsideFields('responses')
 const INCLUDABLE = {
   /**
    * Reasoning items carry their thinking sealed, to be sent back with `store: false`; the documents'
-   * texts the model was given come as a `file_search_call` item with its results.
+   * texts the model was given come as a `file_search_call` item with its results; each output
+   * token's log probability comes with the text (and `top_logprobs` alternatives).
    */
-  honoured: ['reasoning.encrypted_content', 'file_search_call.results'],
+  honoured: ['reasoning.encrypted_content', 'file_search_call.results', 'message.output_text.logprobs'],
   /** Outputs of hosted tools and stored inputs, which a local answer never has: nothing to include. */
   nothingToInclude: [
     'web_search_call.action.sources',
@@ -173,6 +174,7 @@ export const responsesRequestSchema = z.object({
   stream_options: z.object({ include_obfuscation: z.boolean().optional() }).nullish(),
   store: z.boolean().nullish(),
   include: z.array(z.string()).nullish(),
+  top_logprobs: z.int().min(0).max(20).nullish(),
   previous_response_id: z.string().nullish(),
   reasoning: z.object({ effort: z.enum(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']).nullish(), summary: z.string().nullish(), generate_summary: z.string().nullish() }).nullish(),
   metadata: z.record(z.string(), z.string()).nullish(),
@@ -199,7 +201,6 @@ export function parseResponsesRequest(body: unknown, notices: Notices): Response
   }
   const request = parseOrThrow(responsesRequestSchema, body)
   request.include?.forEach((value, i) => {
-    if (value === 'message.output_text.logprobs') throw unsupportedParameter(`include[${i}]`, 'log probabilities are not supported on this route; use /v1/chat/completions')
     if (!INCLUDABLE.honoured.includes(value) && !INCLUDABLE.nothingToInclude.includes(value)) throw invalidRequest(`'${value}' is not a value 'include' takes`, `include[${i}]`)
   })
   if (request.reasoning?.summary != null) notices.add(SET_ASIDE['reasoning.summary']!)
@@ -220,6 +221,11 @@ export function includesFileResults(request: ResponsesRequest): boolean {
 }
 
 /** Whether reasoning items in the answer carry `encrypted_content`. */
+/** `include: ["message.output_text.logprobs"]` (or `top_logprobs` asked for): each output token's log probability. */
+export function includesLogprobs(request: ResponsesRequest): boolean {
+  return request.include?.includes('message.output_text.logprobs') === true || request.top_logprobs != null
+}
+
 export function includesEncryptedReasoning(request: ResponsesRequest): boolean {
   return request.include?.includes('reasoning.encrypted_content') === true
 }
@@ -243,7 +249,7 @@ export interface ConvertedResponse {
 }
 
 /** Chat's names for the fields a Responses request names otherwise. */
-const RESPONSES_FIELDS = { max_tokens: 'max_output_tokens', response_format: 'text.format', reasoning_effort: 'reasoning.effort' }
+const RESPONSES_FIELDS = { max_tokens: 'max_output_tokens', response_format: 'text.format', reasoning_effort: 'reasoning.effort', logprobs: 'include', top_logprobs: 'top_logprobs' }
 
 /**
  * The conversation as a chat completions request: `instructions` as the system message, then the
@@ -278,6 +284,7 @@ export function toChatRequest(request: ResponsesRequest, earlier: readonly Input
       ...(textFormat?.type === 'json_object' ? { response_format: { type: 'json_object' } } : {}),
       ...(textFormat?.type === 'json_schema' ? { response_format: { type: 'json_schema', json_schema: { name: 'output', schema: textFormat.schema } } } : {}),
       ...(request.reasoning?.effort ? { reasoning_effort: request.reasoning.effort } : {}),
+      ...(includesLogprobs(request) ? { logprobs: true, top_logprobs: request.top_logprobs ?? 0 } : {}),
     },
     notices,
   ))
