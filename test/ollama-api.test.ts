@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Ollama } from 'ollama'
-import OpenAI from 'openai'
+import OpenAI, { toFile } from 'openai'
 import type { ChatJob, CompleteJob, EngineJob } from '../engines/engine-jobs.ts'
 import { plainScript, startInProcessServer, type InProcessServer, type Script } from './support/in-process-server.ts'
 import { writeTinyBert, writeTinyLlama } from './support/tiny-models.ts'
@@ -277,6 +277,27 @@ describe('keys on the two ports', () => {
     expect((await openai.models.retrieve('tiny:latest')).id).toBe('tiny')
     // Another tag is another model.
     expect(await openai.chat.completions.create({ model: 'tiny:7b', messages: [{ role: 'user', content: 'Hi' }] }).catch((e: unknown) => e)).toMatchObject({ status: 404 })
+  })
+
+  it("lets a keyless program see none of the files and responses kept for Hearth's keys, nor run MCP tools", async () => {
+    const keyed = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: server.apiKey, maxRetries: 0 })
+    const anyone = new OpenAI({ baseURL: `${server.ollamaUrl}/v1`, apiKey: 'ollama', maxRetries: 0 })
+    const secret = await keyed.files.create({ file: await toFile(Buffer.from('The meeting is on Tuesday.'), 'notes.txt'), purpose: 'user_data' })
+    const stored = await keyed.responses.create({ model: 'tiny', input: 'Hi' })
+    // Any program on this computer reaches the Ollama port; the person's documents and conversations stay theirs.
+    expect((await anyone.files.list()).data.map((f) => f.id)).not.toContain(secret.id)
+    expect(await anyone.files.retrieve(secret.id).catch((e: unknown) => e)).toMatchObject({ status: 404 })
+    expect(await anyone.files.content(secret.id).catch((e: unknown) => e)).toMatchObject({ status: 404 })
+    expect(await anyone.responses.retrieve(stored.id).catch((e: unknown) => e)).toMatchObject({ status: 404 })
+    // What keyless programs keep is theirs alone, and the server's key does not see it either.
+    const theirs = await anyone.files.create({ file: await toFile(Buffer.from('mine'), 'mine.txt'), purpose: 'user_data' })
+    expect((await anyone.files.list()).data.map((f) => f.id)).toContain(theirs.id)
+    expect((await keyed.files.list()).data.map((f) => f.id)).not.toContain(theirs.id)
+    // MCP tools run as the person: not for a program without a key, which the server's key on the same port may.
+    const mcp = { model: 'tiny', input: 'Hi', tools: [{ type: 'mcp' as const, server_label: 'files', require_approval: 'never' as const }] }
+    expect(await anyone.responses.create(mcp).catch((e: unknown) => e)).toMatchObject({ status: 403, code: 'mcp_not_allowed' })
+    const withKey = new OpenAI({ baseURL: `${server.ollamaUrl}/v1`, apiKey: server.apiKey, maxRetries: 0 })
+    expect(await withKey.responses.create(mcp).catch((e: unknown) => e)).toMatchObject({ status: 400, code: 'mcp_server_not_found' })
   })
 
   it('answers the ollama.com account routes as a server with no account and no cloud', async () => {

@@ -13,6 +13,7 @@ import { Ollama } from 'ollama'
 import OpenAI from 'openai'
 import type { ChatJob, EngineJob } from '../engines/engine-jobs.ts'
 import { loadSpecFor } from '../engines/load-spec.ts'
+import { editCatalog } from '../models/catalog/catalog-writer.ts'
 import { llamaServerArgs } from '../engines/llama-server/llama-server-args.ts'
 import { startInProcessServer, type InProcessServer } from './support/in-process-server.ts'
 import { writeTinyLlama, writeTinyLora } from './support/tiny-models.ts'
@@ -125,6 +126,21 @@ describe('a model made FROM another by name', () => {
     expect(names).not.toContain('persona-2:latest')
     expect(names).toEqual(expect.arrayContaining(['persona:latest', 'tiny:latest']))
     expect(existsSync(join(modelsDir, 'tiny.gguf'))).toBe(true)
+  })
+})
+
+describe('how the base is served', () => {
+  it("is the derived model's too: its output limit and time to live, with the Modelfile's context", async () => {
+    await ollama.create({ model: 'limited-base', from: 'tiny', stream: false })
+    const catalog = join(modelsDir, 'models.json')
+    await editCatalog(modelsDir, (models) => {
+      const base = models.find((m) => (m as { id?: string }).id === 'limited-base') as Record<string, unknown>
+      Object.assign(base, { max_completion_tokens: 40, ttl: 60 })
+    })
+    await ollama.create({ model: 'limited-child', from: 'limited-base', parameters: { num_ctx: 128 }, stream: false })
+    const child = (JSON.parse(readFileSync(catalog, 'utf8')) as { models: Array<Record<string, unknown>> }).models.find((m) => m.id === 'limited-child')
+    expect(child).toMatchObject({ max_completion_tokens: 40, ttl: 60, context_length: 128 })
+    expect((await record('limited-child')).maxCompletionTokens).toBe(40)
   })
 })
 

@@ -2,6 +2,7 @@ import type { RequestHandler, Response } from 'express'
 import type { ApiKeys, KeyIdentity } from '../services/keys/api-keys.ts'
 import { ApiError } from '../services/api-error.ts'
 import { QuotaGate, usageOf } from '../services/keys/key-quotas.ts'
+import { markKeyless } from '../services/keys/request-key.ts'
 
 /**
  * Every /v1 and /api request must carry a key the server knows, unless auth was turned off. Keys
@@ -17,8 +18,12 @@ export function requireApiKey(keys: ApiKeys | undefined, { keyless = false, gate
     const identity = keys.identify(authorization)
     // The Ollama port (loopback only) lets every program in, as Ollama does: one that sends no key,
     // or one set up for Ollama with any key ("ollama", as Ollama's docs write it); a key of
-    // Hearth's is that key, quotas included.
-    if (keyless && !identity) return next()
+    // Hearth's is that key, quotas included. Let in so, a request is not the server's own key: it
+    // sees none of the files and responses kept for keys, and runs no MCP tools.
+    if (keyless && !identity) {
+      markKeyless(res)
+      return next()
+    }
     if (!identity) {
       const message = authorization
         ? 'Incorrect API key provided'

@@ -202,11 +202,14 @@ async function createFrom(
     : { from: entry?.from ?? base.id }
   // A file the folder found (no entry of its own) gets one first: an entry claims its file, which would hide the old name.
   if (inFolder && !entry) await addCatalogEntry(deps.folder.dir, { id: base.id, ...weights })
+  // How the base is served (its output limit, threads, draft model, time to live …) is the new
+  // model's too, as `ollama cp` keeps it: only the name, the context and the Modelfile are its own.
+  const { id: _id, file: _file, mmproj: _mmproj, from: _from, modelfile: _modelfile, context_length: _context, ...settings } = (entry ?? {}) as Record<string, unknown>
   const entryOfModel = {
     id,
     ...weights,
+    ...settings,
     ...(made.contextLength !== undefined ? { context_length: made.contextLength } : {}),
-    ...(entry?.kind ? { kind: entry.kind } : {}),
     modelfile: made.modelfile,
   }
   // One write: the model made again takes the old one's place, and no moment lacks either.
