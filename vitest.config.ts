@@ -48,6 +48,7 @@ const FAST = [
   'test/quiet-stretches.test.ts',
   'test/responses-mcp.test.ts',
   'test/messages-mcp.test.ts',
+  'test/protocol-features.test.ts',
   'test/route-contract.test.ts',
   'test/run-scratch.test.ts',
   'test/scheduler.test.ts',

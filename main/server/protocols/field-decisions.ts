@@ -161,6 +161,7 @@ export const OLLAMA_FIELD_DECISIONS: Readonly<Record<OllamaRequestKind, readonly
     setAside('truncate', "'truncate' was set aside: a prompt longer than the context is refused, not cut"),
     setAside('shift', "'shift' was set aside: an answer stops where the context is full"),
     refused('template', "Hearth writes prompts with the model's own chat template (its GGUF's); send 'raw' with a prompt written in full instead"),
+    refused('tools', "Ollama's generate has no tools (Ollama itself ignores them): send them to /api/chat"),
     refused('context', "the deprecated 'context' is not supported; send the conversation to /api/chat"),
     refused('_debug_render_only', 'rendering the prompt without running the model is not supported'),
   ],

@@ -52,7 +52,7 @@ export function ollamaInferenceRoute(ctx: ServerContext, json: RequestHandler[])
       const model = await requireOllamaModel(ctx.folder, body.model)
       // The older route answers an empty prompt with an empty embedding, as Ollama does.
       if (legacy && (body.input === undefined || body.input === '')) return void res.json({ embedding: [] })
-      const plan = planOllamaEmbed(body, model)
+      const plan = planOllamaEmbed(body, model, notices)
       const startedAt = performance.now()
       const shape = legacy
         ? { whole: (result: Parameters<typeof embeddingsOf>[0]) => ({ embedding: embeddingsOf(result)[0] ?? [] }) }

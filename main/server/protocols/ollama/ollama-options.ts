@@ -41,16 +41,8 @@ const inRange = (name: string, value: unknown, min: number, max: number): number
  */
 export function ollamaSampling(requestOptions: Record<string, unknown> | undefined, modelParameters: Record<string, unknown> | undefined, notices: Notices): OllamaSampling {
   const options: Record<string, unknown> = { ...modelParameters, ...dropNulls(requestOptions ?? {}) }
-  const fromRequest = new Set(Object.keys(requestOptions ?? {}))
-  const decisions = ollamaFieldDecisions('options')
-  for (const name of Object.keys(options)) {
-    const decision = decisions.get(name)
-    // Parameters a Modelfile set that Hearth has no use for are the model's business, not the client's.
-    if (!fromRequest.has(name)) continue
-    if (decision === undefined) notices.add(`option "${name}" was set aside: Ollama does not know it either`)
-    else if (decision.decision === 'set aside') notices.add(decision.note!)
-    else if (decision.decision === 'refused' && isActive(name, options[name])) throw new OllamaError(400, `option "${name}" is not supported: ${decision.note}`)
-  }
+  // Parameters a Modelfile set that Hearth has no use for are the model's business, not the client's.
+  decideOptions(dropNulls(requestOptions ?? {}), notices)
 
   const stop = options.stop === undefined ? [] : stopsOf(options.stop)
   const extra: ExtraSamplers = {}
@@ -85,6 +77,25 @@ export function ollamaSampling(requestOptions: Record<string, unknown> | undefin
     // Ollama's "unset" too (its JSON omits zero values).
     maxTokens: numPredict === undefined || numPredict <= 0 ? undefined : numPredict,
   }
+}
+
+/** Each option a request sends, as the table decides it: said where set aside or unknown, refused by name. */
+function decideOptions(options: Record<string, unknown>, notices: Notices): void {
+  const decisions = ollamaFieldDecisions('options')
+  for (const [name, value] of Object.entries(options)) {
+    const decision = decisions.get(name)
+    if (decision === undefined) notices.add(`option "${name}" was set aside: Ollama does not know it either`)
+    else if (decision.decision === 'set aside') notices.add(decision.note!)
+    else if (decision.decision === 'refused' && isActive(name, value)) throw new OllamaError(400, `option "${name}" is not supported: ${decision.note}`)
+  }
+}
+
+/** An embedding request's options: those of loading as for chat, and sampling ones said to do nothing (an embedding is not sampled). */
+export function ollamaEmbedOptions(options: Record<string, unknown> | null | undefined, notices: Notices): void {
+  const sent = dropNulls(options ?? {})
+  decideOptions(sent, notices)
+  const decisions = ollamaFieldDecisions('options')
+  for (const name of Object.keys(sent)) if (decisions.get(name)?.decision === 'honoured') notices.add(`option "${name}" was set aside: an embedding is not sampled`)
 }
 
 /** Whether a refused option asks for something: its off value (Ollama's own defaults) asks for nothing. */

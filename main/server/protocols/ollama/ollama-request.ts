@@ -13,7 +13,7 @@ import { planEmbeddings, parseEmbeddingsRequest } from '../openai/embeddings-req
 import { Notices } from '../../services/pipeline/request-notices.ts'
 import { OllamaError } from './ollama-errors.ts'
 import { keepAliveMs } from './ollama-keep-alive.ts'
-import { ollamaSampling } from './ollama-options.ts'
+import { ollamaEmbedOptions, ollamaSampling } from './ollama-options.ts'
 
 const options = z.record(z.string(), z.unknown()).nullish()
 const keepAlive = z.union([z.string(), z.number()]).nullish()
@@ -284,7 +284,8 @@ export interface OllamaEmbedPlan {
 }
 
 /** `/api/embed` (input: a text or a list) and the older `/api/embeddings` (prompt: one text, read as `input`). */
-export function planOllamaEmbed(body: z.infer<typeof ollamaEmbedSchema>, model: ModelRecord): OllamaEmbedPlan {
+export function planOllamaEmbed(body: z.infer<typeof ollamaEmbedSchema>, model: ModelRecord, notices: Notices): OllamaEmbedPlan {
+  ollamaEmbedOptions(body.options, notices)
   if (!model.capabilities.includes('embeddings')) throw new OllamaError(400, `"${model.id}" does not support embeddings`)
   const request = parseEmbeddingsRequest({ model: model.id, input: body.input, ...(body.dimensions ? { dimensions: body.dimensions } : {}) })
   const plan = planEmbeddings(request, model)
