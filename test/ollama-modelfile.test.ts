@@ -74,6 +74,8 @@ describe('a model made FROM another by name', () => {
     expect(shown.modelfile).toContain('MESSAGE user Who are you?')
     expect(shown.modelfile).toContain('MESSAGE assistant A pirate, arr.')
     expect(shown.modelfile).toContain('LICENSE MIT')
+    // As Ollama's show gives them: `ollama run` prints them as the conversation so far.
+    expect(shown.messages).toEqual(persona.messages)
   })
 
   it("applies its system prompt, opening messages and parameters on Ollama's API", async () => {
@@ -126,6 +128,15 @@ describe('a model made FROM another by name', () => {
     expect(names).not.toContain('persona-2:latest')
     expect(names).toEqual(expect.arrayContaining(['persona:latest', 'tiny:latest']))
     expect(existsSync(join(modelsDir, 'tiny.gguf'))).toBe(true)
+  })
+})
+
+describe('REQUIRES', () => {
+  it('is given back by show, as Ollama gives it', async () => {
+    await ollama.create({ model: 'needs-new', from: 'tiny', stream: false, ...({ requires: '0.30.0' } as object) })
+    const shown = (await ollama.show({ model: 'needs-new' })) as unknown as { requires?: string; modelfile: string }
+    expect(shown.requires).toBe('0.30.0')
+    expect(shown.modelfile).toContain('REQUIRES 0.30.0')
   })
 })
 

@@ -149,10 +149,13 @@ export async function showModel(model: ModelRecord, verbose: boolean) {
     template: model.chatTemplate ?? model.ollama?.template ?? template ?? (model.templateGuessed && fallbackTemplateSource(model.templateGuessed)) ?? '',
     ...(model.ollama?.system ? { system: model.ollama.system } : {}),
     details: detailsOf(model),
+    // The Modelfile's MESSAGEs: `ollama run` shows them as the conversation so far.
+    ...(model.ollama?.messages?.length ? { messages: model.ollama.messages.map((m) => ({ role: m.role, content: m.content })) } : {}),
     model_info: modelInfo,
     ...(projector ? { projector_info: Object.fromEntries(Object.entries(projector).map(([k, v]) => [k, jsonValue(v, verbose)])) } : {}),
     capabilities: capabilitiesOf(model, template, fim),
     modified_at: info ? new Date(info.mtimeMs).toISOString() : modifiedAt(model),
+    ...(model.ollama?.requires ? { requires: model.ollama.requires } : {}),
     // Hearth's own words, for the person reading: where the file is, and a guessed template.
     hearth: {
       id: model.id,
