@@ -101,7 +101,8 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
       reject(new Error(`server exited with ${code} before listening:\n${output}`))
     })
   })
-  const ollamaUrl = /Ollama's API .* on (http:\/\/\S+)/.exec(output)?.[1]
+  // `… on http://127.0.0.1:11434: ollama, its clients …`: the address alone, without the colon after it.
+  const ollamaUrl = /Ollama's API .*? on (http:\/\/[^\s/]+:\d+)/.exec(output)?.[1]
   return {
     url,
     ...(ollamaUrl ? { ollamaUrl } : {}),
