@@ -14,6 +14,10 @@ export class CatalogWriteError extends Error {
   override name = 'CatalogWriteError'
 }
 
+/**
+ * One queue of edits per catalog file, for the whole process: the file is the process's, whichever
+ * server (the desktop app restarts its own; tests start many) edits it, so no two edits interleave.
+ */
 const queues = new Map<string, Promise<unknown>>()
 
 /** Runs `edit` on the catalog's entries and saves the result; creates the file when missing. */

@@ -11,7 +11,7 @@ import { baseModelOf, modelfileInfo } from './modelfile-models.ts'
 import { llamaLoadProblem } from './llama-loadability.ts'
 import { readModelFileHeader, type ModelFileHeader } from './model-file-header.ts'
 import type { BrokenModel, FolderSnapshot, ModelRecord, ModelShape } from './model-record.ts'
-import { capabilitiesOf, kindFromArchitecture, templateCallsTools, type ModelKind } from './model-kinds.ts'
+import { capabilitiesOf, kindFromArchitecture, templateCallsTools, templateThinks, type ModelKind } from './model-kinds.ts'
 import { remoteRecords, type RemoteListings } from './remote-records.ts'
 import type { RemoteReplica } from './remote-target.ts'
 import { ExternalSources } from '../sources/external-sources.ts'
@@ -365,7 +365,7 @@ export class FolderScanner {
     if (!ollama) return {}
     const template = entry?.modelfile?.template
     const adapterPaths = (entry?.modelfile?.adapters ?? []).map((a) => this.resolveInside(a)).filter((p): p is string => p !== undefined)
-    return { ollama, ...(template !== undefined ? { chatTemplate: template, hasChatTemplate: true } : {}), ...(adapterPaths.length ? { adapterPaths } : {}) }
+    return { ollama, ...(template !== undefined ? { chatTemplate: template, hasChatTemplate: true, thinks: templateThinks(template) } : {}), ...(adapterPaths.length ? { adapterPaths } : {}) }
   }
 
   /** A path as problems name it: inside the models folder relative to it, elsewhere in full. */
@@ -479,6 +479,7 @@ function pairProjectors(
 function ggufFacts(header: Extract<ModelFileHeader, { format: 'gguf' }>, kind: ModelKind): Partial<ModelRecord> {
   const facts: Partial<ModelRecord> = {}
   if (kind === 'chat' && header.chatTemplate === undefined) facts.templateGuessed = header.fallbackTemplate ?? 'chatml'
+  if (kind === 'chat' && templateThinks(header.chatTemplate)) facts.thinks = true
   if (header.fileType !== undefined) facts.fileType = header.fileType
   if (header.parameterCount !== undefined) facts.parameterCount = header.parameterCount
   if (header.sizeLabel !== undefined) facts.sizeLabel = header.sizeLabel

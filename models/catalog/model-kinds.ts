@@ -44,3 +44,11 @@ export function capabilitiesOf(kind: ModelKind, hasProjector: boolean, callsTool
       return ['transcription', 'translation']
   }
 }
+
+/**
+ * Whether a chat template thinks apart: Ollama's test (`<think>` tags), and the other ways
+ * llama.cpp's parsers know (reasoning content, gpt-oss's channels, a thinking switch).
+ */
+export function templateThinks(template: string | undefined): boolean {
+  return template !== undefined && ['<think>', 'reasoning_content', 'enable_thinking', '<|channel|>', '<|START_THINKING|>', '[THINK]'].some((mark) => template.includes(mark))
+}

@@ -44,6 +44,8 @@ export interface ModelRecord {
   source?: ModelSource
   /** A model of Ollama's store, or one a Modelfile made: its name and what its manifest adds to the GGUF. */
   ollama?: OllamaModelInfo
+  /** A chat model whose template thinks apart (its reasoning comes as reasoning content). */
+  thinks?: boolean
   /** A Jinja chat template that replaces the file's own (a Modelfile's TEMPLATE). */
   chatTemplate?: string
   /** LoRA adapters llama-server applies over the weights (a Modelfile's ADAPTER). */

@@ -72,7 +72,7 @@ export function ollamaInferenceRoute(ctx: ServerContext, json: RequestHandler[])
   /** Thinking asked of a model that cannot think is refused, as Ollama does. */
   async function refuseThinkingWithout(model: ModelRecord, name: string, think: boolean | string | null | undefined): Promise<void> {
     if (think !== true && typeof think !== 'string') return
-    if (!(await modelThinks(model))) throw new OllamaError(400, `"${name}" does not support thinking`)
+    if (!modelThinks(model)) throw new OllamaError(400, `"${name}" does not support thinking`)
   }
 
   /** A request without messages or prompt loads the model, or with `keep_alive: 0` unloads it. */

@@ -48,7 +48,7 @@ export function ollamaModelsRoute(ctx: ServerContext, auth: RequestHandler, json
   const tags: RequestHandler = async (_req, res) => {
     const { models } = await ctx.folder.cachedScan(0)
     const served = models.filter((m) => m.kind === 'chat' || m.kind === 'embedding')
-    res.json({ models: await Promise.all(served.map(async (m) => listedModel(m, await modelThinks(m)))) })
+    res.json({ models: served.map((m) => listedModel(m, modelThinks(m))) })
   }
   router.get('/tags', auth, tags)
   router.head('/tags', auth, tags)

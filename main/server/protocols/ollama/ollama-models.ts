@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto'
 import { stat } from 'node:fs/promises'
 import { fallbackTemplateNote, fallbackTemplateSource } from '../../../../models/catalog/fallback-templates.ts'
 import { readGgufMetadata, type GgufMetadataValue } from '../../../../models/catalog/gguf-metadata.ts'
+import { templateThinks } from '../../../../models/catalog/model-kinds.ts'
 import type { ModelRecord } from '../../../../models/catalog/model-record.ts'
 import type { LoadedModel } from '../../../../engines/scheduler/model-scheduler.ts'
 import { ollamaName } from './ollama-names.ts'
@@ -71,30 +72,11 @@ export function capabilitiesOf(model: ModelRecord, template?: string, fim = fals
   return caps
 }
 
-/**
- * Whether a chat template thinks apart: Ollama's test (`<think>` tags), and the other ways
- * llama.cpp's parsers know (reasoning content, gpt-oss's channels, a thinking switch).
- */
-export function templateThinks(template: string): boolean {
-  return ['<think>', 'reasoning_content', 'enable_thinking', '<|channel|>', '<|START_THINKING|>', '[THINK]'].some((mark) => template.includes(mark))
+/** Whether the model thinks apart (its template, read at the scan); a remote model's machine decides. */
+export function modelThinks(model: ModelRecord): boolean {
+  return model.remote !== undefined || model.thinks === true
 }
 
-const thinkingByFile = new Map<string, boolean>()
-
-/** Whether the model's template thinks, read from its GGUF once per file version. */
-export async function modelThinks(model: ModelRecord): Promise<boolean> {
-  if (model.remote) return true // the other machine decides
-  const key = `${model.path}|${model.sizeBytes}|${model.created}`
-  let thinks = thinkingByFile.get(key)
-  if (thinks === undefined) {
-    const template = (await readGgufMetadata(model.path).catch(() => ({}) as Record<string, GgufMetadataValue>))['tokenizer.chat_template']
-    thinks = typeof template === 'string' && templateThinks(template)
-    thinkingByFile.set(key, thinks)
-  }
-  return thinks
-}
-
-/** A model as `/api/tags` lists it; `thinks`: whether its template thinks apart (modelThinks). */
 export function listedModel(model: ModelRecord, thinks = false) {
   const name = ollamaName(model)
   return {
