@@ -11,10 +11,17 @@
  * serves too): decode, prompt, the second turn's first token (the prompt cache), four streams at
  * once (both with two slots: Ollama's OLLAMA_NUM_PARALLEL=2, Hearth's default on a CPU), and a
  * recorded Claude Code session through each one's Anthropic route (`/v1/messages`; Ollama's
- * context set to the session model's, as Ollama tells Claude Code's users to). Target: Hearth
+ * context set to the session model's, as Ollama tells Claude Code's users to), and every coding
+ * agent's recorded requests (test/fixtures/agents) through each one's Ollama port as Ollama's docs
+ * set the agents up: no key, the OpenAI- and Anthropic-compatible routes there. Target: Hearth
  * ahead of Ollama on every figure.
+ *
+ * What it compares: Ollama's server, its scheduling, caching and API, over Hearth's pinned
+ * llama.cpp. Ollama's own release ships another llama.cpp build (its vendored, patched copy),
+ * which cannot be built here offline; so the figures are each server's work around the same
+ * engine, not Ollama's release as a person downloads it.
  */
-import { copyFileSync, linkSync, mkdirSync, mkdtempSync, symlinkSync } from 'node:fs'
+import { copyFileSync, linkSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { findLlamaBuild } from '../engines/builder/llama-build.ts'
@@ -92,6 +99,33 @@ async function chat(side: Side, messages: unknown[], maxTokens: number): Promise
   }
 }
 
+/** The agents whose requests were recorded (test/fixtures/agents), each as Ollama's docs point it at Ollama. */
+const RECORDED_AGENTS = ['claude', 'codex', 'opencode', 'qwen', 'continue', 'kilo', 'cline', 'aider'] as const
+
+/** An agent's recorded inference requests, on the bench's agent model, each answer short. */
+function recordedRequests(agent: string): Array<{ path: string; body: Record<string, unknown> }> {
+  const recorded = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'test/fixtures/agents', `${agent}.json`), 'utf8')) as { requests: Array<{ method: string; path: string; body?: Record<string, unknown> }> }
+  return recorded.requests
+    .filter((r) => r.method === 'POST' && r.body && /^\/v1\/(chat\/completions|responses|messages|completions)$/.test(r.path.split('?')[0]!))
+    .map((r) => {
+      const body: Record<string, unknown> = { ...r.body, model: AGENT_MODEL }
+      for (const field of ['max_tokens', 'max_output_tokens', 'max_completion_tokens']) if (field in body) body[field] = 32
+      if (!('max_tokens' in body) && !('max_output_tokens' in body) && !('max_completion_tokens' in body)) body[r.path.includes('responses') ? 'max_output_tokens' : 'max_tokens'] = 32
+      return { path: r.path.split('?')[0]!, body }
+    })
+}
+
+/** The requests one after another, each read to its end (a stream too); the seconds they took. */
+async function replayRecorded(side: AgentSide, requests: Array<{ path: string; body: Record<string, unknown> }>): Promise<number> {
+  const started = performance.now()
+  for (const { path, body } of requests) {
+    const res = await fetch(`${side.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...side.headers }, body: JSON.stringify(body) })
+    const text = await res.text()
+    if (!res.ok) throw new Error(`${side.name} ${path}: ${res.status} ${text.slice(0, 300)}`)
+  }
+  return (performance.now() - started) / 1000
+}
+
 function inTurns<T>(run: number, pair: readonly [T, T]): readonly [T, T] {
   return run % 2 === 0 ? pair : [pair[1], pair[0]]
 }
@@ -126,7 +160,7 @@ export async function runOllamaBench({ runs, session = true }: { runs: number; s
   const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-ollama-bench-models-'))
   for (const [name, path] of [[BENCH_MODEL, file], [AGENT_MODEL, agentFile]] as const) linkOrCopy(path, join(modelsDir, `${name}.gguf`))
 
-  console.log(`\n# Hearth vs Ollama ${OLLAMA_VERSION} (its engine: llama-server from the same source, unpatched), 1 thread, engines on core ${ENGINE_CORE}, /api/chat`)
+  console.log(`\n# Hearth vs Ollama ${OLLAMA_VERSION}'s server over Hearth's pinned llama.cpp (llama-server from the same source, unpatched; Ollama's release ships another llama.cpp build, which cannot be built offline), 1 thread, engines on core ${ENGINE_CORE}, /api/chat`)
   let ollama: OllamaServe | undefined
   let hearth: TestServer | undefined
   try {
@@ -136,7 +170,7 @@ export async function runOllamaBench({ runs, session = true }: { runs: number; s
       env: { OLLAMA_NUM_PARALLEL: '2', OLLAMA_KEEP_ALIVE: '-1', OLLAMA_LOAD_TIMEOUT: '30m' },
       timeoutMs: 60_000,
     })
-    hearth = await startTestServer({ modelsDir, threads: 1, args: ['--request-timeout', '3600'] })
+    hearth = await startTestServer({ modelsDir, threads: 1, args: ['--request-timeout', '3600', '--ollama-port', '0'] })
     pinProcess(hearth.process.pid!, CLIENT_CORES)
     const sides: [Side, Side] = [
       { name: 'hearth', url: hearth.url, headers: { authorization: `Bearer ${hearth.apiKey}` }, pin: () => void pinEngines(hearth!.process.pid!) },
@@ -191,6 +225,21 @@ export async function runOllamaBench({ runs, session = true }: { runs: number; s
         console.log(`  ${side.name}: ${requests.length} requests in ${fmt(outcome.ms / 1000, 1)} s, ${outcome.promptTokens - outcome.cachedTokens} prompt tokens computed (${outcome.cachedTokens} read from the cache, as each reports it)`)
       }
       figures.claude_code_session = ratioLine(`Claude Code session (${requests.length} requests)`, times[0]!, times[1]!, 's', false)
+
+      // Each agent's recorded requests, through each one's Ollama port as Ollama's docs set the agents up.
+      const ports: [AgentSide, AgentSide] = [
+        { name: 'hearth', url: hearth.ollamaUrl!, headers: { authorization: 'Bearer ollama' } },
+        { name: 'ollama', url: ollama.url, headers: { authorization: 'Bearer ollama' } },
+      ]
+      for (const agent of RECORDED_AGENTS) {
+        const recorded = recordedRequests(agent)
+        const took: number[] = []
+        for (const side of ports) {
+          sides[side.name === 'hearth' ? 0 : 1].pin()
+          took.push(await replayRecorded(side, recorded))
+        }
+        figures[`${agent}_through_ollama_port`] = ratioLine(`${agent}: recorded requests (${recorded.length}), Ollama port`, took[0]!, took[1]!, 's', false)
+      }
     }
     return figures
   } finally {
