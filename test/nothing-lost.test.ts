@@ -7,7 +7,7 @@
  * own seal; an engine's memory is measured without blocking the server.
  */
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
@@ -20,6 +20,7 @@ import { KeyStore } from '../main/server/services/keys/key-store.ts'
 import { REASONING_KEY_FILE, ReasoningKeyError, ReasoningSeal } from '../main/server/services/reasoning-seal.ts'
 import { resolveSettings } from '../main/server/settings.ts'
 import { startServer } from '../main/server/server.ts'
+import { removeLeftoverCatalogWrites } from '../models/catalog/catalog-writer.ts'
 import { startInProcessServer, type InProcessServer } from './support/in-process-server.ts'
 
 const scratch = (name: string) => mkdtempSync(join(tmpdir(), `hearth-${name}-`))
@@ -267,5 +268,19 @@ describe("an engine's memory", () => {
     } finally {
       child.kill('SIGKILL')
     }
+  })
+})
+
+describe("the models folder's catalog", () => {
+  it('loses the temporary file of a write a crash cut off, and never one in progress', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hearth-catalog-leftover-'))
+    const stale = join(dir, 'models.json.4242.0badc0de.tmp')
+    const fresh = join(dir, 'models.json.4243.0badc0df.tmp')
+    writeFileSync(stale, '{"models": [')
+    writeFileSync(fresh, '{"models": [')
+    writeFileSync(join(dir, 'models.json'), '{"models": []}\n')
+    utimesSync(stale, new Date(Date.now() - 3_600_000), new Date(Date.now() - 3_600_000))
+    await removeLeftoverCatalogWrites(dir)
+    expect(readdirSync(dir).sort()).toEqual(['models.json', 'models.json.4243.0badc0df.tmp'])
   })
 })

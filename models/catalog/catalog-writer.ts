@@ -4,7 +4,7 @@
  * top-level keys are kept as they were. Edits from this process are applied one at a time.
  */
 import { randomBytes } from 'node:crypto'
-import { open, readFile, rename, rm } from 'node:fs/promises'
+import { open, readdir, readFile, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 
 export const CATALOG_FILE = 'models.json'
@@ -96,5 +96,17 @@ async function writeAtomically(path: string, text: string): Promise<void> {
   } catch (e) {
     await rm(tmp, { force: true })
     throw e
+  }
+}
+
+/** A write cut off by a crash leaves its temporary file (`models.json.<pid>.<hex>.tmp`); older than a minute, none is in progress. */
+const LEFTOVER = new RegExp(`^${CATALOG_FILE.replace('.', '\\.')}\\.\\d+\\.[0-9a-f]{8}\\.tmp$`)
+
+/** Removes what writes cut off by a crash left in the models folder. */
+export async function removeLeftoverCatalogWrites(dir: string, olderThanMs = 60_000): Promise<void> {
+  const names = await readdir(dir).catch(() => [] as string[])
+  for (const name of names.filter((n) => LEFTOVER.test(n))) {
+    const info = await stat(join(dir, name)).catch(() => undefined)
+    if (info && Date.now() - info.mtimeMs > olderThanMs) await rm(join(dir, name), { force: true })
   }
 }
