@@ -21,6 +21,7 @@ import { REASONING_KEY_FILE, ReasoningKeyError, ReasoningSeal } from '../main/se
 import { resolveSettings } from '../main/server/settings.ts'
 import { startServer } from '../main/server/server.ts'
 import { removeLeftoverCatalogWrites } from '../models/catalog/catalog-writer.ts'
+import { RESPONSE_RETENTION_MS, ResponseStore } from '../main/server/protocols/responses/response-store.ts'
 import { startInProcessServer, type InProcessServer } from './support/in-process-server.ts'
 
 const scratch = (name: string) => mkdtempSync(join(tmpdir(), `hearth-${name}-`))
@@ -282,5 +283,21 @@ describe("the models folder's catalog", () => {
     utimesSync(stale, new Date(Date.now() - 3_600_000), new Date(Date.now() - 3_600_000))
     await removeLeftoverCatalogWrites(dir)
     expect(readdirSync(dir).sort()).toEqual(['models.json', 'models.json.4243.0badc0df.tmp'])
+  })
+})
+
+describe('stored responses', () => {
+  it('are kept until deleted or for 30 days, as OpenAI keeps them, never dropped to make room for others', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hearth-responses-kept-'))
+    const store = new ResponseStore(dir)
+    const stored = { owner: 'me', items: [], inputCount: 0, response: { id: 'x' } }
+    const id = (n: number) => `resp_${n.toString(16).padStart(24, '0')}`
+    for (let n = 0; n < 60; n++) await store.save(id(n), stored)
+    expect(await store.load(id(0), 'me')).toBeDefined()
+    // Past 30 days, a response is gone (and swept at the next prune).
+    const old = new Date(Date.now() - RESPONSE_RETENTION_MS - 60_000)
+    utimesSync(join(dir, `${id(1)}.json`), old, old)
+    expect(await store.load(id(1), 'me')).toBeUndefined()
+    expect(await store.load(id(2), 'me')).toBeDefined()
   })
 })

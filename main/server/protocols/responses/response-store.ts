@@ -1,15 +1,16 @@
 /**
  * Stored responses (`store`, the default): each is kept in the data folder with the conversation
  * items that led to it, so `previous_response_id` can continue from it, and `GET`/`DELETE` can find
- * it. Each belongs to the key that made it (another key gets a 404); the folder keeps the newest
- * MAX_STORED, the oldest going first.
+ * it. Each belongs to the key that made it (another key gets a 404). A stored response is kept
+ * until it is deleted, or for 30 days as OpenAI keeps them: never dropped to make room for others.
  */
 import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { writeFileAtomically } from '../../services/atomic-write.ts'
 import type { InputItem } from './responses-request.ts'
 
-const MAX_STORED = 2000
+/** OpenAI's retention of stored responses: 30 days from when each was made. */
+export const RESPONSE_RETENTION_MS = 30 * 24 * 60 * 60 * 1000
 const ID_PATTERN = /^resp_[0-9a-f]{24}$/
 
 export interface StoredResponse {
@@ -32,15 +33,17 @@ export class ResponseStore {
     const path = join(this.dir, `${id}.json`)
     // On the disk before the response is answered: one a client was given survives a crash.
     await writeFileAtomically(path, JSON.stringify(stored))
-    // Pruning reads the folder; once in a while is enough to keep it bounded.
+    // Pruning reads the folder; once in a while is enough to drop what is past its 30 days.
     if (++this.writes % 50 === 1) await this.prune()
   }
 
   /** The stored response, if it exists and belongs to `owner`. */
   async load(id: string, owner: string): Promise<StoredResponse | undefined> {
     if (!ID_PATTERN.test(id)) return undefined
+    const path = join(this.dir, `${id}.json`)
     try {
-      const stored = JSON.parse(await readFile(join(this.dir, `${id}.json`), 'utf8')) as StoredResponse
+      if (expired((await stat(path)).mtimeMs)) return undefined
+      const stored = JSON.parse(await readFile(path, 'utf8')) as StoredResponse
       return stored.owner === owner ? stored : undefined
     } catch {
       return undefined
@@ -54,10 +57,13 @@ export class ResponseStore {
   }
 
   private async prune(): Promise<void> {
-    const names = (await readdir(this.dir).catch(() => [])).filter((n) => n.endsWith('.json'))
-    if (names.length <= MAX_STORED) return
-    const dated = await Promise.all(names.map(async (n) => ({ n, t: (await stat(join(this.dir, n)).catch(() => undefined))?.mtimeMs ?? 0 })))
-    dated.sort((a, b) => a.t - b.t)
-    for (const { n } of dated.slice(0, names.length - MAX_STORED)) await rm(join(this.dir, n), { force: true })
+    for (const name of (await readdir(this.dir).catch(() => [])).filter((n) => n.endsWith('.json'))) {
+      const made = (await stat(join(this.dir, name)).catch(() => undefined))?.mtimeMs
+      if (made !== undefined && expired(made)) await rm(join(this.dir, name), { force: true })
+    }
   }
+}
+
+function expired(madeMs: number): boolean {
+  return Date.now() - madeMs > RESPONSE_RETENTION_MS
 }
