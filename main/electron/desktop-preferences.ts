@@ -1,6 +1,7 @@
 /** The desktop app's own choices (not the server's settings), kept in <data-dir>/desktop.json. */
-import { readFile, rename, writeFile } from 'node:fs/promises'
+import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { writeFileAtomically } from '../server/services/atomic-write.ts'
 
 export interface DesktopPrefs {
   keepRunningInTray: boolean
@@ -43,9 +44,8 @@ export class DesktopPreferences {
 
   async update(change: Partial<DesktopPrefs>): Promise<DesktopPrefs> {
     this.current = { ...this.current, ...change }
-    const temporary = `${this.file}.${process.pid}.tmp`
-    await writeFile(temporary, `${JSON.stringify(this.current, null, 2)}\n`)
-    await rename(temporary, this.file)
+    // Flushed before it takes the old file's place: a crash leaves the old choices or the new, whole.
+    await writeFileAtomically(this.file, `${JSON.stringify(this.current, null, 2)}\n`)
     return this.value
   }
 }
