@@ -52,6 +52,7 @@ const FAST = [
   'test/route-contract.test.ts',
   'test/run-scratch.test.ts',
   'test/scheduler.test.ts',
+  'test/speculation-plan.test.ts',
   'test/security.test.ts',
   'test/settings.test.ts',
   'test/slot-affinity.test.ts',

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- [--runs N] [--only real-size,grammar,overhead,embeddings,remote,pool (pool-loads),defaults,speech,real-weights,amx,gpu,ollama,ollama-quick,retrieval,retrieval-quick,agents,agents-session,agents-together,agents-together-{3,5}-{shared,unshared}] [--agents-model tiny] [--hearth-first] [--amx-types Q4_0,Q8_0,Q4_K_M,Q4_1] [--skip-upstream]`
+ * `npm run bench -- [--runs N] [--only real-size,grammar,overhead,embeddings,remote,pool (pool-loads),defaults,speech,real-weights,amx,gpu,ollama,ollama-quick,retrieval,retrieval-quick,agents,agents-session,agents-together,agents-together-{3,5}-{shared,unshared},speculative] [--agents-model tiny] [--hearth-first] [--amx-types Q4_0,Q8_0,Q4_K_M,Q4_1] [--skip-upstream]`
  * Measures Hearth against the upstream programs it runs, built from the same source (see
  * bench/upstream-bench.ts and bench/speech-bench.ts), and prints each figure with its target. Not
  * a test: numbers vary with the machine.
@@ -20,6 +20,7 @@ import { runGpuBench } from './gpu-bench.ts'
 import { COMPARE_FLAGS, compareFromFlags } from './compare.ts'
 import { runPoolBench } from './pool-bench.ts'
 import { runRemoteBench } from './remote-bench.ts'
+import { runSpeculativeBench } from './speculative-bench.ts'
 import { runSpeechBench, speechBenchInputs } from './speech-bench.ts'
 import { runUpstreamBench } from './upstream-bench.ts'
 import { useRunScratch } from '../test/support/run-scratch.ts'
@@ -75,6 +76,7 @@ if (wanted('gpu')) results.gpu = await runGpuBench(runs)
 if (wanted('ollama') || wanted('ollama-quick')) results.ollama = await runOllamaBench({ runs: Math.max(3, Math.ceil(runs / 2)), session: !named('ollama-quick') })
 if (wanted('retrieval') || wanted('retrieval-quick')) results.retrieval = await runRetrievalBench({ runs, answers: !named('retrieval-quick') })
 if (wanted('pool') || named('pool-loads')) results.pool = await runPoolBench({ runs: Math.max(3, Math.ceil(runs / 2)), loadsOnly: named('pool-loads') })
+if (wanted('speculative')) results.speculative = await runSpeculativeBench({ runs: Math.max(3, Math.ceil(runs / 2)) })
 if (wanted('remote')) results.remote = await runRemoteBench({ smallChatModel: await chatModelPath(), runs })
 const togetherShapes = TOGETHER_SHAPES.filter((t) => wanted('agents') || wanted('agents-together') || wanted(`agents-together-${t.count}-${t.shared ? 'shared' : 'unshared'}`))
 if (wanted('agents') || wanted('agents-session') || togetherShapes.length > 0) {

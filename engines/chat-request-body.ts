@@ -231,6 +231,8 @@ function samplingFields(job: Sampling): Record<string, unknown> {
     repeat_penalty: extra.repeatPenalty ?? 1,
     ...(extra.repeatLastN !== undefined ? { repeat_last_n: extra.repeatLastN } : {}),
     ...(extra.mirostat ? { mirostat: extra.mirostat.version, mirostat_tau: extra.mirostat.tau, mirostat_eta: extra.mirostat.eta } : {}),
+    // Hearth's patch llama-22: this request decodes each token alone, whatever the model drafts.
+    ...(job.speculative === false ? { speculative: false } : {}),
     presence_penalty: job.presencePenalty,
     frequency_penalty: job.frequencyPenalty,
     dry_multiplier: 0,

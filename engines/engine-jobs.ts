@@ -16,8 +16,8 @@ export interface EngineLoadSpec {
   gpuLayers: number
   /** Sequences decoded together in one context (continuous batching); 1 = one request at a time. */
   parallel: number
-  /** Speculative decoding: a draft model's file, or n-gram drafting from the text; none by default. */
-  speculative?: { draftPath: string } | { ngram: true }
+  /** Speculative decoding, as Hearth chose it for the model (load-spec.ts); absent = none. */
+  speculative?: SpeculationPlan
   /** Speech models: the voice-activity model (Silero) that `SpeechJob.vad` runs, when there is one. */
   vadModelPath?: string
   /**
@@ -32,6 +32,18 @@ export interface EngineLoadSpec {
   adapterPaths?: string[]
   /** Chat models: MiB of host RAM for prompts pushed out of their slots (llama-server's `--cache-ram`). */
   promptCacheMiB?: number
+}
+
+/** What drafts tokens for a chat model's speculative decoding; the target model checks every one. */
+export interface SpeculationPlan {
+  /** N-gram drafting from the conversation so far (every chat model, unless turned off). */
+  ngram: boolean
+  /** A smaller model of the same vocabulary (catalog `draft`, or one paired from the folder). */
+  draftPath?: string
+  /** The model's own multi-token-prediction heads (a GGUF with `nextn` layers). */
+  mtp?: boolean
+  /** models.json asked for it (`draft`, `"speculative": "ngram"` or `true`), rather than Hearth's default. */
+  requested?: boolean
 }
 
 export interface EngineModelInfo {
@@ -113,6 +125,8 @@ export interface Sampling {
   seed: number | undefined
   /** llama.cpp's other samplers, where an API names them (Ollama's options); absent = off. */
   extraSamplers?: ExtraSamplers
+  /** false: no speculative decoding for this request (Hearth's `speculative` field); absent = the model's own. */
+  speculative?: boolean
 }
 
 /** Samplers OpenAI's API has no field for, which Ollama's `options` set: llama-server's own. */
@@ -181,6 +195,8 @@ export interface ChatResult {
     /** With speculative decoding: tokens drafted, and how many of them the model accepted. */
     draftTokens?: number
     draftAccepted?: number
+    /** Tokens decoded while drafting was paused (its drafts had stopped being accepted). */
+    draftPaused?: number
   }
 }
 

@@ -1,6 +1,6 @@
 import { fallbackTemplateSource } from '../models/catalog/fallback-templates.ts'
 import type { ModelRecord } from '../models/catalog/model-record.ts'
-import type { EngineLoadSpec } from './engine-jobs.ts'
+import type { EngineLoadSpec, SpeculationPlan } from './engine-jobs.ts'
 
 /** All layers: llama.cpp clamps a larger number to the model's layer count. */
 const ALL_LAYERS = 999
@@ -35,13 +35,25 @@ export function loadSpecFor(model: ModelRecord, defaults: EngineDefaults): Engin
         ? { chatTemplate: fallbackTemplateSource(model.templateGuessed) }
         : {}),
     ...(model.adapterPaths?.length ? { adapterPaths: model.adapterPaths } : {}),
-    ...(model.kind !== 'chat'
-      ? {}
-      : model.draftPath
-        ? { speculative: { draftPath: model.draftPath } }
-        : entry?.speculative === 'ngram'
-          ? { speculative: { ngram: true as const } }
-          : {}),
+    ...(speculationOf(model) ? { speculative: speculationOf(model) } : {}),
+  }
+}
+
+/**
+ * Speculative decoding, on for every chat model (issue 65): n-gram drafting from the conversation,
+ * the draft model paired with it (its catalog `draft`, or a smaller model of the same vocabulary in
+ * its folder), and its own MTP heads. `"speculative": false` turns it off, `"ngram"` keeps only the
+ * n-gram drafting.
+ */
+export function speculationOf(model: ModelRecord): SpeculationPlan | undefined {
+  const setting = model.catalogEntry?.speculative
+  if (model.kind !== 'chat' || setting === false) return undefined
+  if (setting === 'ngram') return { ngram: true, requested: true }
+  return {
+    ngram: true,
+    ...(setting === true || model.catalogEntry?.draft ? { requested: true } : {}),
+    ...(model.draftPath ? { draftPath: model.draftPath } : {}),
+    ...(model.mtpLayers ? { mtp: true } : {}),
   }
 }
 

@@ -1,5 +1,6 @@
 /** The llama-server command line for one catalog model (its context, slots, threads, layers and kind), and its environment. */
 import type { EngineLoadSpec } from '../engine-jobs.ts'
+import { speculationArgs } from './speculation-args.ts'
 
 /**
  * The RAM llama-server may keep prompts in once they leave their slot (MiB), where the memory plan
@@ -16,6 +17,11 @@ export interface LlamaServerArgOptions {
   verbose?: boolean
   /** Only this machine's CPU runs the model (no GPU layers, no lenders). */
   cpuOnly?: boolean
+  /**
+   * The program paces each slot's drafts (patch llama-22): speculation is on by default. A build
+   * from before it drafts only where models.json asks, without pacing, as it did.
+   */
+  pacedDrafts?: boolean
 }
 
 export function llamaServerArgs(spec: EngineLoadSpec, options: LlamaServerArgOptions = {}): string[] {
@@ -55,12 +61,7 @@ export function llamaServerArgs(spec: EngineLoadSpec, options: LlamaServerArgOpt
     // llama.cpp's own placement: layers go where memory is free (the lenders report their caps).
     args.push('--rpc', spec.rpc.endpoints.map((e) => e.endpoint).join(','), '--fit', 'on', '--fit-target', String(spec.rpc.fitMarginMiB))
   }
-  const speculative = spec.speculative
-  if (speculative && 'draftPath' in speculative) {
-    args.push('--spec-type', 'draft-simple', '--model-draft', speculative.draftPath, '--gpu-layers-draft', spec.gpuLayers < 0 ? 'auto' : String(spec.gpuLayers))
-  } else if (speculative) {
-    args.push('--spec-type', 'ngram-simple')
-  }
+  if (spec.speculative) args.push(...speculationArgs(spec.speculative, spec.gpuLayers, options.pacedDrafts ?? true))
   return args
 }
 

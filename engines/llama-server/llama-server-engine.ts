@@ -48,6 +48,7 @@ import { decodeBase64Floats, normaliseInto } from '../embedding-vectors.ts'
 import { schemaProblemOf } from './schema-problem.ts'
 import { readUpstreamError } from './upstream-errors.ts'
 import { hugePagesEnvironment, llamaServerArgs } from './llama-server-args.ts'
+import { knowsPacedDrafts } from './speculation-args.ts'
 import { SlotParking } from './slot-parking.ts'
 import { WrittenChatBody } from './written-chat-body.ts'
 
@@ -96,7 +97,10 @@ export class LlamaServerEngine extends ServerEngine {
     const onCpu = devices.every((d) => d === 'CPU')
     const server = await EngineServerProcess.start({
       program: programPath(build.dir, 'llama-server'),
-      args: [...llamaServerArgs(spec, { slotCacheDir: options.slotCacheDir, verbose: options.forwardLog, cpuOnly: onCpu }), ...(options.extraArgs ?? [])],
+      args: [
+        ...llamaServerArgs(spec, { slotCacheDir: options.slotCacheDir, verbose: options.forwardLog, cpuOnly: onCpu, pacedDrafts: spec.speculative && knowsPacedDrafts(programPath(build.dir, 'llama-server')) }),
+        ...(options.extraArgs ?? []),
+      ],
       env: { ...hugePagesEnvironment(), ...options.env },
       onLogLine: options.onLogLine,
       apiKeyVariable: 'LLAMA_API_KEY',

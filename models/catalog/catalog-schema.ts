@@ -55,11 +55,13 @@ export const catalogEntrySchema = z.looseObject({
   /** Requests a chat model decodes at once. */
   parallel: z.int().min(1).max(64).optional(),
   /**
-   * Speculative decoding (chat models, off unless set): `draft` names a small model file with the
-   * same vocabulary that proposes tokens; `"speculative": "ngram"` proposes them from the text so far.
+   * Speculative decoding (chat models), on unless turned off: n-gram drafting from the conversation,
+   * a draft model of the same vocabulary (this file, or a smaller one Hearth finds in the folder)
+   * and the model's own MTP heads. `"speculative": false` turns it off, `"ngram"` keeps the n-gram
+   * drafting alone, `true` is the default.
    */
   draft: z.string().min(1).optional(),
-  speculative: z.enum(['ngram']).optional(),
+  speculative: z.union([z.boolean(), z.literal('ngram')]).optional(),
   /**
    * Other Hearths that lend their memory to this model (`--lend` there): llama.cpp spreads its layers
    * over this machine and them (docs/pool.md). Each with the variable its key is in.

@@ -176,6 +176,7 @@ export class FolderScanner {
     const projectorSizes = new Map<string, number>()
     for (const path of projectors.keys()) projectorSizes.set(path, (await stat(path).catch(() => ({ size: 0 }))).size)
     pairProjectors(models, projectors, projectorSizes)
+    pairDraftModels(models)
     for (const entry of derived) {
       const result = await this.describeDerived(entry, models, takenIds)
       if ('problem' in result) broken.push(result)
@@ -485,7 +486,35 @@ function ggufFacts(header: Extract<ModelFileHeader, { format: 'gguf' }>, kind: M
   if (header.sizeLabel !== undefined) facts.sizeLabel = header.sizeLabel
   if (header.baseName !== undefined) facts.baseName = header.baseName
   if (header.name !== undefined) facts.modelName = header.name
+  if (header.vocabularyHash !== undefined) facts.vocabularyHash = header.vocabularyHash
+  if (kind === 'chat' && header.mtpLayers) facts.mtpLayers = header.mtpLayers
   return facts
+}
+
+/**
+ * A draft model drafts at most this share of the target's bytes: on a CPU it reads its weights for
+ * every token the target decodes and for every token it drafts, so one much smaller than the target
+ * is what pays (SmolLM2-135M against a 1B model is an eighth).
+ */
+const DRAFT_SHARE = 0.25
+
+/**
+ * Gives each chat model without a catalog `draft` the largest model of the same vocabulary (the
+ * same tokens, tokenizer, BOS and EOS: vocabularyHash) in its folder that is at most a quarter of
+ * its size, for speculative decoding. Not for a model with a projector (the draft would not see the
+ * image), a remote one, or one whose catalog entry says `"speculative": false` or `"ngram"`.
+ */
+export function pairDraftModels(models: ModelRecord[]): void {
+  const local = models.filter((m) => m.kind === 'chat' && !m.remote && m.vocabularyHash && m.sizeBytes > 0)
+  for (const model of local) {
+    const setting = model.catalogEntry?.speculative
+    if (model.draftPath || model.catalogEntry?.draft || model.projectorPath || setting === false || setting === 'ngram') continue
+    const drafts = local.filter(
+      (d) => d !== model && d.vocabularyHash === model.vocabularyHash && dirname(d.path) === dirname(model.path) && d.sizeBytes <= model.sizeBytes * DRAFT_SHARE && !d.projectorPath,
+    )
+    const best = drafts.sort((a, b) => b.sizeBytes - a.sizeBytes || a.path.localeCompare(b.path))[0]
+    if (best) model.draftPath = best.path
+  }
 }
 
 function shapeOf(header: ModelFileHeader): ModelShape | undefined {

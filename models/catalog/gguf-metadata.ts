@@ -7,6 +7,7 @@
  * The tensor infos follow the metadata (name, n_dims u32, dims u64 each, type u32, offset u64):
  * a few hundred bytes per tensor, so summing them costs one or two more reads of the window.
  */
+import { createHash, type Hash } from 'node:crypto'
 import { open, type FileHandle } from 'node:fs/promises'
 
 /** A metadata value: numbers, strings and booleans as they are; an array as its length. */
@@ -47,7 +48,7 @@ export async function readGgufMetadata(path: string): Promise<Record<string, Ggu
 export async function readGgufHeader(
   path: string,
   watchTokens: readonly string[] = [],
-): Promise<{ metadata: Record<string, GgufMetadataValue>; tensors: GgufTensorSummary | undefined; tokensFound: Set<string> }> {
+): Promise<{ metadata: Record<string, GgufMetadataValue>; tensors: GgufTensorSummary | undefined; tokensFound: Set<string>; vocabularyHash: string | undefined }> {
   return readGguf(path, true, watchTokens)
 }
 
@@ -56,7 +57,7 @@ async function readGguf(
   path: string,
   withTensors: boolean,
   watchTokens: readonly string[] = [],
-): Promise<{ metadata: Record<string, GgufMetadataValue>; tensors: GgufTensorSummary | undefined; tokensFound: Set<string> }> {
+): Promise<{ metadata: Record<string, GgufMetadataValue>; tensors: GgufTensorSummary | undefined; tokensFound: Set<string>; vocabularyHash: string | undefined }> {
   const handle = await open(path, 'r')
   try {
     const file = new FileCursor(handle)
@@ -68,13 +69,18 @@ async function readGguf(
     if (kvCount > MAX_KV_COUNT) throw new GgufFormatError(`the header claims ${kvCount} metadata entries`)
     const metadata: Record<string, GgufMetadataValue> = {}
     const tokensFound = new Set<string>()
+    // The vocabulary's tokens hashed as they are skipped (a draft model must share them): a few ms.
+    const tokensHash = createHash('sha256')
+    let hashedTokens = false
     for (let i = 0; i < kvCount; i++) {
       const key = await file.string()
-      const watch = key === 'tokenizer.ggml.tokens' && watchTokens.length > 0 ? { tokens: new Set(watchTokens), found: tokensFound } : undefined
+      const isTokens = key === 'tokenizer.ggml.tokens'
+      const watch = isTokens ? { tokens: new Set(watchTokens), found: tokensFound, hash: tokensHash } : undefined
       metadata[key] = await readValue(file, await file.u32(), watch)
+      hashedTokens ||= isTokens
     }
     const tensors = withTensors ? await readTensorInfos(file, tensorCount).catch(() => undefined) : undefined
-    return { metadata, tensors, tokensFound }
+    return { metadata, tensors, tokensFound, vocabularyHash: hashedTokens ? vocabularyHash(tokensHash, metadata) : undefined }
   } finally {
     await handle.close()
   }
@@ -102,6 +108,15 @@ async function readTensorInfos(file: FileCursor, count: number): Promise<GgufTen
 interface TokenWatch {
   tokens: ReadonlySet<string>
   found: Set<string>
+  /** Takes every token's bytes (with its length), in order. */
+  hash?: Hash
+}
+
+/** The tokens' hash with what else decides how a text becomes tokens and where a turn ends. */
+function vocabularyHash(tokens: Hash, metadata: Record<string, GgufMetadataValue>): string {
+  const facts = ['tokenizer.ggml.model', 'tokenizer.ggml.pre', 'tokenizer.ggml.bos_token_id', 'tokenizer.ggml.eos_token_id', 'tokenizer.ggml.add_bos_token']
+  for (const key of facts) tokens.update(`\n${key}=${String(metadata[key] ?? '')}`)
+  return tokens.digest('hex').slice(0, 32)
 }
 
 async function readValue(file: FileCursor, type: number, watch?: TokenWatch): Promise<GgufMetadataValue> {
@@ -181,20 +196,30 @@ class FileCursor {
    */
   async skipStrings(count: number, watch?: TokenWatch): Promise<void> {
     const lengths = new Set([...(watch?.tokens ?? [])].map((t) => Buffer.byteLength(t)))
+    const hash = watch?.hash
     for (let left = count; left > 0; left--) {
       const end = this.windowStart + this.window.length
       if (this.position + 8 <= end) {
         const length = Number(this.window.readBigUInt64LE(this.position - this.windowStart))
         if (length > MAX_STRING_BYTES) throw new GgufFormatError(`a ${length}-byte string in the header`)
         if (this.position + 8 + length <= end) {
-          if (lengths.has(length)) this.note(this.position + 8 - this.windowStart, length, watch!)
+          const at = this.position - this.windowStart
+          if (lengths.has(length)) this.note(at + 8, length, watch!)
+          hash?.update(this.window.subarray(at, at + 8 + length))
           this.position += 8 + length
           continue
         }
       }
       const length = await this.u64()
-      if (lengths.has(length)) this.note(await this.take(length), length, watch!)
-      else await this.skip(length)
+      if (lengths.has(length) || hash) {
+        const at = await this.take(length)
+        if (lengths.has(length)) this.note(at, length, watch!)
+        if (hash) {
+          const prefix = Buffer.alloc(8)
+          prefix.writeBigUInt64LE(BigInt(length))
+          hash.update(prefix).update(this.window.subarray(at, at + length))
+        }
+      } else await this.skip(length)
     }
   }
 

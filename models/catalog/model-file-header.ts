@@ -1,7 +1,7 @@
 import { open } from 'node:fs/promises'
 import { fallbackTemplateFor, TEMPLATE_MARKER_TOKENS, type FallbackTemplateName } from './fallback-templates.ts'
 import { ggufFileTypeName } from './gguf-file-types.ts'
-import { readGgufHeader, type GgufMetadataValue, type GgufTensorSummary } from './gguf-metadata.ts'
+import { readGgufHeader } from './gguf-metadata.ts'
 
 /** What the server needs to know about a model file, read from its header without loading it. */
 export type ModelFileHeader =
@@ -33,6 +33,10 @@ export type ModelFileHeader =
       baseName: string | undefined
       /** Tensors by the first part of their name: `v` and `mm` are a vision tower, `a` an audio one. */
       tensorsByPrefix: Record<string, number> | undefined
+      /** The vocabulary's fingerprint (gguf-metadata.ts): equal for models that can draft for each other. */
+      vocabularyHash: string | undefined
+      /** Multi-token-prediction layers (`nextn_predict_layers`), which llama.cpp drafts with. */
+      mtpLayers: number | undefined
     }
   | { format: 'whisper-ggml'; vocabularySize: number; textContext: number }
   /** Silero voice activity detection for whisper.cpp: used by the speech models, not served on its own. */
@@ -66,13 +70,13 @@ async function readMagic(path: string): Promise<number | undefined> {
 }
 
 async function describeGguf(path: string): Promise<ModelFileHeader> {
-  let header: { metadata: Record<string, GgufMetadataValue>; tensors: GgufTensorSummary | undefined; tokensFound: Set<string> }
+  let header: Awaited<ReturnType<typeof readGgufHeader>>
   try {
     header = await readGgufHeader(path, TEMPLATE_MARKER_TOKENS)
   } catch (e) {
     throw new CorruptModelFileError(`unreadable GGUF header: ${(e as Error).message}`)
   }
-  const { metadata, tensors, tokensFound } = header
+  const { metadata, tensors, tokensFound, vocabularyHash } = header
   const architecture = stringField(metadata['general.architecture'])
   const archKey = (key: string) => (architecture ? metadata[`${architecture}.${key}`] : undefined)
   const chatTemplate = stringField(metadata['tokenizer.chat_template'])
@@ -95,6 +99,8 @@ async function describeGguf(path: string): Promise<ModelFileHeader> {
     sizeLabel: stringField(metadata['general.size_label']),
     baseName: stringField(metadata['general.basename']),
     tensorsByPrefix: tensors?.byPrefix,
+    vocabularyHash,
+    mtpLayers: numberField(archKey('nextn_predict_layers')),
   }
 }
 

@@ -15,8 +15,12 @@ export interface ModelRecord {
   capabilities: Capability[]
   path: string
   projectorPath: string | undefined
-  /** The draft model for speculative decoding (catalog `draft`), when there is one. */
+  /** The draft model for speculative decoding (catalog `draft`, or a smaller model of the same vocabulary in the folder). */
   draftPath?: string
+  /** Multi-token-prediction layers the file carries (`nextn_predict_layers`): drafts of its own. */
+  mtpLayers?: number
+  /** What identifies the model's vocabulary (its tokens, tokenizer, BOS and EOS): equal for models a draft can serve. */
+  vocabularyHash?: string
   /** Speech models: the voice-activity model found in the folder, when there is one. */
   vadModelPath?: string
   /** A model on other machines (catalog `remote` or `replicas`); `path` is empty then. */

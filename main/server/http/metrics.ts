@@ -21,6 +21,7 @@ export class ServerMetrics {
   private readonly inFlight: Gauge
   private readonly tokens: Counter<'model' | 'type'>
   private readonly audioSeconds: Counter<'model'>
+  private readonly draftTokens: Counter<'model' | 'outcome'>
 
   constructor(scheduler: Pick<ModelScheduler, 'activity' | 'engineOf'>) {
     const registers = [this.registry]
@@ -43,6 +44,12 @@ export class ServerMetrics {
       name: 'hearth_tokens_total',
       help: 'Tokens processed, by model and type (prompt, or completion: generated)',
       labelNames: ['model', 'type'],
+      registers,
+    })
+    this.draftTokens = new Counter({
+      name: 'hearth_draft_tokens_total',
+      help: 'Speculative decoding: tokens drafted, by model and outcome (accepted: the model kept them; rejected: checked and dropped)',
+      labelNames: ['model', 'outcome'],
       registers,
     })
     this.audioSeconds = new Counter({
@@ -116,6 +123,11 @@ export class ServerMetrics {
         if (usage.promptTokens > 0) this.tokens.inc({ model, type: 'prompt' }, usage.promptTokens)
         if (usage.completionTokens > 0) this.tokens.inc({ model, type: 'completion' }, usage.completionTokens)
         if (usage.audioSeconds > 0) this.audioSeconds.inc({ model }, usage.audioSeconds)
+        if (usage.draftTokens !== undefined) {
+          const accepted = usage.draftAccepted ?? 0
+          this.draftTokens.inc({ model, outcome: 'accepted' }, accepted)
+          this.draftTokens.inc({ model, outcome: 'rejected' }, usage.draftTokens - accepted)
+        }
       })
       next()
     }

@@ -18,7 +18,8 @@ export function requestLog(log: (line: string) => void, history?: RequestHistory
       const code = res.locals.errorCode ? ` code=${res.locals.errorCode}` : ''
       const path = req.originalUrl.split('?')[0] ?? ''
       const usage = res.locals.usage ? usageOf(res) : undefined
-      const tokens = usage?.promptTokens ? ` prompt=${usage.promptTokens} cached=${usage.cachedTokens}` : ''
+      const drafted = usage?.draftTokens !== undefined ? ` drafted=${usage.draftTokens} accepted=${usage.draftAccepted ?? 0}` : ''
+      const tokens = usage?.promptTokens ? ` prompt=${usage.promptTokens} cached=${usage.cachedTokens}${drafted}` : ''
       const notices = Array.isArray(res.locals.notices) ? (res.locals.notices as string[]) : []
       const set = notices.length ? ` set-aside=${JSON.stringify(notices)}` : ''
       // MCP tool runs (POST /api/mcp/call, Responses' mcp tool): "server/tool", comma-separated.

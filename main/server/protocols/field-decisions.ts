@@ -27,6 +27,14 @@ const accepted = (fields: string, note?: string): FieldDecision[] => fields.spli
 const setAside = (field: string, note: string): FieldDecision => ({ field, decision: 'set aside', note })
 const refused = (field: string, note: string): FieldDecision => ({ field, decision: 'refused', note })
 
+/**
+ * Speculative decoding is on by default and never changes a greedy answer; clients that know
+ * nothing of it see only faster answers (and the drafted and accepted counts in `timings`, where
+ * the API has them). The field is for measuring and for a client that wants every token decoded
+ * alone: OpenAI's, Anthropic's and Ollama's own clients send it as an extra body field or option.
+ */
+const SPECULATIVE_NOTE = "Hearth's own: false decodes every token alone (speculative decoding is on by default and never changes a greedy answer)"
+
 export const FIELD_DECISIONS: Readonly<Record<Dialect, readonly FieldDecision[]>> = {
   chat: [
     ...honoured('model messages stream stream_options temperature top_p top_k presence_penalty frequency_penalty logit_bias stop seed tools tool_choice parallel_tool_calls response_format logprobs top_logprobs'),
@@ -35,6 +43,7 @@ export const FIELD_DECISIONS: Readonly<Record<Dialect, readonly FieldDecision[]>
     ...honoured('reasoning_effort', "thinking models think this much; 'none' turns thinking off"),
     ...honoured('thinking_budget_tokens', "Hearth's own: the most tokens a thinking model thinks"),
     ...honoured('prompt_cache_key', "keeps the conversation on its engine slot (`user` where it is missing)"),
+    ...honoured('speculative', SPECULATIVE_NOTE),
     ...accepted('user metadata store service_tier prompt_cache_retention safety_identifier'),
     ...accepted('prompt_cache_options', 'caching is automatic: a prompt stays cached while its slot keeps it'),
     setAside('web_search_options', 'web search was left out: Hearth runs no hosted tools'),
@@ -54,6 +63,7 @@ export const FIELD_DECISIONS: Readonly<Record<Dialect, readonly FieldDecision[]>
     ...honoured('top_logprobs', 'the most likely alternatives at each output token, with its log probability'),
     ...honoured('top_k stop', "Hearth's own, as in its chat completions"),
     ...honoured('prompt_cache_key', 'keeps the conversation on its engine slot'),
+    ...honoured('speculative', SPECULATIVE_NOTE),
     ...honoured('truncation', "'disabled'; 'auto' is set aside"),
     ...accepted('metadata client_metadata user safety_identifier prompt_cache_retention service_tier image access_programs'),
     ...accepted('prompt_cache_options', 'caching is automatic: a prompt stays cached while its slot keeps it'),
@@ -74,6 +84,7 @@ export const FIELD_DECISIONS: Readonly<Record<Dialect, readonly FieldDecision[]>
     ...honoured('output_config', "'effort' is reasoning effort ('max' is 'xhigh'); 'format' is structured output"),
     ...honoured('context_management', 'its edits are applied to the prompt; the answer says which'),
     ...honoured('metadata', "its user_id's session keeps the conversation on its engine slot"),
+    ...honoured('speculative', SPECULATIVE_NOTE),
     ...honoured('mcp_servers', "MCP servers the user configured, by `name` (its `url` must be the one configured); Hearth runs their tools between the model's turns, as `mcp_tool_use` and `mcp_tool_result` blocks; `authorization_token` is refused (credentials come from the user's settings)"),
     ...accepted('service_tier inference_geo cache_control', 'caching is automatic'),
     ...accepted('speed', 'a local model runs at one speed'),
@@ -172,6 +183,7 @@ export const OLLAMA_FIELD_DECISIONS: Readonly<Record<OllamaRequestKind, readonly
   options: [
     ...honoured('temperature top_k top_p min_p typical_p repeat_penalty repeat_last_n presence_penalty frequency_penalty seed stop mirostat mirostat_tau mirostat_eta'),
     ...honoured('num_predict', 'capped at what the model may write; -1 and -2 run to that cap'),
+    ...honoured('speculative', SPECULATIVE_NOTE),
     setAside('num_ctx', "'num_ctx' was set aside: each model gets the context set in models.json (or the one it was trained with), shown by /api/show"),
     ...'num_keep num_batch num_gpu main_gpu use_mmap use_mlock num_thread numa low_vram f16_kv vocab_only logits_all embedding_only draft_num_predict'
       .split(' ')

@@ -95,6 +95,7 @@ export function toChatRequest(request: MessagesRequest, seal: ReasoningSeal, not
     ...(format ? { response_format: { type: 'json_schema', json_schema: { name: 'output', schema: format.schema } } } : {}),
     ...(thinking?.type === 'disabled' ? { reasoning_effort: 'none' } : effort ? { reasoning_effort: EFFORT[effort] } : {}),
     ...(thinking?.type === 'enabled' ? { thinking_budget_tokens: thinking.budget_tokens } : {}),
+    ...(request.speculative === false ? { speculative: false } : {}),
   }
   return { chat: checkChatRequest(body, notices), appliedEdits: applied, documents }
 }

@@ -174,6 +174,8 @@ export const messagesRequestSchema = z.object({
   temperature: z.number().min(0).max(1).optional(),
   top_p: z.number().min(0).max(1).optional(),
   top_k: z.int().min(1).max(100).optional(),
+  // Hearth's own: false decodes every token alone (no speculative decoding).
+  speculative: z.boolean().optional(),
   tools: z.array(tool).max(512).optional(),
   mcp_servers: z.array(mcpServer).max(20).optional(),
   tool_choice: toolChoice.optional(),

@@ -72,6 +72,7 @@ export function ollamaSampling(requestOptions: Record<string, unknown> | undefin
       // Ollama's seed 0 is "unset" (its JSON drops zeros); -1 too.
       seed: options.seed === undefined || options.seed === 0 || options.seed === -1 ? undefined : integer('seed', options.seed),
       ...(Object.keys(extra).length > 0 ? { extraSamplers: extra } : {}),
+      ...(options.speculative === false ? { speculative: false } : {}),
     },
     // -1 is "no limit" and -2 "fill the context": both run to what the model may write. 0 is
     // Ollama's "unset" too (its JSON omits zero values).

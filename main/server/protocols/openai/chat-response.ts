@@ -16,10 +16,12 @@ export interface ChatTimings {
   prompt_per_second: number
   predicted_ms: number
   predicted_per_second: number
-  /** With speculative decoding (a catalog `draft` or `"speculative": "ngram"`). */
+  /** With speculative decoding (on by default for chat models; absent where a request turned it off). */
   draft_n?: number
   draft_n_accepted?: number
   draft_acceptance_rate?: number
+  /** Tokens decoded while drafting was paused, its drafts no longer accepted (Hearth's own). */
+  draft_paused_n?: number
 }
 
 /** Identifies one completion across its response or all its stream chunks. */
@@ -47,7 +49,7 @@ export function timingsOf(result: ChatResult): ChatTimings {
     predicted_ms: round(t.predictedMs),
     predicted_per_second: round(t.predictedPerSecond),
     ...(t.draftTokens !== undefined
-      ? { draft_n: t.draftTokens, draft_n_accepted: t.draftAccepted ?? 0, draft_acceptance_rate: round(t.draftTokens ? (t.draftAccepted ?? 0) / t.draftTokens : 0) }
+      ? { draft_n: t.draftTokens, draft_n_accepted: t.draftAccepted ?? 0, draft_acceptance_rate: round(t.draftTokens ? (t.draftAccepted ?? 0) / t.draftTokens : 0), draft_paused_n: t.draftPaused ?? 0 }
       : {}),
   }
 }

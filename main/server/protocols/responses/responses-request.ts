@@ -182,6 +182,7 @@ export const responsesRequestSchema = z.object({
   user: z.string().nullish(),
   safety_identifier: z.string().nullish(),
   prompt_cache_key: z.string().nullish(),
+  speculative: z.boolean().nullish(),
   prompt_cache_retention: z.string().nullish(),
   service_tier: z.string().nullish(),
   prompt_cache_options: z.looseObject({ prewarm: z.boolean().nullish() }).nullish(),
@@ -285,6 +286,7 @@ export function toChatRequest(request: ResponsesRequest, earlier: readonly Input
       ...(textFormat?.type === 'json_schema' ? { response_format: { type: 'json_schema', json_schema: { name: 'output', schema: textFormat.schema } } } : {}),
       ...(request.reasoning?.effort ? { reasoning_effort: request.reasoning.effort } : {}),
       ...(includesLogprobs(request) ? { logprobs: true, top_logprobs: request.top_logprobs ?? 0 } : {}),
+      ...(request.speculative === false ? { speculative: false } : {}),
     },
     notices,
   ))

@@ -129,6 +129,8 @@ export const chatRequestSchema = z.object({
   reasoning_effort: z.enum(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']).nullish(),
   // Not OpenAI's: llama-server's name for a cap on thinking (Anthropic's `thinking.budget_tokens`).
   thinking_budget_tokens: z.int().min(0).max(1_000_000).nullish(),
+  // Hearth's own: false decodes every token alone (no speculative decoding); the answer is the same.
+  speculative: z.boolean().nullish(),
   logprobs: z.boolean().nullish(),
   top_logprobs: z.int().min(0).max(20).nullish(),
   ...HARMLESS_FIELDS,

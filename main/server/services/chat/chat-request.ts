@@ -185,6 +185,7 @@ export async function planChat(request: ChatRequest, model: ModelRecord, convers
       thinkingBudgetTokens: request.thinking_budget_tokens ?? undefined,
       topLogprobs: request.logprobs === true ? (request.top_logprobs ?? 0) : undefined,
       ...(conversationKey ? { conversationKey } : {}),
+      ...(request.speculative === false ? { speculative: false } : {}),
     },
   }
 }

@@ -22,6 +22,9 @@ export interface RequestUsage {
   completionTokens: number
   /** Seconds of audio a translation decoded. */
   audioSeconds: number
+  /** Speculative decoding: tokens drafted, and how many of them the model accepted (metrics and the request log). */
+  draftTokens?: number
+  draftAccepted?: number
 }
 
 /** What a route calls once it knows a request's usage (metrics and quotas read it at the end). */
@@ -32,6 +35,9 @@ export function recordUsage(res: Response, usage: Partial<RequestUsage>): void {
     cachedTokens: previous.cachedTokens + (usage.cachedTokens ?? 0),
     completionTokens: previous.completionTokens + (usage.completionTokens ?? 0),
     audioSeconds: previous.audioSeconds + (usage.audioSeconds ?? 0),
+    ...(usage.draftTokens !== undefined || previous.draftTokens !== undefined
+      ? { draftTokens: (previous.draftTokens ?? 0) + (usage.draftTokens ?? 0), draftAccepted: (previous.draftAccepted ?? 0) + (usage.draftAccepted ?? 0) }
+      : {}),
   } satisfies RequestUsage
 }
 

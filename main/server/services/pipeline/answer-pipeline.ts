@@ -177,5 +177,8 @@ export class AnswerPipeline {
 /** The tokens a result counts against the key's quotas (speech is charged by the second, by its route). */
 function usageIn(result: object): Partial<RequestUsage> {
   const { promptTokens, completionTokens, cachedTokens } = result as Partial<RequestUsage>
-  return { promptTokens: promptTokens ?? 0, completionTokens: completionTokens ?? 0, cachedTokens: cachedTokens ?? 0 }
+  // A chat answer's speculative decoding, where the engine drafted (its timings say so).
+  const timings = (result as { timings?: { draftTokens?: number; draftAccepted?: number } }).timings
+  const drafts = timings?.draftTokens !== undefined ? { draftTokens: timings.draftTokens, draftAccepted: timings.draftAccepted ?? 0 } : {}
+  return { promptTokens: promptTokens ?? 0, completionTokens: completionTokens ?? 0, cachedTokens: cachedTokens ?? 0, ...drafts }
 }
