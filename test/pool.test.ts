@@ -146,7 +146,7 @@ describeIf(smollm && llamaBuild && noLan === undefined, 'needs the real models f
     const lender = new URL(lenders[0]!.url).host
     const wrong = await ask('smol-wrong-key')
     expect(wrong.status).toBe(502)
-    expect(wrong.body.error.message).toBe(`lender ${lender} refused the key`)
+    expect(wrong.body.error.message).toBe(`lender ${lender} refused the key in WRONG_KEY: make a key there with "lend": true (POST /api/keys) and put it in WRONG_KEY`)
     const unset = await ask('smol-no-key')
     expect(unset.status).toBe(502)
     expect(unset.body.error.message).toContain('UNSET_KEY')
@@ -192,6 +192,58 @@ describeIf(smollm && llamaBuild && noLan === undefined, 'needs the real models f
     expect((await lendStatus(lenders[0]!)).borrowers).toHaveLength(borrowing)
   })
 
+  it('names a lender whose rpc-server died mid-answer and why, and borrows from it again once it is back', async () => {
+    const lender = new URL(lenders[0]!.url).host
+    const res = await fetch(`${borrower.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: headers(),
+      body: JSON.stringify({ model: 'smol-pooled', messages: [{ role: 'user', content: 'Tell me a long story about a lighthouse.' }], max_tokens: 4000, temperature: 0, stream: true }),
+    })
+    expect(res.status).toBe(200)
+    const reader = res.body!.getReader()
+    let text = new TextDecoder().decode((await reader.read()).value)
+    // What a malformed message did to upstream's rpc-server: it dies of a signal, Hearth lives on.
+    process.kill(rpcServerPid(machines[0]!)!, 'SIGSEGV')
+    for (;;) {
+      const { value, done } = await reader.read()
+      if (done) break
+      text += new TextDecoder().decode(value)
+    }
+    expect(text).toContain(`lender ${lender} dropped off: its rpc-server died (SIGSEGV), and it is starting again`)
+    // The lender says so too, and who was borrowing; it lends again within 5 s.
+    await expect.poll(async () => (await lendStatus(lenders[0]!)).state, { timeout: 5_000, interval: 100 }).toBe('running')
+    const status = await lendStatus(lenders[0]!)
+    expect(status).toMatchObject({ crashes: 1, restarts: 1, problem: null, last_exit: { reason: 'SIGSEGV' } })
+    // (A tunnel still waiting its turn there, as the one the test above opened may be, is named too.)
+    expect(status.last_exit.borrowers).toContain('10.231.1.1 (server key)')
+    expect(lenders[0]!.output()).toMatch(/the rpc-server died \(SIGSEGV\) while lending to [^;\n]*10\.231\.1\.1 \(server key\)[^;\n]*; starting it again in 0\.1 s/)
+    const again = await ask('smol-pooled')
+    expect(again.status, JSON.stringify(again.body)).toBe(200)
+    expect((await pooledListing()).pool_problem).toBeNull()
+  })
+
+  it('names a lender whose rpc-server died while the model loaded, and why', async () => {
+    const lender = new URL(lenders[0]!.url).host
+    await fetch(`${borrower.url}/api/models/smol-pooled/unload`, { method: 'POST', headers: headers() })
+    await expect.poll(async () => (await pooledListing()).state, { timeout: 10_000 }).not.toBe('loaded')
+    const answer = ask('smol-pooled')
+    // As soon as the borrower's llama.cpp borrows, the rpc-server stops where it is (llama.cpp waits
+    // on it, mid-load), and is then killed.
+    await expect.poll(async () => (await lendStatus(lenders[0]!)).borrowers.length, { timeout: 20_000, interval: 10 }).toBeGreaterThan(0)
+    const pid = rpcServerPid(machines[0]!)!
+    process.kill(pid, 'SIGSTOP')
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    process.kill(pid, 'SIGKILL')
+    const { status, body } = await answer
+    expect(status).not.toBe(200)
+    expect(body.error.message).toContain(`lender ${lender} dropped off: its rpc-server died (SIGKILL), and it is starting again`)
+    await expect.poll(async () => (await lendStatus(lenders[0]!)).state, { timeout: 5_000, interval: 100 }).toBe('running')
+    expect((await lendStatus(lenders[0]!)).restarts).toBe(2)
+    // And the next request borrows again.
+    const again = await ask('smol-pooled')
+    expect(again.status, JSON.stringify(again.body)).toBe(200)
+  })
+
   it('ends a stream cut by a lender that dies with an error naming it, and answers the next request at once', async () => {
     const res = await fetch(`${borrower.url}/v1/chat/completions`, {
       method: 'POST',
@@ -232,13 +284,26 @@ describeIf(smollm && llamaBuild && noLan === undefined, 'needs the real models f
 })
 
 describe('checking a lender before anything is borrowed', () => {
-  /** A stand-in for a lending Hearth's `GET /api/lend` that answers as told. */
-  async function standIn(status: number, body: unknown, host = '127.0.0.1'): Promise<{ url: string; close(): void }> {
-    const server = createServer((_req, res) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body)))
+  /** A stand-in for a lending Hearth's `GET /api/lend` that answers as told (a list: one answer after the other, the last again), and keeps the Host it was asked with. */
+  async function standIn(status: number, body: unknown, host = '127.0.0.1', then: unknown[] = []): Promise<{ url: string; port: number; hosts: string[]; close(): void }> {
+    const hosts: string[] = []
+    const answers = [body, ...then]
+    const server = createServer((req, res) => {
+      hosts.push(req.headers.host ?? '')
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(answers.length > 1 ? answers.shift() : answers[0]))
+    })
     await new Promise<void>((resolve) => server.listen(0, host, resolve))
     const port = (server.address() as { port: number }).port
-    return { url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, close: () => server.close() }
+    return { url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, port, hosts, close: () => server.close() }
   }
+  /** A resolver that knows the names a test gives it, as a hosts file would. */
+  const names =
+    (known: Record<string, string>) =>
+    async (hostname: string): Promise<Array<{ address: string; family: number }>> => {
+      const address = known[hostname]
+      if (!address) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' })
+      return [{ address, family: address.includes(':') ? 6 : 4 }]
+    }
   const lends = (commit: string, freeMiB = 4096) => ({ object: 'lend', llama_cpp_commit: commit, rpc_protocol: '7.0.0', running: true, memory_cap_mib: null, devices: [{ name: 'CPU', description: 'x', total_mib: freeMiB, free_mib: freeMiB }], borrowers: [] })
   const ours = 'de3ff815ea7d559ee917f063901b8986f038abc6'
 
@@ -246,12 +311,15 @@ describe('checking a lender before anything is borrowed', () => {
     ['another llama.cpp', 200, lends('0123456789abcdef0123456789abcdef01234567'), /runs llama\.cpp 0123456789ab \(RPC protocol 7\.0\.0\) and this machine de3ff815ea7d: .* update Hearth on both/],
     ['no memory left', 200, lends(ours, 0), /has no memory left to lend/],
     ['a Hearth that does not lend', 409, { error: { message: 'no', code: 'not_lending' } }, /does not lend memory \(start its Hearth with --lend\)/],
-    ['a key without lend', 403, { error: { message: 'no' } }, /does not let this key borrow: make it with "lend": true there/],
+    ['a key without lend', 403, { error: { message: 'no', code: 'insufficient_permissions' } }, /does not let this key borrow: make it with "lend": true there/],
+    ['a wrong key', 401, { error: { message: 'no', code: 'invalid_api_key' } }, /refused the key in K: make a key there with "lend": true \(POST \/api\/keys\) and put it in K$/],
+    ['an older Hearth that does not know the name', 403, { error: { message: 'no', code: 'forbidden_host' } }, /refused the name "127\.0\.0\.1" \(it answers only the names it knows\): update Hearth there .* allowed_hosts/],
+    ['a lender whose rpc-server died in a loop', 200, { ...lends(ours), running: false, state: 'stopped', problem: 'its rpc-server died 5 times within 60 s with no borrower (last: SIGILL)' }, /has stopped lending: its rpc-server died 5 times within 60 s with no borrower \(last: SIGILL\)$/],
     ['something else', 404, { error: { message: 'Unknown route' } }, /answered 404: Unknown route; is it a Hearth that lends\?/],
   ])('refuses %s, naming the lender', async (_what, status, body, message) => {
     const lender = await standIn(status, body)
     try {
-      const opened = LenderLink.open({ url: lender.url, apiKeyEnv: 'K' }, ours, { K: 'a-key-0123456789' })
+      const opened = LenderLink.open({ url: lender.url, apiKeyEnv: 'K' }, ours, { env: { K: 'a-key-0123456789' } })
       await expect(opened).rejects.toMatchObject({ code: 'remote_unavailable', message: expect.stringMatching(new RegExp(`^lender ${new URL(lender.url).host.replace(/\./g, '\\.')} `)) })
       await expect(opened).rejects.toThrow(message)
     } finally {
@@ -263,7 +331,7 @@ describe('checking a lender before anything is borrowed', () => {
     const lender = await standIn(200, lends(ours))
     try {
       const port = new URL(lender.url).port
-      const link = await LenderLink.open({ url: lender.url.replace('127.0.0.1', 'localhost'), apiKeyEnv: 'K' }, ours, { K: 'a-key-0123456789' })
+      const link = await LenderLink.open({ url: lender.url.replace('127.0.0.1', 'localhost'), apiKeyEnv: 'K' }, ours, { env: { K: 'a-key-0123456789' } })
       expect(link.freeMiB).toBe(4096)
       // llama.cpp connects to the lender's own address: no forwarder of ours between them.
       expect(link.endpoint).toBe(`127.0.0.1:${port}`)
@@ -280,10 +348,62 @@ describe('checking a lender before anything is borrowed', () => {
     }
   })
 
+  it('reaches a lender by a name, as the resolver gives it: the address for llama.cpp, the name in Host and in every message', async () => {
+    const lender = await standIn(200, lends(ours))
+    try {
+      const lookup = names({ desk: '127.0.0.1', 'desk.local': '127.0.0.1' })
+      for (const name of ['desk', 'desk.local']) {
+        const link = await LenderLink.open({ url: `http://${name}:${lender.port}`, apiKeyEnv: 'K' }, ours, { env: { K: 'a-key-0123456789' }, lookup })
+        expect(link.endpoint).toBe(`127.0.0.1:${lender.port}`)
+        expect(link.name).toBe(`${name}:${lender.port}`)
+        expect(lender.hosts.at(-1)).toBe(`${name}:${lender.port}`)
+        expect(link.reasonIn(`ggml-rpc: the connection to 127.0.0.1:${lender.port} was lost`)).toBe(`lender ${name}:${lender.port} dropped off (its connection closed)`)
+        link.close()
+      }
+      // A name that does not resolve: said, with the way to make it resolve.
+      await expect(LenderLink.open({ url: `http://attic:${lender.port}` }, ours, { lookup })).rejects.toThrow(
+        new RegExp(`^lender attic:${lender.port} cannot be reached: the name "attic" does not resolve here \\(ENOTFOUND\\); use its address, or give the name an address here`),
+      )
+      await expect(LenderLink.open({ url: `http://attic.local:${lender.port}` }, ours, { lookup })).rejects.toThrow(/a \.local name needs mDNS on this machine/)
+    } finally {
+      lender.close()
+    }
+  })
+
+  it('tells a refused name from a refused key, each with its fix', async () => {
+    const lookup = names({ desk: '127.0.0.1' })
+    const host = await standIn(403, { error: { message: "Requests for host 'desk' are not served here", code: 'forbidden_host' } })
+    const key = await standIn(401, { error: { message: 'Incorrect API key provided', code: 'invalid_api_key' } })
+    try {
+      await expect(LenderLink.open({ url: `http://desk:${host.port}`, apiKeyEnv: 'K' }, ours, { env: { K: 'a-key-0123456789' }, lookup })).rejects.toThrow(
+        `lender desk:${host.port} refused the name "desk" (it answers only the names it knows): update Hearth there (it lets borrowers in by any name), or add "desk" to allowed_hosts in its settings, or name it by its address`,
+      )
+      await expect(LenderLink.open({ url: `http://desk:${key.port}`, apiKeyEnv: 'K' }, ours, { env: { K: 'a-key-0123456789' }, lookup })).rejects.toThrow(`lender desk:${key.port} refused the key in K`)
+    } finally {
+      host.close()
+      key.close()
+    }
+  })
+
+  it('waits for a lender whose rpc-server is starting again, and asks a lender that dropped off why', async () => {
+    const restarting = { ...lends(ours), running: false, state: 'restarting' }
+    const died = { ...lends(ours), state: 'running', last_exit: { at: Math.floor(Date.now() / 1000) + 1, reason: 'SIGSEGV', borrowers: ['10.0.0.2 (laptop)'] } }
+    const lender = await standIn(200, restarting, '127.0.0.1', [restarting, { ...lends(ours), state: 'running', last_exit: null }, died])
+    try {
+      const started = performance.now()
+      const link = await LenderLink.open({ url: lender.url, apiKeyEnv: 'K' }, ours, { env: { K: 'a-key-0123456789' } })
+      expect(performance.now() - started).toBeGreaterThan(400)
+      expect(await link.explainDrop('lender x dropped off (its connection closed)')).toBe(`lender ${new URL(lender.url).host} dropped off: its rpc-server died (SIGSEGV), and it is starting again`)
+      link.close()
+    } finally {
+      lender.close()
+    }
+  })
+
   it('opens a forwarder where llama.cpp cannot reach the lender itself (IPv6), and closes it', async () => {
     const lender = await standIn(200, lends(ours), '::1')
     try {
-      const link = await LenderLink.open({ url: lender.url, apiKeyEnv: 'K' }, ours, { K: 'a-key-0123456789' })
+      const link = await LenderLink.open({ url: lender.url, apiKeyEnv: 'K' }, ours, { env: { K: 'a-key-0123456789' } })
       expect(rpcUpgradeEnvironment([link])).toEqual({})
       const [host, port] = link.endpoint.split(':')
       expect(host).toBe('127.0.0.1')
@@ -342,6 +462,18 @@ function reaches(host: string, port: number): Promise<boolean> {
     socket.once('error', () => resolve(false))
     socket.once('timeout', () => (socket.destroy(), resolve(false)))
   })
+}
+
+/** The pid of the rpc-server in a lender's namespace. */
+function rpcServerPid(machine: LanMachine): number | undefined {
+  return processIn(machine, 'ggml-rpc-server')
+}
+
+/** The pid of the process named `comm` in a lender's namespace. */
+function processIn(machine: LanMachine, comm: string): number | undefined {
+  const pids = execFileSync('ip', ['netns', 'pids', machine.namespace], { encoding: 'utf8' }).split('\n').filter(Boolean)
+  const found = pids.find((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === comm)
+  return found === undefined ? undefined : Number(found)
 }
 
 /** The resident memory of the rpc-server in a lender's namespace, MiB. */

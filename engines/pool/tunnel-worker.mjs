@@ -11,7 +11,10 @@ import { request as httpsRequest } from 'node:https'
 import { createServer } from 'node:net'
 import { parentPort, workerData } from 'node:worker_threads'
 
-const { url, key, path, protocol } = workerData
+const { url, key, path, protocol, address, family } = workerData
+// The address the lender's name resolved to once (lender-link.ts), so every tunnel reaches it; the
+// name stays in Host and in TLS's server name.
+const lookup = (_hostname, options, callback) => (options.all ? callback(null, [{ address, family }]) : callback(null, address, family))
 const tunnels = new Set()
 
 const forwarder = createServer((local) => {
@@ -24,6 +27,7 @@ const forwarder = createServer((local) => {
   const target = new URL(path, url)
   const request = (target.protocol === 'https:' ? httpsRequest : httpRequest)(target, {
     headers: { connection: 'Upgrade', upgrade: protocol, ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    ...(address ? { lookup } : {}),
   })
   const dropped = (reason) => {
     local.destroy()

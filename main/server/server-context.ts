@@ -7,6 +7,7 @@ import type { ModelScheduler } from '../../engines/scheduler/model-scheduler.ts'
 import type { RemotePool } from '../../engines/remote/remote-pool.ts'
 import type { ApiKeys } from './services/keys/api-keys.ts'
 import type { Lending } from './services/lending/lend-tunnel.ts'
+import type { PooledModels } from '../../engines/pool/pooled-engine.ts'
 import type { McpHub } from './services/mcp/mcp-hub.ts'
 import type { ReasoningSeal } from './services/reasoning-seal.ts'
 import type { ServerSettings } from './settings.ts'
@@ -41,6 +42,8 @@ export interface ServerBasics {
   ollamaUrl?: string
   /** This machine's memory lent to other Hearths (`--lend`); undefined when it lends none. */
   lending?: Lending
+  /** The pooled models' lenders' last word (docs/pool.md); absent in tests without pooled models. */
+  pools?: PooledModels
   /** Seals the thinking clients carry and send back, under this server's key (`<dataDir>/reasoning-key`). */
   seal: ReasoningSeal
 }

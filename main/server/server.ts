@@ -34,7 +34,7 @@ import type { NativeBuild } from '../../engines/builder/cmake-build.ts'
 import { join } from 'node:path'
 import { ModelError } from '../../engines/errors.ts'
 import { RpcLender } from '../../engines/pool/rpc-lender.ts'
-import { lastLentMiB, startPooledLlama } from '../../engines/pool/pooled-engine.ts'
+import { PooledModels } from '../../engines/pool/pooled-engine.ts'
 import { programPath } from '../../engines/builder/cmake-build.ts'
 import { serveLendTunnel, type Lending } from './services/lending/lend-tunnel.ts'
 import { REASONING_KEY_FILE, ReasoningSeal } from './services/reasoning-seal.ts'
@@ -126,6 +126,8 @@ export async function startServer(
   const cpuFallbacks = llamaBuild && new CpuFallbacks(llamaBuild, log)
   const slotCacheDir = join(settings.dataDir, 'slot-cache')
   await mkdir(slotCacheDir, { recursive: true })
+  // Models over several machines: what their lenders had free, and why one last could not run.
+  const pools = new PooledModels()
   // A remote model uses the other machine's memory, none of ours; a pooled one, what its lenders do not hold.
   const estimateBytes = (model: ModelRecord) => {
     if (model.remote) return 0
@@ -133,7 +135,7 @@ export async function startServer(
     const pool = model.catalogEntry?.pool
     if (!pool) return total
     // Before the lenders were first asked, each machine is counted an equal share.
-    const lent = lastLentMiB(model.id)
+    const lent = pools.lastLentMiB(model.id)
     return lent === undefined ? Math.ceil(total / (pool.length + 1)) : Math.max(0, total - lent * 1024 ** 2)
   }
   /** The prompt cache a chat model gets, sized from what the memory plan leaves free once it is loaded. */
@@ -165,7 +167,7 @@ export async function startServer(
       if (!llamaBuild) throw new ModelError('engine_not_built', notBuilt.llama!)
       const engineOptions = { forwardLog, slotCacheDir, extraArgs: cpuFallbacks?.argsFor(model) }
       const pool = model.catalogEntry?.pool?.map((l) => ({ url: l.url, apiKeyEnv: l.api_key_env }))
-      const engine = pool ? await startPooledLlama(spec, llamaBuild, pool, engineOptions) : await LlamaServerEngine.start(spec, llamaBuild, engineOptions)
+      const engine = pool ? await pools.start(spec, llamaBuild, pool, engineOptions) : await LlamaServerEngine.start(spec, llamaBuild, engineOptions)
       const given = engine.info.contextLength
       if (given !== undefined && folder.reportEngineContext(model, given)) {
         log(`warning: model "${model.id}" gets ${given} tokens of context per request from llama-server, not the ${model.contextLength} its record says; it is served with ${given}`)
@@ -178,7 +180,7 @@ export async function startServer(
   // Reads mcp.json only: each MCP server starts on first need and stops with the server.
   const mcp = await McpHub.open(settings.dataDir, log)
   const lending = settings.lend ? await startLending(settings, llamaBuild, log) : undefined
-  const basics: ServerBasics = { settings, folder, scheduler, downloads, keys, log, hardware, remotes, mcp, cpuFallbacks: () => cpuFallbacks?.list() ?? [], lending, seal }
+  const basics: ServerBasics = { settings, folder, scheduler, downloads, keys, log, hardware, remotes, mcp, cpuFallbacks: () => cpuFallbacks?.list() ?? [], lending, seal, pools }
   const context: ServerContext = { ...basics, ...serverParts(basics) }
   const http = await listen(createApp(context), settings.port, settings.host, settings.requestTimeoutMs)
   serveLendTunnel(http, keys, lending, log)

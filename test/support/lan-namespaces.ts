@@ -1,16 +1,20 @@
 /**
  * Other machines on a LAN, made on this one: each a network namespace joined to this one by a veth
- * pair, with addresses of its own (10.231.N.2 there, 10.231.N.1 here). Made by the test (root
- * needed), removed when it ends; traffic goes only between this machine and those namespaces.
- * Latency and rate come from a delaying proxy (delaying-proxy.ts): this kernel has no netem qdisc.
+ * pair, with addresses of its own (10.231.N.2 there, 10.231.N.1 here; with `ipv6`, fd00:231:N::2
+ * and fd00:231:N::1 too). Made by the test (root needed), removed when it ends; traffic goes only
+ * between this machine and those namespaces. Latency and rate come from a delaying proxy
+ * (delaying-proxy.ts): this kernel has no netem qdisc. Names for them: hostsFile below.
  */
 import { execFileSync, spawnSync } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
 
 export interface LanMachine {
   /** The namespace's name, for `ip netns exec`. */
   namespace: string
   /** Its address, as this machine reaches it. */
   address: string
+  /** Its IPv6 address, where it was made with one. */
+  address6?: string
   remove(): void
 }
 
@@ -31,7 +35,7 @@ export function namespacesUnavailable(): string | undefined {
 }
 
 /** A namespace with one veth link to this one; `index` (1–250) picks its subnet. */
-export function makeLanMachine(index: number): LanMachine {
+export function makeLanMachine(index: number, options: { ipv6?: boolean } = {}): LanMachine {
   const tag = `${process.pid % 100_000}x${index}`
   const namespace = `hearth-lan-${tag}`
   const here = `hl${tag}a`
@@ -42,6 +46,7 @@ export function makeLanMachine(index: number): LanMachine {
   const machine: LanMachine = {
     namespace,
     address,
+    ...(options.ipv6 ? { address6: `fd00:231:${index}::2` } : {}),
     remove: () => {
       made.delete(machine)
       // Deleting the namespace deletes its end of the pair, and with it this one.
@@ -59,6 +64,11 @@ export function makeLanMachine(index: number): LanMachine {
     inside('addr', 'add', `${address}/24`, 'dev', there)
     inside('link', 'set', there, 'up')
     inside('link', 'set', 'lo', 'up')
+    if (options.ipv6) {
+      // nodad: usable at once, not after duplicate address detection's second or two.
+      ip('-6', 'addr', 'add', `fd00:231:${index}::1/64`, 'dev', here, 'nodad')
+      inside('-6', 'addr', 'add', `fd00:231:${index}::2/64`, 'dev', there, 'nodad')
+    }
   } catch (e) {
     machine.remove()
     throw e
@@ -70,4 +80,15 @@ export function makeLanMachine(index: number): LanMachine {
 export function listeningIn(machine: LanMachine): string[] {
   const out = execFileSync('ip', ['netns', 'exec', machine.namespace, 'ss', '-Hltn'], { encoding: 'utf8' })
   return out.split('\n').map((line) => line.trim().split(/\s+/)[3]).filter((a): a is string => a !== undefined && a !== '')
+}
+
+/**
+ * A hosts file naming the machines (`{ desk: machine }` → `10.231.1.2 desk`), for a process run with
+ * it in place of /etc/hosts (server-process.ts's `hostsFile`): names resolved as the system resolves
+ * them, without touching this machine's own /etc/hosts.
+ */
+export function hostsFile(path: string, names: Record<string, LanMachine>): string {
+  const lines = ['127.0.0.1 localhost', '::1 localhost', ...Object.entries(names).map(([name, machine]) => `${machine.address} ${name}`)]
+  writeFileSync(path, `${lines.join('\n')}\n`)
+  return path
 }

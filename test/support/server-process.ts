@@ -36,6 +36,8 @@ export interface TestServerOptions {
   namespace?: string
   /** Run it, and the engines it starts, inside this memory cgroup (memory-cgroups.ts). */
   memory?: MemoryCgroup
+  /** Resolve host names with this file in place of /etc/hosts (a mount namespace of its own: root, Linux; lan-namespaces.ts). */
+  hostsFile?: string
 }
 
 /** Servers still running when the test process exits are killed, so a failed suite leaves none behind. */
@@ -65,7 +67,10 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     ...(options.args?.includes('--ollama-port') ? [] : ['--ollama-port', 'off']),
     ...(options.args ?? []),
   ]
-  const inNamespace: [string, string[]] = options.namespace ? ['ip', ['netns', 'exec', options.namespace, process.execPath, ...args]] : [process.execPath, args]
+  const withHosts: [string, string[]] = options.hostsFile
+    ? ['unshare', ['--mount', '--propagation', 'private', 'sh', '-c', 'mount --bind "$0" /etc/hosts && exec "$@"', options.hostsFile, process.execPath, ...args]]
+    : [process.execPath, args]
+  const inNamespace: [string, string[]] = options.namespace ? ['ip', ['netns', 'exec', options.namespace, ...withHosts.flat()]] : withHosts
   const [command, commandArgs] = options.memory ? options.memory.wrap(...inNamespace) : inNamespace
   const child = spawn(command, commandArgs, {
     cwd: PROJECT_ROOT,

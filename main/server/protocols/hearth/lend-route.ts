@@ -1,7 +1,8 @@
 /**
  * `GET /api/lend`: what this machine lends (`--lend`) and to whom, and the llama.cpp it lends with;
  * a borrower reads it before it loads, to refuse a lender of another version by name. Only a key
- * that may borrow sees it (the tunnel itself is lend/lend-tunnel.ts).
+ * that may borrow sees it (the tunnel itself is services/lending/lend-tunnel.ts). When its rpc-server
+ * died, it says how and who was borrowing, which a borrower reads to say why its lender dropped off.
  */
 import { Router } from 'express'
 import { requestKey } from '../../services/keys/request-key.ts'
@@ -23,6 +24,11 @@ export function lendRoute(ctx: ServerContext): Router {
       llama_cpp_commit: lending.commit,
       rpc_protocol: lending.lender.protocol,
       running: lending.lender.alive,
+      state: lending.lender.state,
+      crashes: lending.lender.crashes,
+      restarts: lending.lender.restarts,
+      last_exit: lending.lender.lastExit ? { at: Math.floor(lending.lender.lastExit.at / 1000), reason: lending.lender.lastExit.reason, borrowers: lending.lender.lastExit.borrowers } : null,
+      problem: lending.lender.problem ?? null,
       memory_cap_mib: lending.lender.memoryMiB ?? null,
       devices: lending.lender.devices.map((d) => ({ name: d.name, description: d.description, total_mib: d.totalMiB, free_mib: d.freeMiB })),
       borrowers: [...lending.borrowers].map((b) => ({ address: b.address, key: b.key, since: Math.floor(b.since / 1000) })),

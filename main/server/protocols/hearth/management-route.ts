@@ -5,7 +5,6 @@ import { requireModel } from '../../services/pipeline/model-lookup.ts'
 import { modelObject } from '../openai/model-object.ts'
 import type { ServerContext } from '../../server-context.ts'
 import { systemInfo } from './system-info.ts'
-import { poolProblem } from '../../../../engines/pool/pooled-engine.ts'
 import type { ManagedModel, ModelFolderListing } from '../../wire-types.ts'
 
 export function managementRoute(ctx: ServerContext): Router {
@@ -56,7 +55,7 @@ export function managedModel(ctx: ServerContext, m: ModelRecord, loaded: boolean
           })),
         }
       : {}),
-    ...(m.catalogEntry?.pool ? { pool: m.catalogEntry.pool.map((l) => new URL(l.url).host), pool_problem: poolProblem(m.id) ?? null } : {}),
+    ...(m.catalogEntry?.pool ? { pool: m.catalogEntry.pool.map((l) => new URL(l.url).host), pool_problem: ctx.pools?.problem(m.id) ?? null } : {}),
     mmproj: m.projectorPath ?? null,
     kind: m.kind,
     architecture: m.architecture ?? null,
