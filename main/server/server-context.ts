@@ -40,6 +40,8 @@ export interface ServerBasics {
   cpuFallbacks?: () => CpuFallback[]
   /** Where the Ollama port listens, once it does (`--ollama-port`). */
   ollamaUrl?: string
+  /** Why the Ollama port is not served where it was asked for (Ollama itself holds it, say). */
+  ollamaNote?: string
   /** This machine's memory lent to other Hearths (`--lend`); undefined when it lends none. */
   lending?: Lending
   /** The pooled models' lenders' last word (docs/pool.md); absent in tests without pooled models. */

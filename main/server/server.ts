@@ -6,6 +6,7 @@ import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import { createServer, type Server } from 'node:http'
 import { ModelFolder } from '../../models/catalog/model-folder.ts'
+import { removeLeftoverCatalogWrites } from '../../models/catalog/catalog-writer.ts'
 import type { ModelRecord } from '../../models/catalog/model-record.ts'
 import { RemoteEngine } from '../../engines/remote/remote-engine.ts'
 import { RemotePool } from '../../engines/remote/remote-pool.ts'
@@ -54,6 +55,8 @@ export interface RunningServer {
   url: string
   /** The Ollama port's address, where `ollamaPort` is set and the port could be had. */
   ollamaUrl?: string
+  /** Why the Ollama port is not served, where it could not be had (Ollama itself holds it, say). */
+  ollamaNote?: string
   context: ServerContext
   /** Where the generated key lives, when the server made or read one. */
   keyFile: string | undefined
@@ -90,8 +93,9 @@ export async function startServer(
   // One seal per server, never shared with another in this process (the desktop app restarts its server).
   const seal = ReasoningSeal.load(join(settings.dataDir, REASONING_KEY_FILE))
   await mkdir(settings.modelsDir, { recursive: true })
+  await removeLeftoverCatalogWrites(settings.modelsDir)
   const remotes = new RemotePool({ intervalMs: settings.remoteCheckMs })
-  const folder = new ModelFolder(settings.modelsDir, { remotes, listingMaxAgeMs: settings.listingMaxAgeMs, sources: settings.modelSources })
+  const folder = new ModelFolder(settings.modelsDir, { remotes, listingMaxAgeMs: settings.listingMaxAgeMs, sources: settings.modelSources, ...(settings.defaultContextLength ? { defaultContextLength: settings.defaultContextLength } : {}) })
   // The remote servers the catalog names are asked once before the first request: what they serve
   // (context lengths, capabilities, whole lists to import) is known from the start.
   await folder.scan()
@@ -187,21 +191,16 @@ export async function startServer(
   const { port } = http.address() as AddressInfo
   const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host
   // Ollama's port listens on loopback whatever --host says: its programs may come without a key.
-  const ollama =
-    settings.ollamaPort === undefined
-      ? undefined
-      : await listen(createOllamaApp(context), settings.ollamaPort, '127.0.0.1', settings.requestTimeoutMs).catch((e: NodeJS.ErrnoException) => {
-          const why = e.code === 'EADDRINUSE' ? 'it is in use (is Ollama itself running? stop it, or pick another --ollama-port)' : e.message
-          log(`warning: Ollama's API is not served on 127.0.0.1:${settings.ollamaPort}: ${why}`)
-          return undefined
-        })
+  const ollama = settings.ollamaPort === undefined ? undefined : await listenForOllama(createOllamaApp(context), settings, log)
+  if (ollama && 'note' in ollama) context.ollamaNote = ollama.note
 
   let closing: Promise<void> | undefined
-  if (ollama) context.ollamaUrl = `http://127.0.0.1:${(ollama.address() as AddressInfo).port}`
-  const servers = ollama ? [http, ollama] : [http]
+  if (ollama && 'server' in ollama) context.ollamaUrl = `http://127.0.0.1:${(ollama.server.address() as AddressInfo).port}`
+  const servers = ollama && 'server' in ollama ? [http, ollama.server] : [http]
   return {
     url: `http://${host}:${port}`,
     ...(context.ollamaUrl ? { ollamaUrl: context.ollamaUrl } : {}),
+    ...(context.ollamaNote ? { ollamaNote: context.ollamaNote } : {}),
     context,
     keyFile,
     close: () =>
@@ -230,6 +229,40 @@ async function startLending(settings: ServerSettings, build: LlamaBuild | undefi
   const devices = lender.devices.map((d) => `${d.name} ${d.freeMiB} MiB`).join(', ')
   log(`lending ${devices || 'memory'} to borrowers with a key that may lend (rpc-server v${lender.protocol}, on loopback only)`)
   return { lender, commit: build.commit, borrowers: new Set() }
+}
+
+/**
+ * The Ollama port, listening; or, where the port is taken, why: Ollama itself (it answers
+ * `/api/version`), or another program. Taken by Ollama at its default port, that is no fault: the
+ * person keeps Ollama, and Hearth's own port serves the same API with a key.
+ */
+async function listenForOllama(app: import('express').Express, settings: ServerSettings, log: (line: string) => void): Promise<{ server: Server } | { note: string }> {
+  const port = settings.ollamaPort!
+  try {
+    return { server: await listen(app, port, '127.0.0.1', settings.requestTimeoutMs) }
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code
+    const holder = code === 'EADDRINUSE' ? await ollamaVersionAt(port) : undefined
+    const why =
+      holder !== undefined
+        ? `Ollama ${holder} holds 127.0.0.1:${port}: stop Ollama to let Hearth answer its programs there (the same models, tools and Modelfiles), or pick another --ollama-port`
+        : code === 'EADDRINUSE'
+          ? `127.0.0.1:${port} is in use by another program: pick another --ollama-port`
+          : (e as Error).message
+    log(`${settings.ollamaPortIfFree ? 'note' : 'warning'}: Ollama's API is not served on 127.0.0.1:${port}: ${why}`)
+    return { note: why }
+  }
+}
+
+/** The version an Ollama server on this port says it is, or undefined when no Ollama answers there. */
+async function ollamaVersionAt(port: number): Promise<string | undefined> {
+  try {
+    const answer = await fetch(`http://127.0.0.1:${port}/api/version`, { signal: AbortSignal.timeout(1_000) })
+    const version = ((await answer.json()) as { version?: unknown }).version
+    return typeof version === 'string' ? version : undefined
+  } catch {
+    return undefined
+  }
 }
 
 /** An HTTP server for `app`, listening; slow clients are cut off as the comment above says. */

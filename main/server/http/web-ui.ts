@@ -16,7 +16,7 @@ const API_PREFIXES = ['/v1', '/api', '/health']
 
 /** renderer/dist beside the sources, or beside the bundled app (dist-electron/../renderer/dist). */
 export function defaultWebUiDir(): string | undefined {
-  const candidates = ['../../renderer/dist', '../renderer/dist'].map((p) => fileURLToPath(new URL(p, import.meta.url)))
+  const candidates = ['../../../renderer/dist', '../renderer/dist'].map((p) => fileURLToPath(new URL(p, import.meta.url)))
   return candidates.find((dir) => existsSync(join(dir, 'index.html')))
 }
 
