@@ -490,10 +490,3 @@ async function waitForAsync(check: () => Promise<boolean>, timeoutMs = 15_000): 
   }
 }
 
-async function waitFor(check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const until = Date.now() + timeoutMs
-  while (!check()) {
-    if (Date.now() > until) throw new Error('condition not met in time')
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}

@@ -11,7 +11,7 @@
 import { copyFileSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect } from 'vitest'
 import { describeIf, itIf } from './support/skips.ts'
 import OpenAI, { toFile } from 'openai'
 import { estimateTokens } from '../main/server/services/documents/document-chunks.ts'

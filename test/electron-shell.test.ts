@@ -17,6 +17,8 @@ import { PROJECT_ROOT } from './support/server-process.ts'
 
 /** Every call the fake Electron sees, in order. */
 const electron = vi.hoisted(() => {
+  // A hoisted mock runs before the imports: require is the only way to reach a module here.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { EventEmitter } = require('node:events') as typeof import('node:events')
   const calls: string[] = []
   const record = (name: string) => (...args: unknown[]) => {

@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { describeIf } from './support/skips.ts'
 import { programPath } from '../engines/builder/llama-build.ts'
 import { LLAMA_WEIGHT_TYPES, selfTestLlama, selfTestVerdict, selfTestWhisper, WHISPER_WEIGHT_TYPES } from '../engines/builder/self-test/engine-self-test.ts'

@@ -2,7 +2,7 @@
  * A GPU without its toolkit gets the CPU build, and install names the toolkit to install
  * (engines/builder/cmake-build.ts), as it would on a machine with that GPU.
  */
-import { describe, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { describeIf } from './support/skips.ts'
 import { missingGpuToolkit } from '../engines/builder/cmake-build.ts'
 

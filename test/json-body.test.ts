@@ -40,10 +40,11 @@ function post(body: Buffer | string, headers: Record<string, string> = {}, chunk
   return new Promise((resolve, reject) => {
     const req = request(
       { host: '127.0.0.1', port: to, path: '/echo', method: 'POST', headers: { 'content-type': 'application/json', ...(chunked ? {} : { 'content-length': bytes.byteLength }), ...headers } },
-      async (res) => {
+      (res) => {
         const chunks: Buffer[] = []
-        for await (const c of res) chunks.push(c as Buffer)
-        resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) })
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('error', reject)
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) }))
       },
     )
     req.once('error', reject)

@@ -101,13 +101,14 @@ function upgradeRequest(base: string) {
 function helloThroughTunnel(base: string): Promise<boolean> {
   return new Promise((resolve, reject) => {
     const req = upgradeRequest(base)
-    req.on('upgrade', async (_res, socket: Socket, head) => {
+    req.on('upgrade', (_res, socket: Socket, head) => {
       if (head.length > 0) socket.unshift(head)
       const reader = new Reader(socket)
       socket.write(frame(Cmd.HELLO, body.hello()))
-      const answer = await reader.answer(ANSWER_SIZE.HELLO!, 5_000)
-      socket.destroy()
-      resolve(answer !== undefined)
+      reader.answer(ANSWER_SIZE.HELLO!, 5_000).then((answer) => {
+        socket.destroy()
+        resolve(answer !== undefined)
+      }, reject)
     })
     req.on('response', (res) => (res.resume(), resolve(false)))
     req.on('error', reject)

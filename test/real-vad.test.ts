@@ -13,7 +13,7 @@
 import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import { decodeAudio } from '../media/audio/decode-audio.ts'
 import { findWhisperBuild } from '../engines/builder/whisper-build.ts'
 import { wavFile } from './audio/synthesize-audio-files.ts'

@@ -203,7 +203,7 @@ describe('busy, stalled and abandoned requests', () => {
 
   it('a client that leaves mid-answer cancels the engine work, and the model serves the next one', async () => {
     gate = gatedScript()
-    const { server, client } = await serve(gate.script)
+    const { client } = await serve(gate.script)
     const controller = new AbortController()
     const leaving = client.chat.completions.create({ model: 'tiny', messages: hi, stream: true }, { signal: controller.signal })
     await until(() => gate.waiting() === 1)

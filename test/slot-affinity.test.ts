@@ -177,12 +177,12 @@ describe('slot affinity', () => {
         serve(affinity, project('harbor', 'Fix the bug'), 'a')
         const other = project('quill', 'Write the docs')
         expect(affinity.swapFor(0, other)).toEqual({ park: false, unpark: undefined, byEngine: true })
-        affinity.swappedByEngine(0, other)
+        void affinity.swappedByEngine(0, other)
         affinity.release(0, other, 'b')
         // The first project comes back: llama-server loads it from memory, swapping the second out.
         const back = project('harbor', 'Fix the bug', 'done', 'and the test')
         expect(affinity.swapFor(0, back)).toEqual({ park: false, unpark: undefined, byEngine: true })
-        affinity.swappedByEngine(0, back)
+        void affinity.swappedByEngine(0, back)
         affinity.release(0, back, 'a')
         expect(affinity.snapshot().parked).toEqual([])
       })
@@ -220,7 +220,7 @@ describe('slot affinity', () => {
         affinity.parked(0, files[0]!) // pushed out by a sibling, parked on disk
         serve(affinity, session('Task B'), 'b')
         const unrelated = project('quill', 'Write the docs')
-        affinity.swappedByEngine(0, unrelated)
+        void affinity.swappedByEngine(0, unrelated)
         affinity.release(0, unrelated, 'c')
         // Task A returns to a slot it shares nothing with: its file holds it, llama-server's cache does not.
         const swap = affinity.swapFor(0, session('Task A', 'ok'))

@@ -6,11 +6,11 @@
  * a document too large with no embedding model, and the MCP permission of a program key.
  * Screenshots go to test/artifacts/ui/.
  */
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import { ensureUiBuilt } from '../main/cli/build-ui.ts'
 import { familyModel } from './support/family-models.ts'
 import { writeMcpConfig } from './support/mcp-config.ts'

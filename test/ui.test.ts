@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, copyFileSync, writeFi
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import { ensureUiBuilt } from '../main/cli/build-ui.ts'
 import { FakeHub } from './support/fake-hub.ts'
 import { PROJECT_ROOT, startTestServer, type TestServer } from './support/server-process.ts'

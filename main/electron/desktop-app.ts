@@ -138,7 +138,9 @@ export class DesktopApp {
         trayMenu(state, {
           openWindow: () => this.showWindow(),
           setServerRunning: (running) => void this.server.setRunning(running),
-          copyAddress: () => state.url && clipboard.writeText(`${state.url}/v1`),
+          copyAddress: () => {
+            if (state.url) void clipboard.writeText(`${state.url}/v1`)
+          },
           quit: () => app.quit(),
         }),
       ),
@@ -174,7 +176,7 @@ export class DesktopApp {
         const result = this.window ? await dialog.showOpenDialog(this.window, options) : await dialog.showOpenDialog(options)
         return result.canceled ? undefined : result.filePaths[0]
       },
-      copyText: (text) => clipboard.writeText(text),
+      copyText: (text) => void clipboard.writeText(text),
     }
   }
 }

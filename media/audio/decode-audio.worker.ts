@@ -6,7 +6,10 @@ import { UnsupportedAudioError } from './unsupported-audio-error.ts'
 
 const port = parentPort!
 
-port.on('message', async (request: DecodeWorkerRequest) => {
+port.on('message', (request: DecodeWorkerRequest) => void decode(request))
+
+/** One decode, its answer or its error always sent back. */
+async function decode(request: DecodeWorkerRequest): Promise<void> {
   try {
     const options = { ffmpegPath: request.ffmpegPath, maxSeconds: request.maxSeconds }
     if (request.outputPath) {
@@ -18,7 +21,7 @@ port.on('message', async (request: DecodeWorkerRequest) => {
   } catch (error) {
     reply({ ok: false, error: serializeError(error) })
   }
-})
+}
 
 function reply(message: DecodeWorkerReply, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer)

@@ -5,7 +5,7 @@
  * which prints one line `listening http://127.0.0.1:PORT/mcp` on stdout.
  * It writes "mcp-test-server ready" to stderr at start, so log tails have a line to show.
  */
-import { createServer, type ServerResponse } from 'node:http'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
@@ -48,28 +48,31 @@ async function serveStdio(): Promise<void> {
 
 /** Stateless Streamable HTTP: a fresh server and transport per request, so `crash` can cut just that request. */
 async function serveHttp(port: number): Promise<void> {
-  const http = createServer(async (req, res) => {
-    if (req.url !== '/mcp') {
-      res.writeHead(404).end()
-      return
-    }
-    if (req.method !== 'POST') {
-      res.writeHead(405, { Allow: 'POST' }).end()
-      return
-    }
-    const server = buildServer(() => cut(res))
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined })
-    res.on('close', () => {
-      void transport.close()
-      void server.close()
-    })
-    await server.connect(transport)
-    await transport.handleRequest(req, res)
-  })
+  const http = createServer((req, res) => void answer(req, res).catch(() => res.destroy()))
   http.listen(port, '127.0.0.1')
   await new Promise<void>((resolve) => http.once('listening', resolve))
   const { port: bound } = http.address() as AddressInfo
   process.stdout.write(`listening http://127.0.0.1:${bound}/mcp\n`)
+}
+
+/** One request: only POST /mcp, each with a server and transport of its own. */
+async function answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (req.url !== '/mcp') {
+    res.writeHead(404).end()
+    return
+  }
+  if (req.method !== 'POST') {
+    res.writeHead(405, { Allow: 'POST' }).end()
+    return
+  }
+  const server = buildServer(() => cut(res))
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined })
+  res.on('close', () => {
+    void transport.close()
+    void server.close()
+  })
+  await server.connect(transport)
+  await transport.handleRequest(req, res)
 }
 
 function cut(res: ServerResponse): void {

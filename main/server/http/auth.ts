@@ -1,5 +1,5 @@
-import type { RequestHandler, Response } from 'express'
-import type { ApiKeys, KeyIdentity } from '../services/keys/api-keys.ts'
+import type { RequestHandler } from 'express'
+import type { ApiKeys } from '../services/keys/api-keys.ts'
 import { ApiError } from '../services/api-error.ts'
 import { QuotaGate, usageOf } from '../services/keys/key-quotas.ts'
 import { markKeyless } from '../services/keys/request-key.ts'

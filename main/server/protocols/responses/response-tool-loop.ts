@@ -10,22 +10,7 @@ import { planChat, type ChatPlan, type ChatRequest } from '../../services/chat/c
 import { Notices } from '../../services/pipeline/request-notices.ts'
 import type { McpServerTools } from '../../services/mcp/mcp-tools.ts'
 import type { ToolLoopConversation, ToolLoopSink } from '../../services/pipeline/mcp-tool-loop.ts'
-import {
-  mcpApprovalRequestItem,
-  mcpCallItem,
-  mcpListToolsItem,
-  outputItemsOf,
-  type FileSearchCallOutput,
-  type IncompleteReason,
-  type McpApprovalRequestOutput,
-  type McpCallOutput,
-  type McpListToolsOutput,
-  type OutputItem,
-  type ResponseOutcome,
-  type ResponseShape,
-  type ResponseStreamWriter,
-  type WholeItem,
-} from './response-object.ts'
+import { mcpApprovalRequestItem, mcpCallItem, outputItemsOf, type McpCallOutput, type OutputItem, type ResponseShape, type ResponseStreamWriter, type WholeItem } from './response-object.ts'
 import { continuedChat, inputItemsOf, toChatRequest, type ConvertedResponse, type InputItem, type ResponsesRequest } from './responses-request.ts'
 
 /** Where the items go: collected for one JSON answer, or streamed as they come. */
