@@ -25,7 +25,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { programPath } from '../engines/builder/cmake-build.ts'
-import { findLlamaBuild } from '../engines/builder/llama-build.ts'
+import { findLlamaBuild, type LlamaBuild } from '../engines/builder/llama-build.ts'
 import { fallbackTemplateSource } from '../models/catalog/fallback-templates.ts'
 import { realModel } from '../test/support/real-models/real-model.ts'
 import { installOllama, makeOllamaStore, ollamaProgram, startOllamaServe, type OllamaServe } from '../test/support/ollama-program.ts'
@@ -40,6 +40,8 @@ import { realSizeModel } from './upstream-bench.ts'
 type SideName = 'hearth' | 'hearth-off' | 'llama-server' | 'ollama'
 
 interface Answer {
+  /** Verification passes that carried a draft (llama-server's draft steps); undefined where unknown. */
+  drafts?: number
   decodePerSecond: number
   completionTokens: number
   drafted: number
@@ -67,6 +69,7 @@ async function openAiChat(url: string, headers: Record<string, string>, body: Re
     completionTokens: json.usage.completion_tokens,
     drafted: t.draft_n ?? 0,
     accepted: t.draft_n_accepted ?? 0,
+    drafts: t.draft_steps,
     paused: t.draft_paused_n ?? 0,
     text: JSON.stringify([message.content, message.tool_calls ?? null]),
   }
@@ -86,20 +89,39 @@ async function ollamaChat(url: string, model: string, c: SpeculationCase): Promi
   return { decodePerSecond: json.eval_count / (json.eval_duration / 1e9), completionTokens: json.eval_count, drafted: 0, accepted: 0, paused: 0, text: json.message?.content ?? '' }
 }
 
-/** One pass of k rows against one row, from llama-bench's prompt rates at a context of 256 (k = 1 is a pass of one row). */
-function verificationCost(bench: string, model: string, rows: number[]): Map<number, number> {
-  const csv = execFileSync('taskset', ['-c', ENGINE_CORE, bench, '-m', model, '-t', '1', '-fa', '1', '-d', '256', '-p', rows.join(','), '-n', '0', '-r', '2', '-o', 'csv'], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 })
-  const lines = csv.trim().split('\n')
-  const header = lines[0]!.split(',').map((h) => h.replace(/"/g, ''))
-  const at = (name: string) => header.indexOf(name)
-  const msOf = new Map<number, number>()
-  for (const line of lines.slice(1)) {
-    const cells = line.split(',').map((c) => c.replace(/"/g, ''))
-    const k = Number(cells[at('n_prompt')])
-    msOf.set(k, (Number(cells[at('avg_ns')]) / 1e6))
+/**
+ * What a pass of r rows costs against a pass of one row, as Hearth's llama-server measures it while
+ * it decodes (patch llama-22, `timings.draft_pass_costs`: every row's logits, the drafting and the
+ * drafters' share of each pass, which llama-bench's prompt rates leave out): the edit answered with
+ * n-gram drafts of every length up to 48 and no pacing, so passes of every size come.
+ */
+async function passCosts(build: LlamaBuild, model: string, extra: string[] = []): Promise<Array<[number, number]>> {
+  const server = await startUpstreamProgram(build, 'llama-server', ['-m', model, '-t', '1', '--jinja', '--no-webui', '-c', '4096', '-np', '1', '--spec-type', 'ngram-simple', '--spec-ngram-simple-size-n', '2', '--spec-ngram-simple-size-m', '48', ...extra], { cpus: ENGINE_CORE })
+  try {
+    const edit = speculationCases()[0]!
+    let costs: Array<[number, number]> = []
+    for (let i = 0; i < 2; i++) {
+      const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ messages: edit.messages, max_tokens: edit.maxTokens, temperature: 0 }) })
+      const json = (await res.json()) as { timings?: { draft_pass_costs?: Array<[number, number]> } }
+      costs = json.timings?.draft_pass_costs ?? costs
+    }
+    return costs
+  } finally {
+    await server.stop()
   }
-  const one = msOf.get(1)!
-  return new Map([...msOf].map(([k, ms]) => [k, ms / one]))
+}
+
+/** Linear interpolation over measured (rows, cost) points; past the last, its cost per row. */
+function costAt(points: Array<[number, number]>, rows: number): number {
+  if (points.length === 0) return NaN
+  if (rows <= points[0]![0]) return points[0]![1]
+  for (let i = 1; i < points.length; i++) {
+    const [r0, c0] = points[i - 1]!
+    const [r1, c1] = points[i]!
+    if (rows <= r1) return c0 + ((c1 - c0) * (rows - r0)) / (r1 - r0)
+  }
+  const [rl, cl] = points[points.length - 1]!
+  return (cl * rows) / rl
 }
 
 export async function runSpeculativeBench({ runs }: { runs: number }): Promise<Record<string, number | string>> {
@@ -170,18 +192,23 @@ export async function runSpeculativeBench({ runs }: { runs: number }): Promise<R
         // Four streams at once (the edit, the tool call, the quote and the prose), on each server's defaults.
         for (const side of order.filter((s) => s.name === 'hearth' || s.name === 'llama-server')) {
           const started = performance.now()
-          const four = await Promise.all(cases.slice(0, 4).map((c) => side.ask(model, c)))
+          const four = await Promise.all(cases.slice(0, 4).map((c) => side.ask(model, { ...c, maxTokens: 128 })))
           const rate = (four.reduce((n, a) => n + a.completionTokens, 0) * 1000) / (performance.now() - started)
           together.set(`${model}|${side.name}`, [...(together.get(`${model}|${side.name}`) ?? []), rate])
         }
       }
     }
 
-    const costs = verificationCost(programPath(build.dir, 'llama-bench'), realSizeModel(build, 'Q4_K_M'), [1, 2, 4, 8, 16, 32, 48])
-    // α: what one more row costs, fitted over the draft lengths pacing uses (4 to 48 rows).
-    const alpha = median([...costs].filter(([k]) => k > 1).map(([k, c]) => (c - 1) / (k - 1)))
-    console.log(`\nreal size (1B Q4_K_M, random weights), a verification pass of k rows against one row: ${[...costs].map(([k, c]) => `k=${k} ${fmt(c, 2)}×`).join(', ')}; one more row ≈ ${fmt(alpha, 3)} of a one-row pass`)
-    results.real_size_row_cost = alpha
+    // Measured with the other engines stopped, each on the engine core alone.
+    await hearth.stop()
+    for (const server of upstreams) await server.stop()
+    await ollama?.stop()
+    const costs: Record<string, Array<[number, number]>> = {}
+    for (const [id, path] of [...Object.entries(models), ['1b', realSizeModel(build, 'Q4_K_M')] as const]) {
+      costs[id] = await passCosts(build, path, id === 'gemma3' ? ['--chat-template-file', gemmaTemplate] : [])
+      console.log(`a pass of r rows against one row, ${id}: ${costs[id]!.map(([r, c]) => `${fmt(r, 1)}: ${fmt(c, 2)}×`).join(', ')}`)
+      for (const [r, c] of costs[id]!) results[`${id}_pass_cost_${Math.round(r)}_rows`] = c
+    }
 
     console.log(`\n${'model'.padEnd(8)} ${'case'.padEnd(12)} ${'hearth'.padStart(7)} ${'off'.padStart(7)} ${'llama-s'.padStart(7)} ${'ollama'.padStart(7)}  ${'×llama-s'.padStart(8)} ${'×ollama'.padStart(8)} ${'target'.padStart(6)}  drafted/accepted/paused  same  projected 1B`)
     for (const model of Object.keys(models)) {
@@ -194,8 +221,12 @@ export async function runSpeculativeBench({ runs }: { runs: number }): Promise<R
         const paused = median(on.map((a) => a.paused))
         const tokens = median(on.map((a) => a.completionTokens))
         const same = on.every((a, i) => a.text === of('hearth-off')[i]?.text)
+        // At real size: the same passes (each its accepted tokens and one more), each costing what a
+        // pass of its rows costs the 1B model; drafts of the mean length, as pacing made them.
         const passes = tokens - accepted
-        const projected = tokens / (passes + alpha * drafted)
+        const drafts = on.length ? median(on.map((a) => a.drafts ?? 0)) : 0
+        const meanRows = drafts > 0 ? 1 + drafted / drafts : 1
+        const projected = tokens / (passes - drafts + drafts * costAt(costs['1b'] ?? [], meanRows))
         const vsLlama = rate('hearth') / rate('llama-server')
         const vsOllama = rate('hearth') / rate('ollama')
         console.log(

@@ -197,6 +197,8 @@ export interface ChatResult {
     draftAccepted?: number
     /** Tokens decoded while drafting was paused (its drafts had stopped being accepted). */
     draftPaused?: number
+    /** Verification passes that carried a draft. */
+    draftSteps?: number
   }
 }
 

@@ -11,7 +11,8 @@
  * - paused where it cannot help: on prose the slot stops drafting after its drafts miss, counted
  *   in `draft_paused_n`;
  * - never changes an answer: the greedy answer with speculation on, fresh and read back from the
- *   prompt cache, equals the answer with it off, token for token (logprobs and all), on the five
+ *   prompt cache, equals the answer with it off, token for token (logprobs and all; a seeded
+ *   sampled one too), on the five
  *   cases the bench measures (bench/speculative-cases.ts). That holds where a verification pass of
  *   k rows computes each row bit for bit as a pass of one row does: the exactness patches
  *   (`ggml-08…`, issue 65 item 1, docs/determinism.md); without them these checks are skipped,
@@ -112,10 +113,10 @@ describeIf(smollm && gemma && llamaBuild, 'needs llama.cpp built here (npm run b
     await ask('smollm-f32', cases.get('prose')!, { max_tokens: 4 })
     await ask('gemma', cases.get('prose')!, { max_tokens: 4 })
     // This server's engines: their command lines name files in its models folder.
-    const commands = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes('llama-server') && l.includes(modelsDir))
+    const commands = execFileSync('ps', ['-ww', '-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes('llama-server') && l.includes(modelsDir))
     const engine = (alias: string) => commands.find((l) => l.includes(`--alias ${alias} `))
-    expect(engine('smollm-f32'), commands.join('\n')).toMatch(/--spec-type ngram-simple,draft-simple .*--model-draft \S*smollm\.gguf/)
-    expect(engine('gemma')).toMatch(/--spec-type ngram-simple /)
+    expect(engine('smollm-f32'), commands.join('\n')).toMatch(/--spec-type ngram-simple,ngram-mod,draft-simple .*--model-draft \S*smollm\.gguf/)
+    expect(engine('gemma')).toMatch(/--spec-type ngram-simple,ngram-mod /)
     expect(engine('gemma')).not.toContain('--model-draft')
   }, 60_000)
 
@@ -138,5 +139,13 @@ describeIf(smollm && gemma && llamaBuild, 'needs llama.cpp built here (npm run b
   for (const name of ['edit', 'prose'] as const) {
     itIf(exactnessPatches, NOT_EXACT)(`Gemma 3 (Q4_K_M): the same greedy answer with speculation on and off, fresh and cached: ${name}`, sameAnswer('gemma', name), 90_000)
   }
+  itIf(exactnessPatches, NOT_EXACT)('Gemma 3: a seeded sampled answer is the same with speculation on and off (one draw per token, from its own row)', async () => {
+    const c = cases.get('quote')!
+    const sampled = { temperature: 0.8, top_p: 0.95, seed: 42 }
+    const on = await ask('gemma', c, sampled)
+    const off = await ask('gemma', c, { ...sampled, speculative: false })
+    expect(on.timings.draft_n).toBeGreaterThan(0)
+    expect(on.choices[0]!.message).toEqual(off.choices[0]!.message)
+  }, 90_000)
   itIf(exactnessPatches, NOT_EXACT)('SmolLM2 (F32) with its Q4_1 file as draft model: the same greedy answer on and off: edit', sameAnswer('smollm-f32', 'edit'), 120_000)
 })

@@ -10,21 +10,28 @@ import { spawnSync } from 'node:child_process'
 import type { SpeculationPlan } from '../engine-jobs.ts'
 
 /**
- * `ngram-simple`: the tokens that followed the last place the conversation had the same
- * `sizeN` tokens. Of the pin's n-gram drafters (ngram-simple, ngram-map-k, ngram-map-k4v, ngram-mod,
- * the lookup caches) it drafted the most accepted tokens per verification pass on the five cases
- * (an edit, a tool call, a quoting summary, prose, a translation) for SmolLM2 and Gemma 3; see
- * docs/benchmarks.md for the table it was chosen from.
+ * N-gram drafting, two of the pin's drafters chained (the second drafts where the first found
+ * nothing): `ngram-simple` copies what followed the last place the conversation had the same 12
+ * tokens (an edit's file, a quoted sentence, a tool call's path), and `ngram-mod` follows a table of
+ * what came after each 24 tokens, so it keeps drafting through text that repeats itself. Chosen by
+ * replaying the five cases' greedy answers (SmolLM2 and Gemma 3) through every drafter of the pin
+ * (ngram-simple with keys of 2 to 12 tokens, ngram-mod with 4 to 24, each with drafts of 8 to 64
+ * and every pacing) under the pass costs llama-server measured: the chain was within 2 % of the
+ * best on every case, and no other choice was (docs/benchmarks.md#speculative-decoding).
  */
-export const NGRAM_DRAFT = { type: 'ngram-simple', sizeN: 4, sizeM: 48 } as const
+export const NGRAM_DRAFT = {
+  types: ['ngram-simple', 'ngram-mod'],
+  simple: { sizeN: 12, sizeM: 48 },
+  mod: { nMatch: 24, nMin: 8, nMax: 48 },
+} as const
 
 /**
  * Patch llama-22's pacing: a slot's first draft is `draftStart` tokens long and doubles while its
  * drafts are accepted whole (a miss cuts it back), so a wrong guess costs a short pass; and a slot
- * whose last drafts were accepted at less than `pauseBelow` stops drafting (16 tokens, doubling to
- * 512 while the one draft after each pause still misses), so text it cannot help costs nothing.
- * `pauseBelow` is the break-even acceptance: what one more row of a verification pass costs
- * against a pass of one row, measured on this kind of CPU (docs/benchmarks.md).
+ * whose last drafts did not pay for their passes stops drafting (16 tokens, doubling to 512 while
+ * the one draft after each pause still does not pay), so text it cannot help costs next to nothing.
+ * What pays is measured by llama-server as it runs (the time of its passes by their rows); until
+ * it has measured, drafts accepted at less than `pauseBelow` do not.
  */
 export const DRAFT_PACING = { draftStart: 4, pauseBelow: 0.3 } as const
 
@@ -38,10 +45,14 @@ const DRAFT_MODEL_MAX = 16
  */
 export function speculationArgs(plan: SpeculationPlan, gpuLayers: number, paced = true): string[] {
   if (!paced && !plan.requested) return []
-  const types = [...(plan.ngram ? [NGRAM_DRAFT.type] : []), ...(plan.draftPath ? ['draft-simple'] : []), ...(plan.mtp ? ['draft-mtp'] : [])]
+  const types = [...(plan.ngram ? NGRAM_DRAFT.types : []), ...(plan.draftPath ? ['draft-simple'] : []), ...(plan.mtp ? ['draft-mtp'] : [])]
   if (types.length === 0) return []
   const args = ['--spec-type', types.join(',')]
-  if (plan.ngram) args.push('--spec-ngram-simple-size-n', String(NGRAM_DRAFT.sizeN), '--spec-ngram-simple-size-m', String(NGRAM_DRAFT.sizeM))
+  if (plan.ngram) {
+    const { simple, mod } = NGRAM_DRAFT
+    args.push('--spec-ngram-simple-size-n', String(simple.sizeN), '--spec-ngram-simple-size-m', String(simple.sizeM))
+    args.push('--spec-ngram-mod-n-match', String(mod.nMatch), '--spec-ngram-mod-n-min', String(mod.nMin), '--spec-ngram-mod-n-max', String(mod.nMax))
+  }
   if (plan.draftPath) args.push('--model-draft', plan.draftPath, '--gpu-layers-draft', gpuLayers < 0 ? 'auto' : String(gpuLayers))
   if (plan.draftPath || plan.mtp) args.push('--spec-draft-n-max', String(DRAFT_MODEL_MAX))
   if (paced) args.push('--spec-draft-start', String(DRAFT_PACING.draftStart), '--spec-pause-below', String(DRAFT_PACING.pauseBelow))

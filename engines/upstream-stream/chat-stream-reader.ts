@@ -11,6 +11,7 @@ export interface UpstreamTimings {
   draft_n?: number
   draft_n_accepted?: number
   draft_paused_n?: number
+  draft_steps?: number
   prompt_ms?: number
   prompt_per_second?: number
   predicted_ms?: number
@@ -106,7 +107,7 @@ export class ChatStreamReader {
         promptPerSecond: t?.prompt_per_second ?? 0,
         predictedMs: t?.predicted_ms ?? 0,
         predictedPerSecond: t?.predicted_per_second ?? 0,
-        ...(t?.draft_n !== undefined ? { draftTokens: t.draft_n, draftAccepted: t.draft_n_accepted ?? 0, draftPaused: t.draft_paused_n ?? 0 } : {}),
+        ...(t?.draft_n !== undefined ? { draftTokens: t.draft_n, draftAccepted: t.draft_n_accepted ?? 0, draftPaused: t.draft_paused_n ?? 0, draftSteps: t.draft_steps ?? 0 } : {}),
       },
     }
   }

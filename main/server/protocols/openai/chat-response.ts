@@ -22,6 +22,8 @@ export interface ChatTimings {
   draft_acceptance_rate?: number
   /** Tokens decoded while drafting was paused, its drafts no longer accepted (Hearth's own). */
   draft_paused_n?: number
+  /** Verification passes that carried a draft: each gave its accepted tokens and one more (Hearth's own). */
+  draft_steps?: number
 }
 
 /** Identifies one completion across its response or all its stream chunks. */
@@ -49,7 +51,7 @@ export function timingsOf(result: ChatResult): ChatTimings {
     predicted_ms: round(t.predictedMs),
     predicted_per_second: round(t.predictedPerSecond),
     ...(t.draftTokens !== undefined
-      ? { draft_n: t.draftTokens, draft_n_accepted: t.draftAccepted ?? 0, draft_acceptance_rate: round(t.draftTokens ? (t.draftAccepted ?? 0) / t.draftTokens : 0), draft_paused_n: t.draftPaused ?? 0 }
+      ? { draft_n: t.draftTokens, draft_n_accepted: t.draftAccepted ?? 0, draft_acceptance_rate: round(t.draftTokens ? (t.draftAccepted ?? 0) / t.draftTokens : 0), draft_paused_n: t.draftPaused ?? 0, draft_steps: t.draftSteps ?? 0 }
       : {}),
   }
 }
