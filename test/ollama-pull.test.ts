@@ -308,6 +308,11 @@ describe('a pull stopped midway, then pulled again', () => {
     expect(partial).toContain(`${model.digest.replace(':', '-')}-partial`)
     expect(existsSync(join(blobsDir, model.digest.replace(':', '-')))).toBe(false)
 
+    // The stopped pull's last chunks may still be on their way: count from when the server is quiet.
+    for (let last = -1; last !== served; ) {
+      last = served
+      await new Promise((r) => setTimeout(r, 200))
+    }
     const before = served
     let pulled: { downloaded: number } | undefined
     for await (const event of pullOllamaModel(name, options)) if (event.status === 'success') pulled = event.model

@@ -14,10 +14,11 @@ import type { SpeculationPlan } from '../engine-jobs.ts'
  * nothing): `ngram-simple` copies what followed the last place the conversation had the same 12
  * tokens (an edit's file, a quoted sentence, a tool call's path), and `ngram-mod` follows a table of
  * what came after each 24 tokens, so it keeps drafting through text that repeats itself. Chosen by
- * replaying the five cases' greedy answers (SmolLM2 and Gemma 3) through every drafter of the pin
- * (ngram-simple with keys of 2 to 12 tokens, ngram-mod with 4 to 24, each with drafts of 8 to 64
- * and every pacing) under the pass costs llama-server measured: the chain was within 2 % of the
- * best on every case, and no other choice was (docs/benchmarks.md#speculative-decoding).
+ * replaying the five cases' greedy answers (SmolLM2 and Gemma 3) through the pin's drafters
+ * (ngram-simple with keys of 2 to 12 tokens, ngram-mod with 4 to 24, drafts of 8 to 64, each paced
+ * and not) under the pass costs llama-server measured: the chain had the second-best geometric mean
+ * (1.53×, ngram-mod alone 1.55×) and the best edit, where ngram-mod alone drafts worse
+ * (docs/benchmarks.md#speculative-decoding).
  */
 export const NGRAM_DRAFT = {
   types: ['ngram-simple', 'ngram-mod'],

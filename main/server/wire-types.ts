@@ -104,6 +104,10 @@ export type RecommendedEntry = RecommendedModel & { installed: boolean }
 /** A download on the wire. `bytes` and `total` cover the model and its projector. */
 export interface DownloadObject {
   id: string
+  /** `file`: files from Hugging Face or a URL; `registry`: a model pulled by its Ollama name (`source`, served as `model_id`). */
+  kind: 'file' | 'registry'
+  /** The registry a pull by name comes from (`registry.ollama.ai` is Ollama's library); null for files. */
+  registry: string | null
   source: string
   file: string
   state: DownloadState
@@ -117,7 +121,8 @@ export interface DownloadObject {
   model_id: string
   mmproj: string | null
   mmproj_source: string | null
-  files: Array<{ role: 'model' | 'mmproj'; source: string; file: string; bytes: number; total: number | null; sha256: string | null; reused: boolean }>
+  /** A pull by name lists its blobs (`source` the digest; `layer` for the template, system prompt, config …). */
+  files: Array<{ role: 'model' | 'mmproj' | 'layer'; source: string; file: string; bytes: number; total: number | null; sha256: string | null; reused: boolean }>
   /** Unix seconds. */
   created: number
   finished: number | null

@@ -1,5 +1,6 @@
 /**
- * One pull: a model file and perhaps its projector, from probe to catalog entry. States go
+ * One pull of files: a model file and perhaps its projector, from probe to catalog entry (a pull by
+ * Ollama name is registry-pull-job.ts; both are a ManagedDownload). States go
  * queued → downloading → verifying → done, or end in failed / cancelled. Partial files live in
  * `<models>/.partial/` (the folder scan skips dot-folders); they are removed on failure and cancel,
  * and kept when the connection is lost, so pulling the same source again resumes.
@@ -20,7 +21,8 @@ export type DownloadState = 'queued' | 'downloading' | 'verifying' | 'done' | 'f
 export const PARTIAL_DIR = '.partial'
 
 export interface DownloadFileSnapshot {
-  role: 'model' | 'mmproj'
+  /** A pull by name lists its blobs: the model's, the projector's, and the other layers (template, system, config). */
+  role: 'model' | 'mmproj' | 'layer'
   source: string
   file: string
   bytes: number
@@ -33,9 +35,13 @@ export interface DownloadFileSnapshot {
 
 export interface DownloadSnapshot {
   id: string
+  /** `file`: files from Hugging Face or a URL; `registry`: a model pulled by its Ollama name. */
+  kind: 'file' | 'registry'
+  /** The registry a pull by name comes from (`registry.ollama.ai`, `127.0.0.1:5000`); null for files. */
+  registry: string | null
   modelId: string
   source: string
-  /** The model's file name; bytes and total count the projector too. */
+  /** The model's file name (for a pull by name, its manifest's path in the folder); bytes and total count the projector too. */
   file: string
   mmproj: string | null
   mmprojSource: string | null
@@ -49,6 +55,33 @@ export interface DownloadSnapshot {
   files: DownloadFileSnapshot[]
   createdAt: number
   finishedAt: number | null
+}
+
+/**
+ * What the manager, the API and the command line need of a download, whatever it fetches: files
+ * (DownloadJob) or a model by its Ollama name (RegistryPullJob).
+ */
+export interface ManagedDownload {
+  readonly id: string
+  readonly modelId: string
+  /** Settles once what can be checked before the transfer is checked (or the job failed before that). */
+  readonly prepared: Promise<void>
+  /** Settles with the final snapshot; never rejects. */
+  readonly finished: Promise<DownloadSnapshot>
+  readonly currentState: DownloadState
+  readonly failure: DownloadError | undefined
+  /** The final paths this job will write, to keep two jobs off the same file. */
+  readonly targetPaths: string[]
+  /** Bytes still to be written, for the other jobs' disk-space check. */
+  remainingBytes(): number
+  /** The user stops it. */
+  cancel(): void
+  /** The process stops: what came stays for the next pull of the same source. */
+  interrupt(): void
+  /** Removes what a stopped job kept for resuming (`keepFiles`: another job resumes from it) and marks it cancelled. */
+  discard(keepFiles?: boolean): Promise<void>
+  subscribe(listener: (snapshot: DownloadSnapshot) => void): () => void
+  snapshot(): DownloadSnapshot
 }
 
 export interface DownloadJobContext {
@@ -85,7 +118,7 @@ interface JobFile {
 }
 
 const FINAL: ReadonlySet<DownloadState> = new Set(['done', 'failed', 'cancelled'])
-const PROGRESS_INTERVAL_MS = 250
+export const PROGRESS_INTERVAL_MS = 250
 
 export function isFinalState(state: DownloadState): boolean {
   return FINAL.has(state)
@@ -95,7 +128,7 @@ export function isFinalState(state: DownloadState): boolean {
 const CANCELLED = Symbol('cancelled')
 const INTERRUPTED = Symbol('interrupted')
 
-export class DownloadJob {
+export class DownloadJob implements ManagedDownload {
   readonly id: string
   readonly modelId: string
   readonly createdAt = Date.now()
@@ -197,6 +230,8 @@ export class DownloadJob {
     }
     return {
       id: this.id,
+      kind: 'file',
+      registry: null,
       modelId: this.modelId,
       source: model!.source.source,
       file: model!.source.fileName,

@@ -1,6 +1,7 @@
 /**
  * The downloads of one models folder: checks a pull before it starts (references, id and file names
- * free), runs a few at a time, and remembers recent ones for the API and the command line.
+ * free), runs a few at a time, and remembers recent ones for the API and the command line. A source
+ * is files from Hugging Face or a URL (DownloadJob), or a model's Ollama name (RegistryPullJob).
  */
 import { randomBytes } from 'node:crypto'
 import { stat } from 'node:fs/promises'
@@ -8,15 +9,20 @@ import { join } from 'node:path'
 import type { ModelFolder } from '../catalog/model-folder.ts'
 import { freeDiskBytes } from './disk-space.ts'
 import { DownloadError } from './download-error.ts'
-import { DownloadJob, isFinalState, type DownloadSnapshot } from './download-job.ts'
+import { DownloadJob, isFinalState, type DownloadSnapshot, type ManagedDownload } from './download-job.ts'
 import { hubEndpointFromEnv, parseModelSource } from './hf-reference.ts'
 import { fileStem, validateModelId } from './model-names.ts'
+import { parsePullName } from './ollama-pull-name.ts'
+import { RegistryPullJob, type RegistryName, type RegistryPullOptions } from './registry-pull-job.ts'
 import { DEFAULT_RETRY, type RetryPolicy } from './remote-file.ts'
 
 export interface PullRequest {
+  /** `hf://owner/repo/file.gguf`, an https URL, or an Ollama name (`qwen3:0.6b`, `host:port/namespace/model:tag`). */
   source: string
   mmproj?: string
   id?: string
+  /** Plain http to the registry a name carries, as `ollama pull --insecure`. */
+  insecure?: boolean
 }
 
 export interface DownloadManagerOptions {
@@ -32,11 +38,13 @@ export interface DownloadManagerOptions {
   probeTimeoutMs?: number
   /** Finished downloads kept for GET /api/downloads. */
   historyLimit?: number
+  /** For pulls by name: Ollama's stores to link blobs from, part sizes, retries (tests). */
+  registry?: RegistryPullOptions
 }
 
 export class DownloadManager {
   readonly hubEndpoint: string
-  private readonly jobs = new Map<string, DownloadJob>()
+  private readonly jobs = new Map<string, ManagedDownload>()
   private readonly slots: Slots
   private readonly retry: RetryPolicy
 
@@ -51,7 +59,16 @@ export class DownloadManager {
   }
 
   /** Validates the request and starts the job; throws DownloadError('invalid_value') naming the field. */
-  async pull(request: PullRequest): Promise<DownloadJob> {
+  async pull(request: PullRequest): Promise<ManagedDownload> {
+    const name = registryNameIn(request.source)
+    if (name) return this.pullByName(name, request)
+    if (request.insecure !== undefined) {
+      throw new DownloadError(
+        'invalid_value',
+        `Invalid value for 'insecure': only a pull by name from a registry (host:port/namespace/model:tag) takes it`,
+        'insecure',
+      )
+    }
     const model = parseModelSource(request.source, 'source', this.hubEndpoint)
     const mmproj = request.mmproj === undefined ? undefined : parseModelSource(request.mmproj, 'mmproj', this.hubEndpoint)
     const idParam = request.id === undefined ? 'source' : 'id'
@@ -95,7 +112,46 @@ export class DownloadManager {
         acquireSlot: (signal) => this.slots.acquire(signal),
       },
     )
-    this.jobs.set(id, job)
+    return this.track(job)
+  }
+
+  /**
+   * A model by its Ollama name, into the folder's `ollama/` store, served under that name. It comes
+   * with its own projector and name, so `mmproj` and `id` are refused; pulling a name again updates it.
+   */
+  private async pullByName(name: RegistryName, request: PullRequest): Promise<ManagedDownload> {
+    const bad = (param: string, why: string) => new DownloadError('invalid_value', `Invalid value for '${param}': ${why}`, param)
+    if (request.mmproj !== undefined) throw bad('mmproj', `${name.shortName} is pulled by name, with the projector its manifest names`)
+    if (request.id !== undefined && request.id !== name.shortName) throw bad('id', `a model pulled by name is served under that name, ${name.shortName}`)
+    if (name.scheme === 'http' && request.insecure !== true)
+      throw bad('source', `${name.shortName} is named with http://: pull it with "insecure": true to allow plain http`)
+    for (const job of this.active()) {
+      if (job.modelId === name.shortName) throw new DownloadError('invalid_value', `${name.shortName} is already being pulled (${job.id})`, 'source')
+    }
+    const { models } = await this.options.folder.scan()
+    // A model of the folder's own by that id would be served in the pulled one's place.
+    if (models.some((m) => m.id === name.shortName && !m.source)) {
+      throw new DownloadError(
+        'invalid_value',
+        `A model with the id "${name.shortName}" already exists in the models folder; remove it before pulling ${name.shortName}`,
+        'source',
+      )
+    }
+    const id = `dl-${randomBytes(6).toString('hex')}`
+    const job = new RegistryPullJob(id, name, {
+      modelsDir: this.modelsDir,
+      insecure: request.insecure === true,
+      freeBytes: this.options.freeBytes ?? freeDiskBytes,
+      reservedByOthers: () => this.active().reduce((sum, j) => (j.id === id ? sum : sum + j.remainingBytes()), 0),
+      acquireSlot: (signal) => this.slots.acquire(signal),
+      ...(this.options.registry ? { pullOptions: this.options.registry } : {}),
+    })
+    for (const earlier of this.jobs.values()) if (earlier instanceof RegistryPullJob && earlier.modelId === name.shortName) earlier.handOver()
+    return this.track(job)
+  }
+
+  private track(job: ManagedDownload): ManagedDownload {
+    this.jobs.set(job.id, job)
     void job.finished.then(() => this.prune())
     return job
   }
@@ -105,11 +161,14 @@ export class DownloadManager {
     return [...this.jobs.values()].reverse().map((j) => j.snapshot())
   }
 
-  get(id: string): DownloadJob | undefined {
+  get(id: string): ManagedDownload | undefined {
     return this.jobs.get(id)
   }
 
-  /** Cancels a running job (its partial files go), or discards what a failed one kept for resuming. */
+  /**
+   * Cancels a running job (a file download's partial files go; a pull by name keeps what came), or
+   * discards what a stopped one kept for resuming.
+   */
   async cancel(id: string): Promise<DownloadSnapshot | undefined> {
     const job = this.jobs.get(id)
     if (!job) return undefined
@@ -134,7 +193,7 @@ export class DownloadManager {
     await Promise.all(running.map((j) => j.finished))
   }
 
-  private active(): DownloadJob[] {
+  private active(): ManagedDownload[] {
     return [...this.jobs.values()].filter((j) => !isFinalState(j.currentState))
   }
 
@@ -143,6 +202,36 @@ export class DownloadManager {
     const finished = [...this.jobs.values()].filter((j) => isFinalState(j.currentState))
     for (const job of finished.slice(0, Math.max(0, finished.length - limit))) this.jobs.delete(job.id)
   }
+}
+
+/**
+ * The Ollama name a source is, if it is one: not `hf://…`, a URL of a file, nor `hf.co/…` (a
+ * repository, whose file is named with hf://). A source that is neither a name nor a URL is refused
+ * with what it may be.
+ */
+function registryNameIn(source: unknown): RegistryName | undefined {
+  if (typeof source !== 'string') return undefined
+  let parsed: ReturnType<typeof parsePullName>
+  try {
+    parsed = parsePullName(source, 'source')
+  } catch (e) {
+    // A URL that is no name (ftp://, a page) is refused as the reference it meant to be.
+    if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(source.trim())) return undefined
+    const why = (e as Error).message
+    throw new DownloadError(
+      'invalid_value',
+      `Invalid value for 'source': ${why}; expected an Ollama name (qwen3:0.6b), hf://owner/repo/file.gguf or an https URL`,
+      'source',
+    )
+  }
+  if (parsed.kind === 'huggingface') {
+    throw new DownloadError(
+      'invalid_value',
+      `Invalid value for 'source': ${parsed.name} is a Hugging Face repository; name its GGUF file, hf://${parsed.owner}/${parsed.repo}/<file>.gguf`,
+      'source',
+    )
+  }
+  return parsed.kind === 'registry' ? parsed : undefined
 }
 
 /** A counting semaphore whose waiters can give up. */

@@ -51,6 +51,8 @@ export interface OllamaPullOptions {
   maxHeaderProbeBytes?: number
   freeBytes?: (dir: string) => Promise<number>
   fetch?: typeof fetch
+  /** Told the blobs of the model (config included, each once) as soon as the manifest is read. */
+  onManifest?: (layers: readonly ManifestLayer[]) => void
 }
 
 /** One step of a pull, as Ollama reports it (`status`), with what Hearth's Models page also shows. */
@@ -192,6 +194,8 @@ class OllamaPull {
   private readonly retry: RetryPolicy
   private readonly meter = new RateMeter()
   private lastEmit = new Map<string, number>()
+  /** Progress held back by the interval, shown once it is over: the last step before a stall is seen too. */
+  private trailing = new Map<string, NodeJS.Timeout>()
   private plans: LayerPlan[] = []
   private downloaded = 0
   private readonly reusedFromOllama: string[] = []
@@ -215,6 +219,9 @@ class OllamaPull {
       for (const plan of this.plans) await (plan.download?.completed === 0 ? plan.download.discard() : plan.download?.close())
       if (this.signal.aborted) throw new DownloadError('cancelled', `the pull was cancelled; what was fetched is kept, pull the same name again to resume`, 'model')
       throw e
+    } finally {
+      for (const timer of this.trailing.values()) clearTimeout(timer)
+      this.trailing.clear()
     }
   }
 
@@ -237,6 +244,7 @@ class OllamaPull {
     await mkdir(join(this.store, 'blobs'), { recursive: true })
     const layers = [...manifest.layers, ...(manifest.config ? [manifest.config] : [])]
     const unique = layers.filter((l, i) => layers.findIndex((o) => o.digest === l.digest) === i)
+    this.options.onManifest?.(unique)
     const release = await this.lockBlobs(unique.map((l) => blobPath(this.store, l.digest)))
     try {
       this.plans = []
@@ -496,9 +504,15 @@ class OllamaPull {
 
   private progress(plan: LayerPlan, force: boolean): void {
     if (!plan.shown) return
-    const now = Date.now()
-    if (!force && now - (this.lastEmit.get(plan.layer.digest) ?? 0) < PROGRESS_INTERVAL_MS) return
-    this.lastEmit.set(plan.layer.digest, now)
+    const digest = plan.layer.digest
+    const wait = PROGRESS_INTERVAL_MS - (Date.now() - (this.lastEmit.get(digest) ?? 0))
+    if (!force && wait > 0) {
+      if (!this.trailing.has(digest)) this.trailing.set(digest, setTimeout(() => this.progress(plan, true), wait))
+      return
+    }
+    clearTimeout(this.trailing.get(digest))
+    this.trailing.delete(digest)
+    this.lastEmit.set(digest, Date.now())
     this.emit({
       status: 'pulling',
       digest: plan.layer.digest,

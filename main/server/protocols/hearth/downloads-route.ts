@@ -1,7 +1,7 @@
 /**
- * /api: getting models. Pull from Hugging Face or a URL (a background download with progress as
- * JSON and SSE), import a local file, add a model on another machine, remove a model, and the
- * recommended first-run list.
+ * /api: getting models. Pull from Hugging Face, a URL or by Ollama name from a registry (a
+ * background download with progress as JSON and SSE), import a local file, add a model on another
+ * machine, remove a model, and the recommended first-run list.
  */
 import { relative } from 'node:path'
 import { Router } from 'express'
@@ -13,7 +13,7 @@ import { isFinalState, type DownloadSnapshot } from '../../../../models/download
 import { DownloadManager } from '../../../../models/downloads/download-manager.ts'
 import { importModel } from '../../../../models/downloads/model-import.ts'
 import { removeModel } from '../../../../models/downloads/model-removal.ts'
-import { ApiError, invalidRequest, modelNotFound } from '../../services/api-error.ts'
+import { ApiError, invalidRequest } from '../../services/api-error.ts'
 import { requireJsonBody } from '../../http/json-body.ts'
 import { parseOrThrow } from '../../services/chat/validation.ts'
 import type { ServerContext } from '../../server-context.ts'
@@ -25,6 +25,7 @@ const pullSchema = z.object({
   source: z.string(),
   mmproj: z.string().optional(),
   id: z.string().optional(),
+  insecure: z.boolean().optional(),
 })
 
 const importSchema = z.object({
@@ -154,10 +155,12 @@ export function downloadsRoute(ctx: ServerContext): Router {
   return router
 }
 
-/** A download on the wire (snake_case). `bytes` and `total` cover the model and its projector. */
+/** A download on the wire (snake_case). `bytes` and `total` cover the model and its projector (a pull by name: every blob). */
 export function downloadObject(s: DownloadSnapshot): DownloadObject {
   return {
     id: s.id,
+    kind: s.kind,
+    registry: s.registry,
     source: s.source,
     file: s.file,
     state: s.state,

@@ -29,8 +29,11 @@ export interface ModelInfo {
   kind: string | undefined
   /** A model served by other machines: their hosts and whether any copy answers. */
   remote: { health: RemoteHealth; hosts: string[] } | undefined
-  /** A model another program downloaded, served where it lies (read only): which program, and its folder. */
-  source: { kind: ModelSourceKind; dir: string | undefined } | undefined
+  /**
+   * A model in a program's store, served where it lies: which program, and its folder. Read only,
+   * but for `pulled`: Hearth's own store of the models it pulled by name (`<models>/ollama`).
+   */
+  source: { kind: ModelSourceKind; dir: string | undefined; pulled: boolean } | undefined
   /** The file has no chat template: the format chosen for it (`gemma`, `chatml`, …). */
   templateGuessed: string | undefined
   /** A pooled model: the machines lending it memory. */
@@ -47,7 +50,7 @@ export const FINISHED: readonly DownloadState[] = ['done', 'failed', 'cancelled'
 /** `/api/models` lists models in full; another OpenAI-style server answers only `/v1/models`, with less. */
 type ListedModel = Pick<ModelObject, 'id'> & Partial<ManagedModel>
 
-function fromWire(m: ListedModel): ModelInfo {
+function fromWire(m: ListedModel, modelsDir?: string): ModelInfo {
   return {
     id: m.id,
     capabilities: m.capabilities ?? [],
@@ -57,11 +60,18 @@ function fromWire(m: ListedModel): ModelInfo {
     file: m.file ?? undefined,
     kind: m.kind,
     remote: m.remote ? { health: m.remote.health, hosts: (m.replicas ?? []).map((r) => hostOf(r.base_url)) } : undefined,
-    source: m.source ? { kind: m.source, dir: m.source_dir } : undefined,
+    source: m.source ? { kind: m.source, dir: m.source_dir, pulled: m.source === 'ollama' && isPulledStore(m.source_dir, modelsDir) } : undefined,
     templateGuessed: typeof m.template_guessed === 'string' ? m.template_guessed : undefined,
     pool: m.pool,
     poolProblem: m.pool_problem ?? undefined,
   }
+}
+
+/** The folder Hearth pulls Ollama names into: `ollama` in the models folder. */
+function isPulledStore(dir: string | undefined, modelsDir: string | undefined): boolean {
+  if (!dir || !modelsDir) return false
+  const root = modelsDir.replace(/[\\/]+$/, '')
+  return dir === `${root}/ollama` || dir === `${root}\\ollama`
 }
 
 function hostOf(url: string): string {
@@ -105,7 +115,7 @@ class ModelsStore {
   async refresh(): Promise<void> {
     try {
       const body = await api.json<ModelFolderListing>('/api/models')
-      this.models = body.models.map(fromWire)
+      this.models = body.models.map((m) => fromWire(m, body.models_dir))
       this.problems = body.problems ?? []
       this.modelsDir = body.models_dir
       this.error = undefined
@@ -116,7 +126,7 @@ class ModelsStore {
       }
       try {
         const body = await api.json<{ data: ListedModel[] }>('/v1/models')
-        this.models = body.data.map(fromWire)
+        this.models = body.data.map((m) => fromWire(m))
         this.error = undefined
       } catch (inner) {
         this.error = (inner as Error).message
@@ -180,15 +190,19 @@ class ModelsStore {
     }
   }
 
-  async pull(source: string, options: { mmproj?: string; id?: string } = {}): Promise<boolean> {
+  /** Files from Hugging Face or a URL (with a projector and an id), or a model by its Ollama name (plain http where `insecure`). */
+  async pull(source: string, options: { mmproj?: string; id?: string; insecure?: boolean } = {}): Promise<boolean> {
     this.pullError = undefined
     try {
-      const body: Record<string, string> = { source: source.trim() }
+      const body: Record<string, string | boolean> = { source: source.trim() }
       if (options.mmproj?.trim()) body.mmproj = options.mmproj.trim()
       if (options.id?.trim()) body.id = options.id.trim()
+      if (options.insecure) body.insecure = true
       const { download } = await api.json<{ download: DownloadObject }>('/api/models/pull', { body })
       this.upsert(download)
       void this.watch(download.id)
+      // An earlier pull of the same model that kept what came: this one goes on from it, which the server now says of it.
+      for (const d of this.downloads) if (d.id !== download.id && d.model_id === download.model_id && FINISHED.includes(d.state)) void this.reload(d.id)
       return true
     } catch (e) {
       this.pullError = describe(e, 'Downloading models')
@@ -196,16 +210,31 @@ class ModelsStore {
     }
   }
 
+  /** Stops a download; for one already stopped, discards what it kept for a resume. */
   async cancelDownload(id: string): Promise<void> {
     try {
-      await api.request(`/api/downloads/${encodeURIComponent(id)}`, { method: 'DELETE' })
+      this.upsert(await api.json<DownloadObject>(`/api/downloads/${encodeURIComponent(id)}`, { method: 'DELETE' }))
     } catch (e) {
       this.pullError = (e as Error).message
     }
   }
 
+  /** A stopped download that kept what came for a resume (a pull by name cancelled, a transfer that broke), and no newer one took it over. */
+  keepsPartial(d: DownloadObject): boolean {
+    const kept = (d.state === 'cancelled' && d.error_code === 'cancelled') || (d.state === 'failed' && d.error_code === 'network' && d.bytes > 0)
+    return kept && !this.downloads.some((o) => o.id !== d.id && o.model_id === d.model_id && o.created >= d.created)
+  }
+
   dismissDownload(id: string): void {
     this.downloads = this.downloads.filter((d) => d.id !== id)
+  }
+
+  private async reload(id: string): Promise<void> {
+    try {
+      this.upsert(await api.json<DownloadObject>(`/api/downloads/${encodeURIComponent(id)}`))
+    } catch {
+      // Gone from the server's list: what is shown stays.
+    }
   }
 
   /** Follows one download's snapshots until it ends, then shows the new model. */
