@@ -5,7 +5,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'renderer/dist/**', 'dist-electron/**', 'build/**', 'test/artifacts/**', 'test/agents/**', '**/*.svelte', '**/*.mjs', '**/*.cjs', 'eslint.config.js'] },
+  { ignores: ['node_modules/**', 'renderer/dist/**', 'dist-electron/**', 'build/**', 'test/artifacts/**', 'test/agents/**', '**/*.svelte', '**/*.mjs', '**/*.cjs', 'eslint.config.js', 'renderer/vite.config.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -221,7 +221,7 @@ async function benchOneSession(build: LlamaBuild, file: string, modelsDir: strin
   let upstream = await startUpstream(build, file)
   let upstreamRun: Outcome
   let upstreamResumed: Outcome
-  let upstreamStartMs = 0
+  let upstreamStartMs: number
   try {
     upstreamRun = await replay(upstream.side, session)
     await upstream.stop()
@@ -236,7 +236,7 @@ async function benchOneSession(build: LlamaBuild, file: string, modelsDir: strin
   let hearth = await startHearth(modelsDir, dataDir)
   let hearthRun: Outcome
   let afterUnload: Outcome
-  let reload = { ms: 0, loadMs: 0, restoreMs: 0 }
+  let reload: { ms: number; loadMs: number; restoreMs: number }
   let afterRestart: Outcome
   try {
     hearthRun = await replay(hearth.side, session)

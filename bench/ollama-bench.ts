@@ -206,7 +206,7 @@ export async function runOllamaBench({ runs, session = true }: { runs: number; s
     figures.prompt = ratioLine('prompt (~700 tokens)', m('prompt', 0), m('prompt', 1), 'tok/s', true)
     figures.second_turn_ttft = ratioLine('second turn, first token', m('turn2', 0), m('turn2', 1), 'ms', false)
     figures.four_streams = ratioLine('four streams at once', m('together', 0), m('together', 1), 'tok/s', true)
-    for (const [k, v] of Object.entries(samples)) {
+    for (const k of Object.keys(samples)) {
       figures[`hearth_${k}`] = m(k, 0)
       figures[`ollama_${k}`] = m(k, 1)
     }

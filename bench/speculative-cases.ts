@@ -2,7 +2,7 @@
  * The five kinds of answer speculation is measured on (issue 65): an edit that copies most of a file
  * back, a tool-calling agent turn, a summary that quotes a document, free prose and a translation.
  * Each is a chat request as a client sends it; the bench (speculative-bench.ts) and the test
- * (test/speculation.test.ts) both use them, so the figures and the exactness checks are about the
+ * (test/engines/speculation.test.ts) both use them, so the figures and the exactness checks are about the
  * same text.
  */
 

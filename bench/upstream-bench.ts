@@ -14,7 +14,7 @@
  * - embeddings (256 texts, one request) ≥ 0.95×.
  */
 import { execFileSync } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync } from 'node:fs'
 import { availableParallelism, tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import { realModelPath } from '../test/support/real-models/catalog.ts'

@@ -270,7 +270,7 @@ export class LlamaServerEngine extends ServerEngine {
       if (signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
       const fim = job.suffix !== undefined
       const res = await this.server.streamRequest(fim ? '/infill' : '/completion', JSON.stringify(completionRequestBody(job)), upstream.signal)
-      if (res.statusCode !== 200) throw completionError(res.statusCode ?? 500, await textOf(res), limit, job)
+      if (res.statusCode !== 200) throw completionError(res.statusCode ?? 500, await textOf(res), limit)
       let text = ''
       let checked = false
       let final: NativeFinal | undefined
@@ -279,7 +279,7 @@ export class LlamaServerEngine extends ServerEngine {
         for (const data of batch) {
           if (data === '[DONE]') break reading
           const event = JSON.parse(data) as NativeChunk
-          if (event.error) throw completionError(500, JSON.stringify(event), limit, job)
+          if (event.error) throw completionError(500, JSON.stringify(event), limit)
           if (event.prompt_progress && !checked) {
             checked = true
             checkContext(event.prompt_progress.total, limit)
@@ -350,7 +350,7 @@ export class LlamaServerEngine extends ServerEngine {
     if (job.inputs.length === 0) return { type: 'embed', vectors: new Float32Array(0), dimensions, promptTokens: 0 }
     // Token ids mean the text they spell, wrapped in the model's special tokens like any text
     // ([CLS] … [SEP]); llama-server would embed them bare, so they go as text.
-    const texts = await Promise.all(job.inputs.map((input) => (typeof input === 'string' ? input : this.detokenize(input))))
+    const texts = await Promise.all(job.inputs.map(async (input) => (typeof input === 'string' ? input : this.detokenize(input))))
     const vectors = new Float32Array(job.inputs.length * dimensions)
     let promptTokens = 0
     // In parts, so a client that goes away stops the work within one part: llama-server itself
@@ -483,7 +483,7 @@ function nativeLogprobs(entries: NonNullable<NativeChunk['completion_probabiliti
 }
 
 /** An error llama-server answered to a completion, as the contract names it. */
-function completionError(status: number, body: string, limit: number, job: CompleteJob): ModelError {
+function completionError(status: number, body: string, limit: number): ModelError {
   const error = readUpstreamError(status, body)
   if (error.kind === 'infill_unsupported') {
     return new ModelError('model_not_compatible', "This model has no fill-in-the-middle tokens, so it cannot complete with a 'suffix'", 'suffix')

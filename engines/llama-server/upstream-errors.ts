@@ -1,7 +1,7 @@
 /**
  * What llama-server's error answers mean, read from their text in this one place. Its wording is
- * upstream's and may move with any new commit; test/upstream-errors.test.ts holds the texts as the
- * pinned llama-server writes them, and test/llama-patches.test.ts provokes them from the real
+ * upstream's and may move with any new commit; test/fast/upstream-errors.test.ts holds the texts as the
+ * pinned llama-server writes them, and test/engines/llama-patches.test.ts provokes them from the real
  * program, so a rebase that changes one fails there, not in a user's request.
  */
 

@@ -239,7 +239,10 @@ class RpcServerProcess {
     child.stderr?.on('data', (chunk: Buffer) => {
       for (const line of chunk.toString('utf8').split('\n')) {
         if (!/^\[\w+\] /.test(line)) continue
-        if (Date.now() - window > 1_000) (window = Date.now()), (said = 0)
+        if (Date.now() - window > 1_000) {
+          window = Date.now()
+          said = 0
+        }
         if (++said <= REFUSALS_PER_SECOND) options.log(`lend: rpc-server: ${line.slice(0, 300)}`)
       }
     })

@@ -2,7 +2,7 @@
  * The architectures llama.cpp loads (LLM_ARCH_NAMES in src/llama-arch.cpp) at the pinned commit
  * (engines/builder/pinned-source.ts), without `clip`, which names projectors, never a model.
  * A model of another architecture fails to load, so the catalog lists it as broken instead.
- * When the pin moves, regenerate the list; test/model-sources.test.ts compares it with the pinned
+ * When the pin moves, regenerate the list; test/fast/model-sources.test.ts compares it with the pinned
  * source wherever that source is on disk:
  *   awk '/LLM_ARCH_NAMES = \{/,/^\};/' src/llama-arch.cpp | grep -o '"[^"]*"' | tr -d '"'
  */

@@ -66,8 +66,8 @@ function parseHubReference(rest: string, hubEndpoint: string, bad: (why: string)
   const parts = rest.split('/')
   if (parts.length < 3) throw bad('expected hf://owner/repo/path/to/file.gguf')
   const owner = parts[0]!
-  let [repo, revision] = parts[1]!.split('@', 2) as [string, string | undefined]
-  revision ??= 'main'
+  const [repo, named] = parts[1]!.split('@', 2) as [string, string | undefined]
+  const revision = named ?? 'main'
   const path = parts.slice(2)
   if (!NAME_PART.test(owner) || !NAME_PART.test(repo)) throw bad(`"${owner}/${repo}" is not a Hugging Face repository name`)
   if (!REVISION.test(revision) || decodeSegment(revision).includes('..')) throw bad(`"${revision}" is not a revision`)

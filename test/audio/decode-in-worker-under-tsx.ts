@@ -1,5 +1,5 @@
 /**
- * Run by test/audio-decode.test.ts as `tsx decode-in-worker-under-tsx.ts <file>`: proves the decode
+ * Run by test/fast/audio-decode.test.ts as `tsx decode-in-worker-under-tsx.ts <file>`: proves the decode
  * worker starts when the parent process is the tsx CLI (as `npm run serve` is), not just vitest.
  */
 import { decodeAudioInWorker } from '../../media/audio/decode-audio.ts'

@@ -1,5 +1,5 @@
 /**
- * The model families the conformance suite checks (test/tool-conformance.test.ts), row by row: what
+ * The model families the conformance suite checks (test/engines/tool-conformance.test.ts), row by row: what
  * each family's template does today. The engines project's setup generates their test models before
  * any suite runs (engines-setup.ts), so no suite pays for it inside a hook's time limit.
  */

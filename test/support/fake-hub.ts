@@ -58,10 +58,9 @@ export class FakeHub {
   ) {}
 
   static async start(): Promise<FakeHub> {
-    let hub: FakeHub | undefined
-    const server = createServer((req, res) => hub!.handle(req, res))
+    const server = createServer((req, res) => hub.handle(req, res))
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-    hub = new FakeHub(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`)
+    const hub = new FakeHub(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`)
     server.on('connection', (s) => {
       hub!.sockets.add(s)
       s.on('close', () => hub!.sockets.delete(s))

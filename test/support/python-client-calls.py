@@ -1,6 +1,6 @@
 """
 What a Python program does with OpenAI's and Anthropic's official clients, against Hearth: each
-call in turn, its outcome printed as one JSON object for test/python-clients.test.ts to judge, with
+call in turn, its outcome printed as one JSON object for test/engines/python-clients.test.ts to judge, with
 the fields each client's create methods take. An error is recorded (its class, status and body),
 never raised, so one failing call does not hide the others.
 

@@ -3,7 +3,7 @@
  * loudly and is skipped. Where everything must run (CI: `.ci/run` sets HEARTH_REQUIRE_ALL=1) it
  * fails instead, so a missing fixture or model never passes as green.
  *
- * Every skip in the tests goes through here (test/loud-skips.test.ts checks): `describeIf` and
+ * Every skip in the tests goes through here (test/fast/loud-skips.test.ts checks): `describeIf` and
  * `itIf` in place of vitest's `describe.skipIf` and `it.skipIf`, `skipTest` in place of a test
  * context's `skip()`. Only a suite about another platform (macOS, a GPU build) is skipped quietly
  * everywhere: `{ elsewhere: true }`, since no machine could run it and the one it names.

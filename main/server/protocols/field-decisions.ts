@@ -1,7 +1,7 @@
 /**
  * What Hearth does with each top-level field of the three APIs it speaks, in one table. The request
  * parsers read it (what they refuse by name, what they set aside and say so in a `Warning`), and
- * docs/agents.md shows it, rendered by `fieldDecisionsMarkdown` (test/field-decisions.test.ts
+ * docs/agents.md shows it, rendered by `fieldDecisionsMarkdown` (test/fast/field-decisions.test.ts
  * checks the parsers' schemas, the answers and the page against it).
  *
  * - honoured: it changes the answer as the API says it does (`note`: how, where not plain).

@@ -2,7 +2,7 @@
  * Which of Hearth's features each protocol carries, in one table: every feature reaches every
  * protocol that can express it, through the same answer pipeline, and where a protocol cannot,
  * the table says why. docs/api.md shows it (`protocolFeaturesMarkdown`), and
- * test/protocol-features.test.ts runs a request for every cell that says yes, and tries every
+ * test/fast/protocol-features.test.ts runs a request for every cell that says yes, and tries every
  * cell that says no where the protocol has a field to try it with.
  */
 

@@ -68,7 +68,7 @@ function convertWhisper(modelDir: string, out: string, log: (line: string) => vo
     execFileSync(python, [join(CT2_WHISPER, 'check.py'), modelDir, out], { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' })
   } catch (e) {
     const failures = String((e as { stdout?: string }).stdout ?? '').split('\n').filter((l) => l.includes('FAIL'))
-    throw new Error(`the converted whisper model does not match its source: ${failures.join('; ') || (e as Error).message}`)
+    throw new Error(`the converted whisper model does not match its source: ${failures.join('; ') || (e as Error).message}`, { cause: e })
   }
 }
 
