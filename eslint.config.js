@@ -5,7 +5,21 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'renderer/dist/**', 'dist-electron/**', 'build/**', 'test/artifacts/**', 'test/agents/**', '**/*.svelte', '**/*.mjs', '**/*.cjs', 'eslint.config.js', 'renderer/vite.config.ts'] },
+  {
+    ignores: [
+      'node_modules/**',
+      'renderer/dist/**',
+      'dist-electron/**',
+      'build/**',
+      'test/artifacts/**',
+      'test/agents/**',
+      '**/*.svelte',
+      '**/*.mjs',
+      '**/*.cjs',
+      'eslint.config.js',
+      'renderer/vite.config.ts',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -16,7 +30,10 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': 'error',
       // Names beginning with `_` are there to be left out on purpose (a rest pattern, a signature).
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', ignoreRestSiblings: true }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', ignoreRestSiblings: true },
+      ],
       // Tests and wire shapes read JSON of known shape: `any` there is said where it is used.
       '@typescript-eslint/no-explicit-any': 'off',
       '@typescript-eslint/no-unsafe-assignment': 'off',

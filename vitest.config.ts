@@ -12,7 +12,17 @@ import { defineConfig } from 'vitest/config'
  * The slowest suites start first (longest first packs two workers best); the rest follow.
  */
 /** Measured on a 2-core machine: 250 s, 150 s, 150 s, 90 s, 65 s, 50 s, 47 s, 25 s, 25 s. */
-const SLOWEST_FIRST = ['test/engines/tool-conformance.test.ts', 'test/engines/agents.test.ts', 'test/engines/real-speech.test.ts', 'test/engines/chaos.test.ts', 'test/engines/soak.test.ts', 'test/engines/fuzz.test.ts', 'test/engines/ollama-switch.test.ts', 'test/engines/translation.test.ts', 'test/engines/ui.test.ts']
+const SLOWEST_FIRST = [
+  'test/engines/tool-conformance.test.ts',
+  'test/engines/agents.test.ts',
+  'test/engines/real-speech.test.ts',
+  'test/engines/chaos.test.ts',
+  'test/engines/soak.test.ts',
+  'test/engines/fuzz.test.ts',
+  'test/engines/ollama-switch.test.ts',
+  'test/engines/translation.test.ts',
+  'test/engines/ui.test.ts',
+]
 
 class SlowestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {

@@ -77,14 +77,23 @@ export function agentBenchModel(build: LlamaBuild, size: AgentBenchModel = 'real
     size === 'tiny'
       ? ['random-tiny-qwen-vocab', "a tiny random-weight model with Qwen 2.5's tokenizer and template (F16)", TINY_SHAPE]
       : ['random-smollm2-135m-shape-qwen-vocab', "a random-weight model shaped like SmolLM2-135M with Qwen 2.5's tokenizer and template (F16)", SMOLLM2_135M]
-  return cachedBenchModel(build, name, 'Q8_0', what, (f16) => writeRealSizeFamilyModel(f16, { template: 'Qwen-Qwen2.5-7B-Instruct', vocabulary: 'qwen3' }, template, shape))
+  return cachedBenchModel(build, name, 'Q8_0', what, (f16) =>
+    writeRealSizeFamilyModel(f16, { template: 'Qwen-Qwen2.5-7B-Instruct', vocabulary: 'qwen3' }, template, shape),
+  )
 }
 
 export type AgentBenchModel = 'real-size' | 'tiny'
 
 /** Claude Code's session, built from its recorded first request: one body per request, in order. */
-export function claudeSession(task: string, sessionId: string, turns: number, project?: string): Array<{ kind: 'turn' | 'title'; body: Record<string, unknown> }> {
-  const recorded = JSON.parse(readFileSync(join(ROOT, 'test/fixtures/agents/claude.json'), 'utf8')) as { requests: Array<{ method: string; body?: Record<string, unknown> }> }
+export function claudeSession(
+  task: string,
+  sessionId: string,
+  turns: number,
+  project?: string,
+): Array<{ kind: 'turn' | 'title'; body: Record<string, unknown> }> {
+  const recorded = JSON.parse(readFileSync(join(ROOT, 'test/fixtures/agents/claude.json'), 'utf8')) as {
+    requests: Array<{ method: string; body?: Record<string, unknown> }>
+  }
   const first = recorded.requests.find((r) => r.method === 'POST' && Array.isArray(r.body?.tools))!.body!
   const recordedSystem = first.system as Array<{ type: string; text: string }>
   // A project of its own first in the prompt: sessions of different projects (or agents) share
@@ -92,7 +101,10 @@ export function claudeSession(task: string, sessionId: string, turns: number, pr
   const system = project ? [recordedSystem[0]!, { type: 'text', text: projectNotes(project) }, ...recordedSystem.slice(1)] : recordedSystem
   const version = `2.1.328.${sessionId.slice(0, 3)}`
   // Interactive Claude Code stamps each request with its own `cch`.
-  const stamped = (entrypoint: string) => [{ type: 'text', text: `x-anthropic-billing-header: cc_version=${version}; cc_entrypoint=${entrypoint}; cch=${randomHex(5)};` }, ...system.slice(1)]
+  const stamped = (entrypoint: string) => [
+    { type: 'text', text: `x-anthropic-billing-header: cc_version=${version}; cc_entrypoint=${entrypoint}; cch=${randomHex(5)};` },
+    ...system.slice(1),
+  ]
   const metadata = { user_id: JSON.stringify({ device_id: 'bench', account_uuid: '', session_id: sessionId }) }
   const common = { model: MODEL, max_tokens: 16, temperature: 0, stream: false, metadata }
   const opening = (first.messages as Array<{ role: string; content: unknown }>).map((m) =>
@@ -104,13 +116,29 @@ export function claudeSession(task: string, sessionId: string, turns: number, pr
   requests.push({ kind: 'turn', body: turn() })
   for (let i = 1; i <= turns; i++) {
     const id = `toolu_bench_${i}`
-    messages.push({ role: 'assistant', content: [{ type: 'text', text: `Reading part ${i}.` }, { type: 'tool_use', id, name: 'Read', input: { file_path: `/home/user/project/src/part${i}.ts` } }] })
+    messages.push({
+      role: 'assistant',
+      content: [
+        { type: 'text', text: `Reading part ${i}.` },
+        { type: 'tool_use', id, name: 'Read', input: { file_path: `/home/user/project/src/part${i}.ts` } },
+      ],
+    })
     messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content: sourceFile(i) }] })
     requests.push({ kind: 'turn', body: turn() })
     if (TITLES_AFTER.has(i)) {
       requests.push({
         kind: 'title',
-        body: { ...common, system: [...stamped('cli').slice(0, 1), { type: 'text', text: 'Write a title of three to seven words, in sentence case, for a coding session that starts with the message below. Only the title.' }], messages: [{ role: 'user', content: task }] },
+        body: {
+          ...common,
+          system: [
+            ...stamped('cli').slice(0, 1),
+            {
+              type: 'text',
+              text: 'Write a title of three to seven words, in sentence case, for a coding session that starts with the message below. Only the title.',
+            },
+          ],
+          messages: [{ role: 'user', content: task }],
+        },
       })
     }
   }
@@ -124,7 +152,10 @@ function projectNotes(project: string): string {
 
 /** A made-up source file, the same every run: a tool's result of a few hundred tokens. */
 function sourceFile(part: number): string {
-  const lines = Array.from({ length: 40 }, (_, i) => `export function step${part}_${i}(input: number): number {\n  return input * ${i + part} + ${(i * 7 + part) % 13}\n}`)
+  const lines = Array.from(
+    { length: 40 },
+    (_, i) => `export function step${part}_${i}(input: number): number {\n  return input * ${i + part} + ${(i * 7 + part) % 13}\n}`,
+  )
   return `// src/part${part}.ts\n${lines.join('\n')}`
 }
 
@@ -144,13 +175,17 @@ async function send(side: Side, body: Record<string, unknown>): Promise<Outcome>
 /** A POST without a time limit: a whole prompt read on one thread takes minutes (fetch gives up at five). */
 function post(url: string, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers } }, (res) => {
-      let text = ''
-      res.setEncoding('utf8')
-      res.on('data', (d: string) => (text += d))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }))
-      res.on('error', reject)
-    })
+    const req = request(
+      url,
+      { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers } },
+      (res) => {
+        let text = ''
+        res.setEncoding('utf8')
+        res.on('data', (d: string) => (text += d))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }))
+        res.on('error', reject)
+      },
+    )
     req.on('error', reject)
     req.end(body)
   })
@@ -161,7 +196,10 @@ export async function replay(side: Side, requests: Array<{ body: Record<string, 
   for (const [i, { body }] of requests.entries()) {
     const o = await send(side, body)
     // HEARTH_BENCH_TRACE=1: each request as it ends, to see which ones computed their prompt again.
-    if (process.env.HEARTH_BENCH_TRACE) console.log(`  ${side.name} ${String((body.metadata as { user_id?: string } | undefined)?.user_id ?? '').slice(-6)} #${i}: ${o.cachedTokens} of ${o.promptTokens} cached, ${fmt(o.ms / 1000, 2)} s`)
+    if (process.env.HEARTH_BENCH_TRACE)
+      console.log(
+        `  ${side.name} ${String((body.metadata as { user_id?: string } | undefined)?.user_id ?? '').slice(-6)} #${i}: ${o.cachedTokens} of ${o.promptTokens} cached, ${fmt(o.ms / 1000, 2)} s`,
+      )
     total.ms += o.ms
     total.promptTokens += o.promptTokens
     total.cachedTokens += o.cachedTokens
@@ -172,7 +210,12 @@ export async function replay(side: Side, requests: Array<{ body: Record<string, 
 /** llama-server with its own defaults, one thread, on the engine core. */
 async function startUpstream(build: LlamaBuild, file: string, extra: string[] = []): Promise<UpstreamServer & { side: Side }> {
   // No time limit on a request: a whole prompt read on one thread takes minutes (the default is 10).
-  const server = await startUpstreamProgram(build, 'llama-server', ['--model', file, '--alias', MODEL, '--threads', '1', '--threads-batch', '1', '--timeout', '3600', '--no-webui', ...extra], { cpus: ENGINE_CORE })
+  const server = await startUpstreamProgram(
+    build,
+    'llama-server',
+    ['--model', file, '--alias', MODEL, '--threads', '1', '--threads-batch', '1', '--timeout', '3600', '--no-webui', ...extra],
+    { cpus: ENGINE_CORE },
+  )
   return { ...server, side: { name: 'llama-server', url: server.url, headers: {} } }
 }
 
@@ -190,7 +233,9 @@ async function startHearth(modelsDir: string, dataDir: string, args: string[] = 
 
 function line(name: string, hearth: number, upstream: number, unit: string, target: string): number {
   const ratio = upstream / hearth
-  console.log(`${name.padEnd(44)} hearth ${fmt(hearth / 1000, 1).padStart(7)} ${unit}  llama-server ${fmt(upstream / 1000, 1).padStart(7)} ${unit}  ${fmt(ratio, 2)}× (target ${target})`)
+  console.log(
+    `${name.padEnd(44)} hearth ${fmt(hearth / 1000, 1).padStart(7)} ${unit}  llama-server ${fmt(upstream / 1000, 1).padStart(7)} ${unit}  ${fmt(ratio, 2)}× (target ${target})`,
+  )
   return ratio
 }
 
@@ -198,7 +243,12 @@ function line(name: string, hearth: number, upstream: number, unit: string, targ
  * The parts run alone with `--only agents-session` or `--only agents-together` (all four shapes of
  * sessions together; `agents-together-3-unshared` and the like pick one); `agents` runs all.
  */
-export async function runAgentBench(parts: { session: boolean; together: readonly TogetherShape[]; model?: AgentBenchModel; hearthFirst?: boolean }): Promise<Record<string, number>> {
+export async function runAgentBench(parts: {
+  session: boolean
+  together: readonly TogetherShape[]
+  model?: AgentBenchModel
+  hearthFirst?: boolean
+}): Promise<Record<string, number>> {
   const build = findLlamaBuild()
   if (!build) throw new Error('llama.cpp is not built on this machine: npm run build:engines')
   const file = agentBenchModel(build, parts.model)
@@ -213,11 +263,15 @@ export async function runAgentBench(parts: { session: boolean; together: readonl
 
 async function benchOneSession(build: LlamaBuild, file: string, modelsDir: string): Promise<Record<string, number>> {
   const figures: Record<string, number> = {}
-  console.log(`\n# agent sessions: Claude Code's session replayed, ${TURNS} turns and ${TITLES_AFTER.size} title requests, Hearth against llama-server (speed-ups: llama-server's time over Hearth's)`)
+  console.log(
+    `\n# agent sessions: Claude Code's session replayed, ${TURNS} turns and ${TITLES_AFTER.size} title requests, Hearth against llama-server (speed-ups: llama-server's time over Hearth's)`,
+  )
 
   // One session from nothing, then its next turns: after a restart (llama-server), after an idle
   // unload and after a restart (Hearth, whose slots are saved in its data folder).
-  const [session, next] = [claudeSession('Find the bug in the step functions and fix it.', '6a1f0c2e-0000-4000-8000-000000000001', TURNS + 2)].map((all) => [all.slice(0, -2), all.slice(-2)] as const)[0]!
+  const [session, next] = [claudeSession('Find the bug in the step functions and fix it.', '6a1f0c2e-0000-4000-8000-000000000001', TURNS + 2)].map(
+    (all) => [all.slice(0, -2), all.slice(-2)] as const,
+  )[0]!
   let upstream = await startUpstream(build, file)
   let upstreamRun: Outcome
   let upstreamResumed: Outcome
@@ -242,7 +296,10 @@ async function benchOneSession(build: LlamaBuild, file: string, modelsDir: strin
     hearthRun = await replay(hearth.side, session)
     await fetch(`${hearth.side.url}/api/models/${MODEL}/unload`, { method: 'POST', headers: hearth.side.headers })
     const loading = performance.now()
-    const loaded = (await (await fetch(`${hearth.side.url}/api/models/${MODEL}/load`, { method: 'POST', headers: hearth.side.headers })).json()) as { load_ms: number; restore_ms?: number }
+    const loaded = (await (await fetch(`${hearth.side.url}/api/models/${MODEL}/load`, { method: 'POST', headers: hearth.side.headers })).json()) as {
+      load_ms: number
+      restore_ms?: number
+    }
     reload = { ms: performance.now() - loading, loadMs: loaded.load_ms, restoreMs: loaded.restore_ms ?? 0 }
     pinEngines(hearth.server.process.pid!)
     afterUnload = await send(hearth.side, next[0]!.body)
@@ -257,9 +314,17 @@ async function benchOneSession(build: LlamaBuild, file: string, modelsDir: strin
   figures.session_cached_tokens = hearthRun.cachedTokens
   figures.session_cached_tokens_upstream = upstreamRun.cachedTokens
   const computed = (o: Outcome) => o.promptTokens - o.cachedTokens
-  console.log(`${'session, prompt tokens read from cache'.padEnd(44)} hearth ${hearthRun.cachedTokens} of ${hearthRun.promptTokens}  llama-server ${upstreamRun.cachedTokens} of ${upstreamRun.promptTokens}; computed again: ${computed(hearthRun)} against ${computed(upstreamRun)}`)
+  console.log(
+    `${'session, prompt tokens read from cache'.padEnd(44)} hearth ${hearthRun.cachedTokens} of ${hearthRun.promptTokens}  llama-server ${upstreamRun.cachedTokens} of ${upstreamRun.promptTokens}; computed again: ${computed(hearthRun)} against ${computed(upstreamRun)}`,
+  )
   figures.resumed_after_unload_speedup = line('next turn after an idle unload', afterUnload.ms, upstreamResumed.ms, 's', '≥ 10×')
-  figures.resumed_after_unload_with_start_speedup = line('  the same, with the engine\'s start', reload.ms + afterUnload.ms, upstreamStartMs + upstreamResumed.ms, 's', '≥ 10×')
+  figures.resumed_after_unload_with_start_speedup = line(
+    "  the same, with the engine's start",
+    reload.ms + afterUnload.ms,
+    upstreamStartMs + upstreamResumed.ms,
+    's',
+    '≥ 10×',
+  )
   // Where the seconds go: the engine's start (process, model load and warm-up), the slots' restore,
   // what the load does besides (the template probe), and the turn itself (its new tokens and answer).
   console.log(
@@ -270,11 +335,15 @@ async function benchOneSession(build: LlamaBuild, file: string, modelsDir: strin
   // What resuming costs beyond the turn's own new tokens (which any engine must compute): the
   // engine's start, the model's load and the slots' restore, as a share of the turn (issue 54).
   figures.resume_overhead_share = reload.ms / afterUnload.ms
-  console.log(`${'resume overhead (start, load, restore)'.padEnd(44)} ${fmt(reload.ms / 1000, 2)} s of a ${fmt(afterUnload.ms / 1000, 1)} s turn: ${fmt(100 * figures.resume_overhead_share, 1)} % (target ≤ 5 %)`)
+  console.log(
+    `${'resume overhead (start, load, restore)'.padEnd(44)} ${fmt(reload.ms / 1000, 2)} s of a ${fmt(afterUnload.ms / 1000, 1)} s turn: ${fmt(100 * figures.resume_overhead_share, 1)} % (target ≤ 5 %)`,
+  )
   figures.resumed_after_unload_restore_ms = reload.restoreMs
   figures.resumed_after_unload_load_ms = reload.loadMs
   figures.resumed_after_restart_speedup = line('next turn after a restart', afterRestart.ms, upstreamResumed.ms, 's', '≥ 10×')
-  console.log(`${''.padEnd(44)} cache reads: ${afterUnload.cachedTokens} of ${afterUnload.promptTokens} and ${afterRestart.cachedTokens} of ${afterRestart.promptTokens}; llama-server ${upstreamResumed.cachedTokens} of ${upstreamResumed.promptTokens}`)
+  console.log(
+    `${''.padEnd(44)} cache reads: ${afterUnload.cachedTokens} of ${afterUnload.promptTokens} and ${afterRestart.cachedTokens} of ${afterRestart.promptTokens}; llama-server ${upstreamResumed.cachedTokens} of ${upstreamResumed.promptTokens}`,
+  )
   return figures
 }
 
@@ -284,18 +353,38 @@ async function benchOneSession(build: LlamaBuild, file: string, modelsDir: strin
  * turns (llama-server: 55 min). Three and five sessions, sharing Claude Code's system prompt (one
  * project) or nothing (each its own project first in the prompt).
  */
-async function benchSessionsTogether(build: LlamaBuild, file: string, modelsDir: string, shapes: readonly TogetherShape[], hearthFirst: boolean): Promise<Record<string, number>> {
+async function benchSessionsTogether(
+  build: LlamaBuild,
+  file: string,
+  modelsDir: string,
+  shapes: readonly TogetherShape[],
+  hearthFirst: boolean,
+): Promise<Record<string, number>> {
   const figures: Record<string, number> = {}
-  const tasks = ['Add tests for the step functions.', 'Document the step functions.', 'Make the step functions faster.', 'Rename the step functions.', 'Find dead code in the step functions.']
+  const tasks = [
+    'Add tests for the step functions.',
+    'Document the step functions.',
+    'Make the step functions faster.',
+    'Rename the step functions.',
+    'Find dead code in the step functions.',
+  ]
   const projects = ['harbor-api', 'quill-editor', 'tessellate', 'orchard-cli', 'lumen-charts']
   for (const { count, shared } of shapes) {
     const name = `${count === 3 ? 'three' : 'five'} sessions, ${shared ? 'one project' : 'sharing nothing'}`
-    console.log(`\n# agent sessions together: ${count} Claude Code sessions of ${TURNS_TOGETHER} turns at once, two slots, ${shared ? 'one project (the system prompt shared)' : 'each its own project (nothing shared)'}, Hearth against llama-server`)
-    const sessions = tasks.slice(0, count).map((task, i) => claudeSession(task, `6a1f0c2e-0000-4000-8000-00000000001${i}`, TURNS_TOGETHER, shared ? undefined : projects[i]))
+    console.log(
+      `\n# agent sessions together: ${count} Claude Code sessions of ${TURNS_TOGETHER} turns at once, two slots, ${shared ? 'one project (the system prompt shared)' : 'each its own project (nothing shared)'}, Hearth against llama-server`,
+    )
+    const sessions = tasks
+      .slice(0, count)
+      .map((task, i) => claudeSession(task, `6a1f0c2e-0000-4000-8000-00000000001${i}`, TURNS_TOGETHER, shared ? undefined : projects[i]))
     const together = async (side: Side) => {
       const started = performance.now()
       const runs = await Promise.all(sessions.map((s) => replay(side, s)))
-      return { ms: performance.now() - started, cachedTokens: runs.reduce((n, r) => n + r.cachedTokens, 0), promptTokens: runs.reduce((n, r) => n + r.promptTokens, 0) }
+      return {
+        ms: performance.now() - started,
+        cachedTokens: runs.reduce((n, r) => n + r.cachedTokens, 0),
+        promptTokens: runs.reduce((n, r) => n + r.promptTokens, 0),
+      }
     }
     const runUpstream = async () => {
       const two = await startUpstream(build, file, ['--parallel', '2', '--ctx-size', String(2 * CONTEXT)])
@@ -312,7 +401,9 @@ async function benchSessionsTogether(build: LlamaBuild, file: string, modelsDir:
     const hearth = earlyHearth ?? (await runHearth())
     const key = `${count}_sessions_${shared ? 'shared' : 'unshared'}`
     figures[`${key}_speedup`] = line(name, hearth.ms, upstream.ms, 's', '≥ 1.0×')
-    console.log(`${''.padEnd(44)} cache reads: hearth ${hearth.cachedTokens} of ${hearth.promptTokens}, llama-server ${upstream.cachedTokens} of ${upstream.promptTokens}; computed again: ${hearth.promptTokens - hearth.cachedTokens} against ${upstream.promptTokens - upstream.cachedTokens}`)
+    console.log(
+      `${''.padEnd(44)} cache reads: hearth ${hearth.cachedTokens} of ${hearth.promptTokens}, llama-server ${upstream.cachedTokens} of ${upstream.promptTokens}; computed again: ${hearth.promptTokens - hearth.cachedTokens} against ${upstream.promptTokens - upstream.cachedTokens}`,
+    )
     figures[`${key}_cached_tokens`] = hearth.cachedTokens
     figures[`${key}_cached_tokens_upstream`] = upstream.cachedTokens
   }

@@ -50,7 +50,11 @@ export interface AmxBenchOptions {
   skipUpstream?: boolean
 }
 
-export async function runAmxBench({ runs, types = AMX_WEIGHT_TYPES, skipUpstream = false }: AmxBenchOptions): Promise<Record<string, Record<string, number | string>>> {
+export async function runAmxBench({
+  runs,
+  types = AMX_WEIGHT_TYPES,
+  skipUpstream = false,
+}: AmxBenchOptions): Promise<Record<string, Record<string, number | string>>> {
   const unknown = types.filter((t) => !(AMX_WEIGHT_TYPES as readonly string[]).includes(t))
   if (unknown.length) throw new Error(`--amx-types: ${unknown.join(', ')} (known: ${AMX_WEIGHT_TYPES.join(', ')})`)
   const build = findLlamaBuild()
@@ -61,7 +65,9 @@ export async function runAmxBench({ runs, types = AMX_WEIGHT_TYPES, skipUpstream
   }
   const withoutAmx = await llamaBuildWithoutAmx()
   const upstream = skipUpstream ? undefined : await upstreamLlamaBuild()
-  console.log(`\n# AMX on the real-size model, 1 thread, engines on core ${ENGINE_CORE}: Hearth (AMX) | Hearth without AMX | llama-bench (AMX)${upstream ? ' | llama-server upstream (unpatched)' : ''}`)
+  console.log(
+    `\n# AMX on the real-size model, 1 thread, engines on core ${ENGINE_CORE}: Hearth (AMX) | Hearth without AMX | llama-bench (AMX)${upstream ? ' | llama-server upstream (unpatched)' : ''}`,
+  )
   const results: Record<string, Record<string, number | string>> = {}
   for (const type of types) {
     const file = realSizeModel(build, type)
@@ -70,7 +76,13 @@ export async function runAmxBench({ runs, types = AMX_WEIGHT_TYPES, skipUpstream
   return results
 }
 
-async function measureType(file: string, runs: number, build: LlamaBuild, withoutAmx: LlamaBuild, upstream: LlamaBuild | undefined): Promise<Record<string, number | string>> {
+async function measureType(
+  file: string,
+  runs: number,
+  build: LlamaBuild,
+  withoutAmx: LlamaBuild,
+  upstream: LlamaBuild | undefined,
+): Promise<Record<string, number | string>> {
   const id = basename(file, '.gguf')
   const type = id.slice(id.lastIndexOf('-') + 1)
   const figures: Record<string, number | string> = {}
@@ -127,7 +139,12 @@ async function measureType(file: string, runs: number, build: LlamaBuild, withou
 async function hearthSide(name: string, file: string, id: string, build?: LlamaBuild): Promise<Side> {
   const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-amx-bench-'))
   copyFileSync(file, join(modelsDir, `${id}.gguf`))
-  const server: TestServer = await startTestServer({ modelsDir, threads: 1, args: ['--parallel', '1'], env: build ? { HEARTH_LLAMA_BUILD_DIR: build.dir } : {} })
+  const server: TestServer = await startTestServer({
+    modelsDir,
+    threads: 1,
+    args: ['--parallel', '1'],
+    env: build ? { HEARTH_LLAMA_BUILD_DIR: build.dir } : {},
+  })
   pinProcess(server.process.pid!, CLIENT_CORES)
   const endpoint = { url: server.url, headers: { authorization: `Bearer ${server.apiKey}` }, model: id }
   await stream(endpoint, say('warm up'), 2)

@@ -60,7 +60,9 @@ export async function runCompare(options: CompareOptions): Promise<{ figures: Fi
     const ratio = values[0] !== null && values[1] !== null && values[0] !== 0 ? values[1] / values[0] : null
     const figure = { name, unit, better, values, ratio }
     figures.push(figure)
-    console.log(`${name.padEnd(34)} ${show(values[0], unit).padStart(14)} ${show(values[1], unit).padStart(14)}   ${ratio === null ? '—' : `${fmt(ratio, 2)}×`}`)
+    console.log(
+      `${name.padEnd(34)} ${show(values[0], unit).padStart(14)} ${show(values[1], unit).padStart(14)}   ${ratio === null ? '—' : `${fmt(ratio, 2)}×`}`,
+    )
     return figure
   }
 
@@ -274,11 +276,16 @@ function markdown(targets: Array<Omit<CompareTarget, 'apiKey'> & { name: string 
   const lines = [
     `# Benchmark: ${new Date().toISOString()}`,
     '',
-    ...targets.map((t) => `- **${t.name}**: ${t.baseUrl} (chat \`${t.chatModel ?? '—'}\`, embeddings \`${t.embeddingModel ?? '—'}\`, translation \`${t.translationModel ?? '—'}\`)`),
+    ...targets.map(
+      (t) =>
+        `- **${t.name}**: ${t.baseUrl} (chat \`${t.chatModel ?? '—'}\`, embeddings \`${t.embeddingModel ?? '—'}\`, translation \`${t.translationModel ?? '—'}\`)`,
+    ),
     '',
     '| figure | A | B | B/A | better |',
     '|---|---:|---:|---:|---|',
-    ...figures.map((f) => `| ${f.name} | ${show(f.values[0], f.unit)} | ${show(f.values[1], f.unit)} | ${f.ratio === null ? '—' : `${fmt(f.ratio, 2)}×`} | ${f.better} |`),
+    ...figures.map(
+      (f) => `| ${f.name} | ${show(f.values[0], f.unit)} | ${show(f.values[1], f.unit)} | ${f.ratio === null ? '—' : `${fmt(f.ratio, 2)}×`} | ${f.better} |`,
+    ),
     '',
   ]
   return lines.join('\n')
@@ -312,7 +319,10 @@ async function selfTargets(threads: number): Promise<{ targets: [CompareTarget, 
     files = [TEST_MODEL_FILES.llamaPlain, TEST_MODEL_FILES.bert, TEST_MODEL_FILES.whisper].map((f) => join(dir, f))
   }
   const servers = [await benchTarget({ modelFiles: files, threads }), await benchTarget({ modelFiles: files, threads })]
-  const targets = (await Promise.all(servers.map(async (s) => ({ baseUrl: s.baseUrl, apiKey: s.apiKey, ...(await pickModels(s.baseUrl, s.apiKey)) })))) as [CompareTarget, CompareTarget]
+  const targets = (await Promise.all(servers.map(async (s) => ({ baseUrl: s.baseUrl, apiKey: s.apiKey, ...(await pickModels(s.baseUrl, s.apiKey)) })))) as [
+    CompareTarget,
+    CompareTarget,
+  ]
   return { targets, servers }
 }
 

@@ -14,7 +14,19 @@ import { spawnSync } from 'node:child_process'
 import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
-import { buildKey, cmakeBuild, compilerId, cpuLevels, engineCacheDir, findBuild, nativeCpuFeatures, programPath, type BuildRecipe, type GpuToolkit, type NativeBuild } from '../engines/builder/cmake-build.ts'
+import {
+  buildKey,
+  cmakeBuild,
+  compilerId,
+  cpuLevels,
+  engineCacheDir,
+  findBuild,
+  nativeCpuFeatures,
+  programPath,
+  type BuildRecipe,
+  type GpuToolkit,
+  type NativeBuild,
+} from '../engines/builder/cmake-build.ts'
 import { llamaRecipe } from '../engines/builder/llama-build.ts'
 import { applyPatch, LLAMA_PATCHES, pinnedLlamaSource } from '../engines/builder/pinned-source.ts'
 
@@ -51,7 +63,10 @@ function rebuiltWithoutPatches(gpu: GpuToolkit, upstream: BuildRecipe, log: (lin
       applyPatch(tree, patch, { reverse: true })
       reversed.push(patch)
     }
-    const built = spawnSync('cmake', ['--build', buildDir, '--config', 'Release', '-j', String(availableParallelism()), '--target', ...upstream.programs], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 })
+    const built = spawnSync('cmake', ['--build', buildDir, '--config', 'Release', '-j', String(availableParallelism()), '--target', ...upstream.programs], {
+      encoding: 'utf8',
+      maxBuffer: 256 * 1024 * 1024,
+    })
     if (built.status !== 0) throw new Error(`the rebuild failed: ${(built.stdout + built.stderr).slice(-2000)}`)
     const final = join(cache, `${upstream.name}-${buildKey(upstream)}`)
     const staging = `${final}.partial`

@@ -92,8 +92,13 @@ async function measureType(file: string, runs: number, upstream: LlamaBuild): Pr
     const hearth = figures[`hearth_${key}_tps`] as number
     const server = figures[`upstream_${key}_tps`]
     const ratio = typeof server === 'number' ? (figures[`${key}_ratio`] = hearth / server) : undefined
-    const versus = ratio === undefined ? `llama-server ${figures.upstream}` : `llama-server ${fmt(server as number, 0).padStart(7)} tok/s  ratio ${fmt(ratio, 3)} (target ≥ 0.97)`
-    console.log(`${id.padEnd(28)} ${what.padEnd(22)} hearth ${fmt(hearth, 0).padStart(7)}  ${versus}  llama-bench ${typeof figures[`llama_bench_${key}_tps`] === 'number' ? fmt(figures[`llama_bench_${key}_tps`] as number, 0) : figures[`llama_bench_${key}_tps`]}`)
+    const versus =
+      ratio === undefined
+        ? `llama-server ${figures.upstream}`
+        : `llama-server ${fmt(server as number, 0).padStart(7)} tok/s  ratio ${fmt(ratio, 3)} (target ≥ 0.97)`
+    console.log(
+      `${id.padEnd(28)} ${what.padEnd(22)} hearth ${fmt(hearth, 0).padStart(7)}  ${versus}  llama-bench ${typeof figures[`llama_bench_${key}_tps`] === 'number' ? fmt(figures[`llama_bench_${key}_tps`] as number, 0) : figures[`llama_bench_${key}_tps`]}`,
+    )
   }
   row(`prompt (${promptTokens} tokens)`, 'prompt')
   row(`decode (${DECODE_TOKENS} tokens)`, 'decode')
@@ -101,7 +106,9 @@ async function measureType(file: string, runs: number, upstream: LlamaBuild): Pr
   // engine's time does not, and the difference is what Hearth's layer costs a request.
   if (typeof figures.upstream_beyond_engine_ms === 'number') {
     figures.hearth_added_ms = (figures.hearth_beyond_engine_ms as number) - figures.upstream_beyond_engine_ms
-    console.log(`${''.padEnd(28)} first token beyond the engine's prompt time: hearth ${fmt(figures.hearth_beyond_engine_ms as number, 2)} ms, llama-server ${fmt(figures.upstream_beyond_engine_ms, 2)} ms: Hearth adds ${fmt(figures.hearth_added_ms, 2)} ms`)
+    console.log(
+      `${''.padEnd(28)} first token beyond the engine's prompt time: hearth ${fmt(figures.hearth_beyond_engine_ms as number, 2)} ms, llama-server ${fmt(figures.upstream_beyond_engine_ms, 2)} ms: Hearth adds ${fmt(figures.hearth_added_ms, 2)} ms`,
+    )
   }
   return figures
 }
@@ -116,7 +123,9 @@ async function hearthSide(file: string, id: string): Promise<Side> {
   const get = async (path: string) => (await fetch(`${server.url}${path}`, { headers: endpoint.headers })).json()
   const listing = (await get('/api/models')) as { models: Array<{ id: string; devices: string[] }> }
   const system = (await get('/api/system')) as { backend?: string; devices?: unknown }
-  console.log(`${id}: Hearth placed it on ${listing.models.find((m) => m.id === id)?.devices.join(' + ')}; backend ${system.backend}, devices ${JSON.stringify(system.devices)}`)
+  console.log(
+    `${id}: Hearth placed it on ${listing.models.find((m) => m.id === id)?.devices.join(' + ')}; backend ${system.backend}, devices ${JSON.stringify(system.devices)}`,
+  )
   return { name: 'hearth', endpoint, stop: async () => void (await server.stop()) }
 }
 

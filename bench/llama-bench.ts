@@ -18,7 +18,22 @@ export interface LlamaBenchRun {
 
 /** Prompt and decode tokens/s on one thread, or how the run ended (`killed by SIGILL`, `failed`). */
 export function llamaBench(build: LlamaBuild, file: string, run: LlamaBenchRun): { prompt: number | string; decode: number | string } {
-  const bench = [programPath(build.dir, 'llama-bench'), '-m', file, '-p', String(run.promptTokens), '-n', String(run.decodeTokens), '-r', String(run.repetitions), '-t', '1', ...(run.args ?? []), '-o', 'json']
+  const bench = [
+    programPath(build.dir, 'llama-bench'),
+    '-m',
+    file,
+    '-p',
+    String(run.promptTokens),
+    '-n',
+    String(run.decodeTokens),
+    '-r',
+    String(run.repetitions),
+    '-t',
+    '1',
+    ...(run.args ?? []),
+    '-o',
+    'json',
+  ]
   const [command, ...args] = run.cpus ? ['taskset', '-c', run.cpus, ...bench] : bench
   let out
   try {

@@ -104,13 +104,16 @@ const RECORDED_AGENTS = ['claude', 'codex', 'opencode', 'qwen', 'continue', 'kil
 
 /** An agent's recorded inference requests, on the bench's agent model, each answer short. */
 function recordedRequests(agent: string): Array<{ path: string; body: Record<string, unknown> }> {
-  const recorded = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'test/fixtures/agents', `${agent}.json`), 'utf8')) as { requests: Array<{ method: string; path: string; body?: Record<string, unknown> }> }
+  const recorded = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'test/fixtures/agents', `${agent}.json`), 'utf8')) as {
+    requests: Array<{ method: string; path: string; body?: Record<string, unknown> }>
+  }
   return recorded.requests
     .filter((r) => r.method === 'POST' && r.body && /^\/v1\/(chat\/completions|responses|messages|completions)$/.test(r.path.split('?')[0]!))
     .map((r) => {
       const body: Record<string, unknown> = { ...r.body, model: AGENT_MODEL }
       for (const field of ['max_tokens', 'max_output_tokens', 'max_completion_tokens']) if (field in body) body[field] = 32
-      if (!('max_tokens' in body) && !('max_output_tokens' in body) && !('max_completion_tokens' in body)) body[r.path.includes('responses') ? 'max_output_tokens' : 'max_tokens'] = 32
+      if (!('max_tokens' in body) && !('max_output_tokens' in body) && !('max_completion_tokens' in body))
+        body[r.path.includes('responses') ? 'max_output_tokens' : 'max_tokens'] = 32
       return { path: r.path.split('?')[0]!, body }
     })
 }
@@ -119,7 +122,11 @@ function recordedRequests(agent: string): Array<{ path: string; body: Record<str
 async function replayRecorded(side: AgentSide, requests: Array<{ path: string; body: Record<string, unknown> }>): Promise<number> {
   const started = performance.now()
   for (const { path, body } of requests) {
-    const res = await fetch(`${side.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...side.headers }, body: JSON.stringify(body) })
+    const res = await fetch(`${side.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...side.headers },
+      body: JSON.stringify(body),
+    })
     const text = await res.text()
     if (!res.ok) throw new Error(`${side.name} ${path}: ${res.status} ${text.slice(0, 300)}`)
   }
@@ -132,7 +139,9 @@ function inTurns<T>(run: number, pair: readonly [T, T]): readonly [T, T] {
 
 function ratioLine(name: string, hearth: number, ollama: number, unit: string, higherIsBetter: boolean): number {
   const ratio = higherIsBetter ? hearth / ollama : ollama / hearth
-  console.log(`${name.padEnd(40)} hearth ${fmt(hearth, 1).padStart(9)}  ollama ${fmt(ollama, 1).padStart(9)} ${unit.padEnd(5)} Hearth ${fmt(ratio, 2)}× (target > 1)`)
+  console.log(
+    `${name.padEnd(40)} hearth ${fmt(hearth, 1).padStart(9)}  ollama ${fmt(ollama, 1).padStart(9)} ${unit.padEnd(5)} Hearth ${fmt(ratio, 2)}× (target > 1)`,
+  )
   return ratio
 }
 
@@ -158,9 +167,15 @@ export async function runOllamaBench({ runs, session = true }: { runs: number; s
     { name: AGENT_MODEL, gguf: agentFile, modelfileExtra: `PARAMETER num_thread 1\nPARAMETER num_ctx ${agentContext}` },
   ])
   const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-ollama-bench-models-'))
-  for (const [name, path] of [[BENCH_MODEL, file], [AGENT_MODEL, agentFile]] as const) linkOrCopy(path, join(modelsDir, `${name}.gguf`))
+  for (const [name, path] of [
+    [BENCH_MODEL, file],
+    [AGENT_MODEL, agentFile],
+  ] as const)
+    linkOrCopy(path, join(modelsDir, `${name}.gguf`))
 
-  console.log(`\n# Hearth vs Ollama ${OLLAMA_VERSION}'s server over Hearth's pinned llama.cpp (llama-server from the same source, unpatched; Ollama's release ships another llama.cpp build, which cannot be built offline), 1 thread, engines on core ${ENGINE_CORE}, /api/chat`)
+  console.log(
+    `\n# Hearth vs Ollama ${OLLAMA_VERSION}'s server over Hearth's pinned llama.cpp (llama-server from the same source, unpatched; Ollama's release ships another llama.cpp build, which cannot be built offline), 1 thread, engines on core ${ENGINE_CORE}, /api/chat`,
+  )
   let ollama: OllamaServe | undefined
   let hearth: TestServer | undefined
   try {
@@ -192,12 +207,18 @@ export async function runOllamaBench({ runs, session = true }: { runs: number; s
         const turn2 = await chat(side, [...say(long), { role: 'assistant', content: 'river' }, ...say('and then?')], 1)
         samples.turn2![i].push(turn2.ttftMs)
         samples.turn2_engine![i].push(turn2.promptEvalMs)
-        if (process.env.HEARTH_BENCH_TRACE) console.log(`  ${side.name} turn 2: first token ${fmt(turn2.ttftMs, 0)} ms, engine prompt ${fmt(turn2.promptEvalMs, 0)} ms for ${turn2.promptTokens - turn2.cachedTokens} of ${turn2.promptTokens} tokens`)
+        if (process.env.HEARTH_BENCH_TRACE)
+          console.log(
+            `  ${side.name} turn 2: first token ${fmt(turn2.ttftMs, 0)} ms, engine prompt ${fmt(turn2.promptEvalMs, 0)} ms for ${turn2.promptTokens - turn2.cachedTokens} of ${turn2.promptTokens} tokens`,
+          )
         // Four streams at once, 64 tokens each: the tokens of all four over the wall time.
         const started = performance.now()
         const four = await Promise.all([0, 1, 2, 3].map((k) => chat(side, say(`run ${run}, story ${k}: once`), 64)))
         samples.together![i].push((four.reduce((n, t) => n + t.completionTokens, 0) * 1000) / (performance.now() - started))
-        if (process.env.HEARTH_BENCH_TRACE) console.log(`  ${side.name} four streams: ${four.map((t) => `${fmt(t.firstAt / 1000, 1)}–${fmt(t.lastAt / 1000, 1)} s (${t.completionTokens})`).join(', ')}`)
+        if (process.env.HEARTH_BENCH_TRACE)
+          console.log(
+            `  ${side.name} four streams: ${four.map((t) => `${fmt(t.firstAt / 1000, 1)}–${fmt(t.lastAt / 1000, 1)} s (${t.completionTokens})`).join(', ')}`,
+          )
       }
     }
     const m = (k: string, i: 0 | 1) => median(samples[k]![i])
@@ -218,11 +239,17 @@ export async function runOllamaBench({ runs, session = true }: { runs: number; s
       const times: number[] = []
       for (const side of sides) {
         const agentSide: AgentSide = { name: side.name, url: side.url, headers: side.headers }
-        await fetch(`${side.url}/api/generate`, { method: 'POST', headers: { 'content-type': 'application/json', ...side.headers }, body: JSON.stringify({ model: AGENT_MODEL }) })
+        await fetch(`${side.url}/api/generate`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...side.headers },
+          body: JSON.stringify({ model: AGENT_MODEL }),
+        })
         side.pin()
         const outcome = await replaySession(agentSide, requests)
         times.push(outcome.ms / 1000)
-        console.log(`  ${side.name}: ${requests.length} requests in ${fmt(outcome.ms / 1000, 1)} s, ${outcome.promptTokens - outcome.cachedTokens} prompt tokens computed (${outcome.cachedTokens} read from the cache, as each reports it)`)
+        console.log(
+          `  ${side.name}: ${requests.length} requests in ${fmt(outcome.ms / 1000, 1)} s, ${outcome.promptTokens - outcome.cachedTokens} prompt tokens computed (${outcome.cachedTokens} read from the cache, as each reports it)`,
+        )
       }
       figures.claude_code_session = ratioLine(`Claude Code session (${requests.length} requests)`, times[0]!, times[1]!, 's', false)
 

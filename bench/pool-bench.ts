@@ -57,7 +57,9 @@ export async function runPoolBench(options: { runs: number; loadsOnly?: boolean 
   if (!build) throw new Error('llama.cpp is not built on this machine: npm run build:engines')
   const model = realSizeModel(build)
   const modelMiB = statSync(model).size / 1024 ** 2
-  console.log(`\n# one model over several machines: ${Math.round(modelMiB)} MiB real-size Q4_K_M, Hearth's pool against llama-server --rpc to bare rpc-servers, ${options.runs} runs`)
+  console.log(
+    `\n# one model over several machines: ${Math.round(modelMiB)} MiB real-size Q4_K_M, Hearth's pool against llama-server --rpc to bare rpc-servers, ${options.runs} runs`,
+  )
   const figures: Record<string, Record<string, number>> = {}
   for (const shape of options.loadsOnly ? [] : SHAPES) {
     // Each lender lends a share: the model (and its context) fits only over all the machines.
@@ -121,7 +123,10 @@ async function measureLoads(build: LlamaBuild): Promise<Record<string, number>> 
   const shape = SHAPES.at(-1)!
   const lentMiB = Math.ceil(statSync(model).size / 1024 ** 2 / (shape.lenders + 1))
   const figures: Record<string, number> = {}
-  for (const [name, start] of [['hearth', startHearthPool], ['upstream', startUpstreamPool]] as const) {
+  for (const [name, start] of [
+    ['hearth', startHearthPool],
+    ['upstream', startUpstreamPool],
+  ] as const) {
     const side = await start(build, model, shape, lentMiB)
     try {
       figures[`${name}_first_load_s`] = side.firstLoadMs / 1000
@@ -160,7 +165,10 @@ async function startHearthPool(build: LlamaBuild, model: string, shape: PoolShap
   const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-pool-borrower-'))
   scratchDirs.push(modelsDir)
   copyFileSync(model, join(modelsDir, 'real-size.gguf'))
-  writeFileSync(join(modelsDir, 'models.json'), JSON.stringify({ models: [{ id: 'pooled', file: 'real-size.gguf', context_length: CONTEXT, ...(pool.length ? { pool } : {}) }] }))
+  writeFileSync(
+    join(modelsDir, 'models.json'),
+    JSON.stringify({ models: [{ id: 'pooled', file: 'real-size.gguf', context_length: CONTEXT, ...(pool.length ? { pool } : {}) }] }),
+  )
   const borrower = await startTestServer({ modelsDir, threads: 1, args: ['--parallel', '1'], env: { POOL_BENCH_KEY: KEY } })
   pinProcess(borrower.process.pid!, CLIENT_CORES)
   const endpoint = { url: borrower.url, headers: { authorization: `Bearer ${borrower.apiKey}` }, model: 'pooled' }
@@ -171,13 +179,19 @@ async function startHearthPool(build: LlamaBuild, model: string, shape: PoolShap
   }
   // The engines compute one machine at a time: all of them on the engine core.
   const pinEngines = () => {
-    for (const pid of pidsOf(['llama-server', 'ggml-rpc-server'], [borrower, ...lenders].map((s) => s.process.pid!))) pinProcess(pid, ENGINE_CORE)
+    for (const pid of pidsOf(
+      ['llama-server', 'ggml-rpc-server'],
+      [borrower, ...lenders].map((s) => s.process.pid!),
+    ))
+      pinProcess(pid, ENGINE_CORE)
   }
   const load = async () => {
     const started = performance.now()
     const loaded = await manage('load')
     const ms = performance.now() - started
-    console.log(`  Hearth's load: ${fmt(ms / 1000, 2)} s, of which llama-server's start ${fmt((loaded.load_ms ?? 0) / 1000, 2)} s, the slots' restore ${fmt((loaded.restore_ms ?? 0) / 1000, 2)} s`)
+    console.log(
+      `  Hearth's load: ${fmt(ms / 1000, 2)} s, of which llama-server's start ${fmt((loaded.load_ms ?? 0) / 1000, 2)} s, the slots' restore ${fmt((loaded.restore_ms ?? 0) / 1000, 2)} s`,
+    )
     pinEngines()
     await stream(endpoint, say('load'), 2)
     return ms
@@ -209,21 +223,31 @@ async function startUpstreamPool(build: LlamaBuild, model: string, shape: PoolSh
     const port = await freeLoopbackPort()
     const cache = mkdtempSync(join(tmpdir(), 'hearth-pool-bench-rpc-cache-'))
     caches.push(cache)
-    const rpc = spawn('taskset', ['-c', ENGINE_CORE, programPath(build.dir, 'ggml-rpc-server'), '--host', '127.0.0.1', '--port', String(port), '--threads', '1', '--cache'], {
-      stdio: 'ignore',
-      env: { ...process.env, GGML_RPC_MEM_CAP_MB: String(lentMiB), LLAMA_CACHE: cache },
-    })
+    const rpc = spawn(
+      'taskset',
+      ['-c', ENGINE_CORE, programPath(build.dir, 'ggml-rpc-server'), '--host', '127.0.0.1', '--port', String(port), '--threads', '1', '--cache'],
+      {
+        stdio: 'ignore',
+        env: { ...process.env, GGML_RPC_MEM_CAP_MB: String(lentMiB), LLAMA_CACHE: cache },
+      },
+    )
     rpcServers.push(rpc)
     await listening(port)
     const link = shape.link ? await startDelayingProxy({ host: '127.0.0.1', port }, shape.link) : undefined
     if (link) links.push(link)
     endpoints.push({ endpoint: link ? link.address : `127.0.0.1:${port}`, name: `rpc-${i}` })
   }
-  const loadSpec = { ...spec('pooled', model, 1, CONTEXT), ...(endpoints.length ? { gpuLayers: -1, rpc: { endpoints, fitMarginMiB: fitMarginMiB(lentMiB) } } : {}) }
+  const loadSpec = {
+    ...spec('pooled', model, 1, CONTEXT),
+    ...(endpoints.length ? { gpuLayers: -1, rpc: { endpoints, fitMarginMiB: fitMarginMiB(lentMiB) } } : {}),
+  }
   const start = async () => {
     const started = performance.now()
     // Hearth's arguments and environment (the weights on huge pages), so the figures differ by the tunnel alone.
-    const upstreamServer = await startUpstreamProgram(build, 'llama-server', llamaServerArgs(loadSpec, { cpuOnly: endpoints.length === 0 }), { cpus: ENGINE_CORE, env: hugePagesEnvironment() })
+    const upstreamServer = await startUpstreamProgram(build, 'llama-server', llamaServerArgs(loadSpec, { cpuOnly: endpoints.length === 0 }), {
+      cpus: ENGINE_CORE,
+      env: hugePagesEnvironment(),
+    })
     return { server: upstreamServer, ms: performance.now() - started }
   }
   const first = await start()
@@ -264,7 +288,11 @@ function pidsOf(names: string[], roots: number[]): number[] {
   const walk = (pid: number) => {
     let children: number[] = []
     try {
-      children = execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).trim().split('\n').filter(Boolean).map(Number)
+      children = execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map(Number)
     } catch {
       // none
     }

@@ -42,7 +42,12 @@ export async function runRemoteBench(options: { smallChatModel: string; runs: nu
  * First token and decode rate through Hearth and straight, on one remote: `firstTokens` pairs of
  * requests, the first `decodes` of them answering 64 tokens, the rest two.
  */
-async function hop(build: LlamaBuild, file: string, label: string, runs: { firstTokens: number; decodes: number; warmUps: number }): Promise<Record<string, number>> {
+async function hop(
+  build: LlamaBuild,
+  file: string,
+  label: string,
+  runs: { firstTokens: number; decodes: number; warmUps: number },
+): Promise<Record<string, number>> {
   const remote = await startRemote(build, file, ENGINE_CORE, 1)
   const front = await startFront({ far: [remote.url] })
   const straight: Endpoint = { url: remote.url, headers: {}, model: 'far' }
@@ -84,7 +89,9 @@ async function hop(build: LlamaBuild, file: string, label: string, runs: { first
     const result: Record<string, number> = { [`${key}_ttft_added_ms`]: added, [`${key}_ttft_added_within_ms`]: within }
     if (runs.decodes > 0) {
       const ratio = median(decode[0]) / median(decode[1])
-      console.log(`${`decode, ${label}`.padEnd(34)} through hearth ${fmt(median(decode[0]), 1)} tok/s  straight ${fmt(median(decode[1]), 1)} tok/s  ratio ${fmt(ratio, 3)}  (target ≥ 0.98)`)
+      console.log(
+        `${`decode, ${label}`.padEnd(34)} through hearth ${fmt(median(decode[0]), 1)} tok/s  straight ${fmt(median(decode[1]), 1)} tok/s  ratio ${fmt(ratio, 3)}  (target ≥ 0.98)`,
+      )
       result[`${key}_decode_ratio`] = ratio
     }
     return result

@@ -37,7 +37,15 @@ export function modelsWith(chat: string, embedderId: string, embedder: string): 
   const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-retrieval-bench-models-'))
   linkOrCopy(embedder, join(modelsDir, `${embedderId}.gguf`))
   linkOrCopy(chat, join(modelsDir, `${CHAT}.gguf`))
-  writeFileSync(join(modelsDir, 'models.json'), JSON.stringify({ models: [{ id: CHAT, file: `${CHAT}.gguf`, context_length: 2048 }, { id: embedderId, file: `${embedderId}.gguf` }] }))
+  writeFileSync(
+    join(modelsDir, 'models.json'),
+    JSON.stringify({
+      models: [
+        { id: CHAT, file: `${CHAT}.gguf`, context_length: 2048 },
+        { id: embedderId, file: `${embedderId}.gguf` },
+      ],
+    }),
+  )
   return modelsDir
 }
 
@@ -61,7 +69,9 @@ export async function measureMethods(modelsDir: string, methods: RetrievalMethod
       const named = outcomes.filter((o) => o.named).length / outcomes.length
       const cited = outcomes.filter((o) => o.cited).length / Math.max(1, outcomes.filter((o) => o.named).length)
       const parts = median(outcomes.map((o) => o.parts))
-      console.log(`  ${method.padEnd(12)} fact among the given parts ${pct(found)}${answers ? `   answer names the fact ${pct(named)}, of those citing the passage that holds it ${pct(cited)}` : ''}   (${parts} passages given, median)`)
+      console.log(
+        `  ${method.padEnd(12)} fact among the given parts ${pct(found)}${answers ? `   answer names the fact ${pct(named)}, of those citing the passage that holds it ${pct(cited)}` : ''}   (${parts} passages given, median)`,
+      )
       results[`${method}_found`] = found
       if (answers) Object.assign(results, { [`${method}_named`]: named, [`${method}_cited`]: cited })
     } finally {
@@ -84,7 +94,9 @@ export async function runRetrievalBench({ runs, answers = true }: { runs: number
   const chat = realModel('smollm2-135m-instruct-q4_1')
   if (!embedder || !chat) throw new Error('the retrieval bench needs the trained models: npm run models:fetch')
   const { documents, questions } = retrievalCorpus()
-  console.log(`\n# Retrieval: ${questions.length} questions over ${documents.length} long documents (${[...new Set(documents.map((d) => d.format))].join(', ')}), SmolLM2-135M-Instruct (2,048 context) answering, 1 thread`)
+  console.log(
+    `\n# Retrieval: ${questions.length} questions over ${documents.length} long documents (${[...new Set(documents.map((d) => d.format))].join(', ')}), SmolLM2-135M-Instruct (2,048 context) answering, 1 thread`,
+  )
 
   const results: Record<string, number> = {}
   const modelsDir = modelsWith(chat, EMBEDDER, embedder)
@@ -125,7 +137,9 @@ export async function measureEmbedding(modelsDir: string, runs: number): Promise
       now.push(await seconds(PART_TOKENS))
     }
     const words = documents.reduce((n, d) => n + d.text.split(/\s+/).length, 0)
-    console.log(`embedding the ${documents.length} documents (${words.toLocaleString('en')} words): parts of ${PART_TOKENS} tokens ${fmt(median(now))} s, of ${OLD_PART_TOKENS} (before) ${fmt(median(old))} s: ${fmt(median(old) / median(now), 2)}× (target ≥ 0.95)`)
+    console.log(
+      `embedding the ${documents.length} documents (${words.toLocaleString('en')} words): parts of ${PART_TOKENS} tokens ${fmt(median(now))} s, of ${OLD_PART_TOKENS} (before) ${fmt(median(old))} s: ${fmt(median(old) / median(now), 2)}× (target ≥ 0.95)`,
+    )
     return { embed_seconds: median(now), embed_seconds_old: median(old) }
   } finally {
     await server.stop()
@@ -148,7 +162,15 @@ async function ask(server: TestServer, fileId: string, q: CorpusQuestion, answer
     body: JSON.stringify({
       model: CHAT,
       instructions: 'Answer in one short sentence.',
-      input: [{ role: 'user', content: [{ type: 'input_file', file_id: fileId }, { type: 'input_text', text: q.question }] }],
+      input: [
+        {
+          role: 'user',
+          content: [
+            { type: 'input_file', file_id: fileId },
+            { type: 'input_text', text: q.question },
+          ],
+        },
+      ],
       include: ['file_search_call.results'],
       temperature: 0,
       max_output_tokens: answers ? 48 : 1,
@@ -159,7 +181,10 @@ async function ask(server: TestServer, fileId: string, q: CorpusQuestion, answer
   const response = (await res.json()) as { output: Array<{ type: string; results?: Array<{ text: string }>; content?: Text[] }> }
   const given = response.output.find((o) => o.type === 'file_search_call')?.results ?? []
   const texts = response.output.flatMap((o) => (o.type === 'message' ? (o.content ?? []) : []))
-  const answer = texts.map((c) => c.text).join(' ').toLowerCase()
+  const answer = texts
+    .map((c) => c.text)
+    .join(' ')
+    .toLowerCase()
   const holdsFact = (text: string | undefined) => text !== undefined && collapse(text).includes(collapse(q.fact))
   const named = q.answer.some((word) => answer.includes(word.toLowerCase()))
   return {

@@ -31,7 +31,16 @@ process.on('exit', removeScratch)
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130))
 
 // The same flags as the two-server comparison, which takes over when two --base-url are given.
-const { values: flags } = parseArgs({ options: { ...COMPARE_FLAGS, runs: { type: 'string', default: '5' }, 'amx-types': { type: 'string' }, 'skip-upstream': { type: 'boolean', default: false }, 'agents-model': { type: 'string', default: 'real-size' }, 'hearth-first': { type: 'boolean', default: false } } })
+const { values: flags } = parseArgs({
+  options: {
+    ...COMPARE_FLAGS,
+    runs: { type: 'string', default: '5' },
+    'amx-types': { type: 'string' },
+    'skip-upstream': { type: 'boolean', default: false },
+    'agents-model': { type: 'string', default: 'real-size' },
+    'hearth-first': { type: 'boolean', default: false },
+  },
+})
 
 if ((flags['base-url']?.length ?? 0) >= 2) {
   await compareFromFlags(flags)
@@ -71,17 +80,26 @@ const results: Record<string, Record<string, number | string | Record<string, nu
   runs,
   only: wanted,
 })
-if (wanted('amx')) results.amx = await runAmxBench({ runs: Math.max(3, Math.ceil(runs / 2)), types: flags['amx-types']?.split(','), skipUpstream: flags['skip-upstream'] })
+if (wanted('amx'))
+  results.amx = await runAmxBench({ runs: Math.max(3, Math.ceil(runs / 2)), types: flags['amx-types']?.split(','), skipUpstream: flags['skip-upstream'] })
 if (wanted('gpu')) results.gpu = await runGpuBench(runs)
-if (wanted('ollama') || wanted('ollama-quick')) results.ollama = await runOllamaBench({ runs: Math.max(3, Math.ceil(runs / 2)), session: !named('ollama-quick') })
+if (wanted('ollama') || wanted('ollama-quick'))
+  results.ollama = await runOllamaBench({ runs: Math.max(3, Math.ceil(runs / 2)), session: !named('ollama-quick') })
 if (wanted('retrieval') || wanted('retrieval-quick')) results.retrieval = await runRetrievalBench({ runs, answers: !named('retrieval-quick') })
 if (wanted('pool') || named('pool-loads')) results.pool = await runPoolBench({ runs: Math.max(3, Math.ceil(runs / 2)), loadsOnly: named('pool-loads') })
 if (wanted('speculative')) results.speculative = await runSpeculativeBench({ runs: Math.max(3, Math.ceil(runs / 2)) })
 if (wanted('remote')) results.remote = await runRemoteBench({ smallChatModel: await chatModelPath(), runs })
-const togetherShapes = TOGETHER_SHAPES.filter((t) => wanted('agents') || wanted('agents-together') || wanted(`agents-together-${t.count}-${t.shared ? 'shared' : 'unshared'}`))
+const togetherShapes = TOGETHER_SHAPES.filter(
+  (t) => wanted('agents') || wanted('agents-together') || wanted(`agents-together-${t.count}-${t.shared ? 'shared' : 'unshared'}`),
+)
 if (wanted('agents') || wanted('agents-session') || togetherShapes.length > 0) {
   const model = flags['agents-model'] === 'tiny' ? 'tiny' : 'real-size'
-  results.agents = await runAgentBench({ session: wanted('agents') || wanted('agents-session'), together: togetherShapes, model, hearthFirst: flags['hearth-first'] })
+  results.agents = await runAgentBench({
+    session: wanted('agents') || wanted('agents-session'),
+    together: togetherShapes,
+    model,
+    hearthFirst: flags['hearth-first'],
+  })
 }
 if (wanted('speech') || wanted('translation')) {
   const inputs = await speechBenchInputs()

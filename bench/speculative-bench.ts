@@ -59,7 +59,11 @@ const TARGETS: Record<SpeculationCase['name'], number> = { edit: 2.0, 'tool call
 
 /** An OpenAI-style chat, not streamed: the engine's own timings. */
 async function openAiChat(url: string, headers: Record<string, string>, body: Record<string, unknown>): Promise<Answer> {
-  const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  })
   const json = (await res.json()) as Record<string, any>
   if (!res.ok) throw new Error(`${url}: ${res.status} ${JSON.stringify(json).slice(0, 300)}`)
   const t = json.timings ?? {}
@@ -82,11 +86,24 @@ function chatBody(model: string, c: SpeculationCase, extra: Record<string, unkno
 async function ollamaChat(url: string, model: string, c: SpeculationCase): Promise<Answer> {
   const res = await fetch(`${url}/api/chat`, {
     method: 'POST',
-    body: JSON.stringify({ model, messages: c.messages, ...(c.tools ? { tools: c.tools } : {}), stream: false, options: { temperature: 0, seed: 1, num_predict: c.maxTokens } }),
+    body: JSON.stringify({
+      model,
+      messages: c.messages,
+      ...(c.tools ? { tools: c.tools } : {}),
+      stream: false,
+      options: { temperature: 0, seed: 1, num_predict: c.maxTokens },
+    }),
   })
   const json = (await res.json()) as Record<string, any>
   if (!res.ok) throw new Error(`ollama: ${res.status} ${JSON.stringify(json).slice(0, 300)}`)
-  return { decodePerSecond: json.eval_count / (json.eval_duration / 1e9), completionTokens: json.eval_count, drafted: 0, accepted: 0, paused: 0, text: json.message?.content ?? '' }
+  return {
+    decodePerSecond: json.eval_count / (json.eval_duration / 1e9),
+    completionTokens: json.eval_count,
+    drafted: 0,
+    accepted: 0,
+    paused: 0,
+    text: json.message?.content ?? '',
+  }
 }
 
 /**
@@ -96,12 +113,38 @@ async function ollamaChat(url: string, model: string, c: SpeculationCase): Promi
  * n-gram drafts of every length up to 48 and no pacing, so passes of every size come.
  */
 async function passCosts(build: LlamaBuild, model: string, extra: string[] = []): Promise<Array<[number, number]>> {
-  const server = await startUpstreamProgram(build, 'llama-server', ['-m', model, '-t', '1', '--jinja', '--no-webui', '-c', '4096', '-np', '1', '--spec-type', 'ngram-simple', '--spec-ngram-simple-size-n', '2', '--spec-ngram-simple-size-m', '48', ...extra], { cpus: ENGINE_CORE })
+  const server = await startUpstreamProgram(
+    build,
+    'llama-server',
+    [
+      '-m',
+      model,
+      '-t',
+      '1',
+      '--jinja',
+      '--no-webui',
+      '-c',
+      '4096',
+      '-np',
+      '1',
+      '--spec-type',
+      'ngram-simple',
+      '--spec-ngram-simple-size-n',
+      '2',
+      '--spec-ngram-simple-size-m',
+      '48',
+      ...extra,
+    ],
+    { cpus: ENGINE_CORE },
+  )
   try {
     const edit = speculationCases()[0]!
     let costs: Array<[number, number]> = []
     for (let i = 0; i < 2; i++) {
-      const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ messages: edit.messages, max_tokens: edit.maxTokens, temperature: 0 }) })
+      const res = await fetch(`${server.url}/v1/chat/completions`, {
+        method: 'POST',
+        body: JSON.stringify({ messages: edit.messages, max_tokens: edit.maxTokens, temperature: 0 }),
+      })
       const json = (await res.json()) as { timings?: { draft_pass_costs?: Array<[number, number]> } }
       costs = json.timings?.draft_pass_costs ?? costs
     }
@@ -147,7 +190,9 @@ export async function runSpeculativeBench({ runs }: { runs: number }): Promise<R
     await makeOllamaStore(join(ollamaDir, 'models'), [{ name: 'smollm2', gguf: smollm, modelfileExtra: 'PARAMETER num_thread 1\nPARAMETER num_ctx 8192' }])
   }
 
-  console.log(`\n# Speculative decoding, on by default in Hearth, against the same engine with it off, llama-server's defaults (upstream build) and Ollama; 1 thread, engines on core ${ENGINE_CORE}, ${runs} runs interleaved, medians; load ${loadAverage()}`)
+  console.log(
+    `\n# Speculative decoding, on by default in Hearth, against the same engine with it off, llama-server's defaults (upstream build) and Ollama; 1 thread, engines on core ${ENGINE_CORE}, ${runs} runs interleaved, medians; load ${loadAverage()}`,
+  )
   let hearth: TestServer | undefined
   const upstreams: UpstreamServer[] = []
   let ollama: OllamaServe | undefined
@@ -158,20 +203,39 @@ export async function runSpeculativeBench({ runs }: { runs: number }): Promise<R
     const hearthHeaders = { authorization: `Bearer ${hearth.apiKey}` }
     const llamaServers: Record<string, UpstreamServer> = {}
     for (const [id, path] of Object.entries(models)) {
-      const server = await startUpstreamProgram(upstream, 'llama-server', ['-m', path, '-t', '1', '--jinja', '--no-webui', ...(id === 'gemma3' ? ['--chat-template-file', gemmaTemplate] : [])], { cpus: ENGINE_CORE })
+      const server = await startUpstreamProgram(
+        upstream,
+        'llama-server',
+        ['-m', path, '-t', '1', '--jinja', '--no-webui', ...(id === 'gemma3' ? ['--chat-template-file', gemmaTemplate] : [])],
+        { cpus: ENGINE_CORE },
+      )
       llamaServers[id] = server
       upstreams.push(server)
     }
-    if (!ollamaProblem) ollama = await startOllamaServe(join(ollamaDir, 'models'), { program: join(ollamaDir, 'ollama'), cpus: CLIENT_CORES, env: { OLLAMA_NUM_PARALLEL: '4', OLLAMA_KEEP_ALIVE: '-1' }, timeoutMs: 60_000 })
+    if (!ollamaProblem)
+      ollama = await startOllamaServe(join(ollamaDir, 'models'), {
+        program: join(ollamaDir, 'ollama'),
+        cpus: CLIENT_CORES,
+        env: { OLLAMA_NUM_PARALLEL: '4', OLLAMA_KEEP_ALIVE: '-1' },
+        timeoutMs: 60_000,
+      })
     const sides: Side[] = [
       { name: 'hearth', ask: (model, c) => openAiChat(hearth!.url, hearthHeaders, chatBody(model, c)) },
       { name: 'hearth-off', ask: (model, c) => openAiChat(hearth!.url, hearthHeaders, chatBody(model, c, { speculative: false })) },
       { name: 'llama-server', ask: (model, c) => openAiChat(llamaServers[model]!.url, {}, chatBody(model, c)) },
-      ...(ollama ? [{ name: 'ollama' as const, ask: (model: string, c: SpeculationCase) => (model === 'smollm2' ? ollamaChat(ollama!.url, model, c) : Promise.reject(new Error('not run'))) }] : []),
+      ...(ollama
+        ? [
+            {
+              name: 'ollama' as const,
+              ask: (model: string, c: SpeculationCase) => (model === 'smollm2' ? ollamaChat(ollama!.url, model, c) : Promise.reject(new Error('not run'))),
+            },
+          ]
+        : []),
     ]
     // Warm up (loads every engine), then pin Hearth's and Ollama's engines.
     const warm = speculationCases()[3]!
-    for (const model of Object.keys(models)) for (const side of sides) if (side.name !== 'ollama' || model === 'smollm2') await side.ask(model, { ...warm, maxTokens: 2 })
+    for (const model of Object.keys(models))
+      for (const side of sides) if (side.name !== 'ollama' || model === 'smollm2') await side.ask(model, { ...warm, maxTokens: 2 })
     pinEngines(hearth.process.pid!)
     if (ollama) pinEngines(ollama.process.pid!)
 
@@ -210,7 +274,9 @@ export async function runSpeculativeBench({ runs }: { runs: number }): Promise<R
       for (const [r, c] of costs[id]!) results[`${id}_pass_cost_${Math.round(r)}_rows`] = c
     }
 
-    console.log(`\n${'model'.padEnd(8)} ${'case'.padEnd(12)} ${'hearth'.padStart(7)} ${'off'.padStart(7)} ${'llama-s'.padStart(7)} ${'ollama'.padStart(7)}  ${'×llama-s'.padStart(8)} ${'×ollama'.padStart(8)} ${'target'.padStart(6)}  drafted/accepted/paused  same  projected 1B`)
+    console.log(
+      `\n${'model'.padEnd(8)} ${'case'.padEnd(12)} ${'hearth'.padStart(7)} ${'off'.padStart(7)} ${'llama-s'.padStart(7)} ${'ollama'.padStart(7)}  ${'×llama-s'.padStart(8)} ${'×ollama'.padStart(8)} ${'target'.padStart(6)}  drafted/accepted/paused  same  projected 1B`,
+    )
     for (const model of Object.keys(models)) {
       for (const c of cases) {
         const of = (side: SideName) => samples.get(`${model}|${c.name}|${side}`) ?? []
@@ -238,7 +304,9 @@ export async function runSpeculativeBench({ runs }: { runs: number }): Promise<R
         results[`${model}_${c.name}_projected_1b`] = projected
       }
       const four = median(together.get(`${model}|hearth`) ?? []) / median(together.get(`${model}|llama-server`) ?? [])
-      console.log(`${model.padEnd(8)} ${'four at once'.padEnd(12)} ${fmt(median(together.get(`${model}|hearth`) ?? []), 1).padStart(7)} ${''.padStart(7)} ${fmt(median(together.get(`${model}|llama-server`) ?? []), 1).padStart(7)} ${''.padStart(7)}  ${fmt(four, 2).padStart(7)}× ${''.padStart(8)} ${'≥ 1'.padStart(6)}  (tokens/s of all four over the wall time)`)
+      console.log(
+        `${model.padEnd(8)} ${'four at once'.padEnd(12)} ${fmt(median(together.get(`${model}|hearth`) ?? []), 1).padStart(7)} ${''.padStart(7)} ${fmt(median(together.get(`${model}|llama-server`) ?? []), 1).padStart(7)} ${''.padStart(7)}  ${fmt(four, 2).padStart(7)}× ${''.padStart(8)} ${'≥ 1'.padStart(6)}  (tokens/s of all four over the wall time)`,
+      )
       results[`${model}_four_streams_vs_llama_server`] = four
     }
     results.load = loadAverage()
@@ -251,5 +319,7 @@ export async function runSpeculativeBench({ runs }: { runs: number }): Promise<R
 }
 
 function loadAverage(): string {
-  return execFileSync('uptime', { encoding: 'utf8' }).trim().replace(/.*load average: /, '')
+  return execFileSync('uptime', { encoding: 'utf8' })
+    .trim()
+    .replace(/.*load average: /, '')
 }

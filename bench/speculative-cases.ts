@@ -18,16 +18,52 @@ export function editSource(): string {
   ]
   const helpers: Array<[string, string, string[]]> = [
     ['totalQuantity', 'the number of units over all lines', ['let total = 0', 'for (const line of items) total += line.quantity', 'return total']],
-    ['totalPrice', 'what the lines cost together, in cents', ['let total = 0', 'for (const line of items) total += line.quantity * line.price', 'return Math.round(total)']],
+    [
+      'totalPrice',
+      'what the lines cost together, in cents',
+      ['let total = 0', 'for (const line of items) total += line.quantity * line.price', 'return Math.round(total)'],
+    ],
     ['skus', 'the SKUs, in order, without repeats', ['const seen = new Set()', 'for (const line of items) seen.add(line.sku)', 'return [...seen]']],
-    ['byTag', 'the lines that carry a tag', ['assert.ok(typeof tag === "string", "a tag is a string")', 'return items.filter((line) => line.tags.includes(tag))']],
-    ['cheapest', 'the line with the lowest unit price', ['let best = undefined', 'for (const line of items) if (!best || line.price < best.price) best = line', 'return best']],
-    ['dearest', 'the line with the highest unit price', ['let best = undefined', 'for (const line of items) if (!best || line.price > best.price) best = line', 'return best']],
-    ['names', 'the names of the lines, sorted', ['const result = items.map((line) => line.name)', 'result.sort((a, b) => a.localeCompare(b))', 'return result']],
+    [
+      'byTag',
+      'the lines that carry a tag',
+      ['assert.ok(typeof tag === "string", "a tag is a string")', 'return items.filter((line) => line.tags.includes(tag))'],
+    ],
+    [
+      'cheapest',
+      'the line with the lowest unit price',
+      ['let best = undefined', 'for (const line of items) if (!best || line.price < best.price) best = line', 'return best'],
+    ],
+    [
+      'dearest',
+      'the line with the highest unit price',
+      ['let best = undefined', 'for (const line of items) if (!best || line.price > best.price) best = line', 'return best'],
+    ],
+    [
+      'names',
+      'the names of the lines, sorted',
+      ['const result = items.map((line) => line.name)', 'result.sort((a, b) => a.localeCompare(b))', 'return result'],
+    ],
     ['describe', 'one line of text per order line', ['return items.map((line) => format("%s x%d at %d", line.name, line.quantity, line.price))']],
     ['withoutEmpty', 'the lines that order at least one unit', ['return items.filter((line) => line.quantity > 0)']],
-    ['scaled', 'the lines with every quantity multiplied', ['assert.ok(factor > 0, "the factor is positive")', 'return items.map((line) => ({ ...line, quantity: line.quantity * factor }))']],
-    ['grouped', 'the lines grouped by their first tag', ['const groups = new Map()', 'for (const line of items) {', '  const key = line.tags[0] ?? "untagged"', '  if (!groups.has(key)) groups.set(key, [])', '  groups.get(key).push(line)', '}', 'return groups']],
+    [
+      'scaled',
+      'the lines with every quantity multiplied',
+      ['assert.ok(factor > 0, "the factor is positive")', 'return items.map((line) => ({ ...line, quantity: line.quantity * factor }))'],
+    ],
+    [
+      'grouped',
+      'the lines grouped by their first tag',
+      [
+        'const groups = new Map()',
+        'for (const line of items) {',
+        '  const key = line.tags[0] ?? "untagged"',
+        '  if (!groups.has(key)) groups.set(key, [])',
+        '  groups.get(key).push(line)',
+        '}',
+        'return groups',
+      ],
+    ],
   ]
   const extraParam: Record<string, string> = { byTag: ', tag', scaled: ', factor' }
   for (const [name, what, body] of helpers) {
@@ -88,15 +124,27 @@ export function speculationCases(): SpeculationCase[] {
   return [
     {
       name: 'edit',
-      messages: [{ role: 'user', content: `Here is a file:\n\n\`\`\`js\n${source}\n\`\`\`\n\nRewrite it, renaming the parameter \`items\` to \`lines\`. Give the whole rewritten file in a code block.` }],
+      messages: [
+        {
+          role: 'user',
+          content: `Here is a file:\n\n\`\`\`js\n${source}\n\`\`\`\n\nRewrite it, renaming the parameter \`items\` to \`lines\`. Give the whole rewritten file in a code block.`,
+        },
+      ],
       maxTokens: 400,
     },
     {
       name: 'tool call',
       messages: [
         { role: 'system', content: 'You are a coding agent. Use the tools to read and edit the project.' },
-        { role: 'user', content: 'In src/orders/report.js, the function totalPrice rounds the total. Change `return Math.round(total)` to `return Math.ceil(total)`.' },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read_file', arguments: JSON.stringify({ path: 'src/orders/report.js' }) } }] },
+        {
+          role: 'user',
+          content: 'In src/orders/report.js, the function totalPrice rounds the total. Change `return Math.round(total)` to `return Math.ceil(total)`.',
+        },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read_file', arguments: JSON.stringify({ path: 'src/orders/report.js' }) } }],
+        },
         { role: 'tool', tool_call_id: 'call_1', content: source },
       ],
       tools: AGENT_TOOLS,
@@ -104,7 +152,12 @@ export function speculationCases(): SpeculationCase[] {
     },
     {
       name: 'quote',
-      messages: [{ role: 'user', content: `Summarise this report of a council meeting. Quote the sentences that matter most word for word, in quotation marks.\n\n${DOCUMENT}` }],
+      messages: [
+        {
+          role: 'user',
+          content: `Summarise this report of a council meeting. Quote the sentences that matter most word for word, in quotation marks.\n\n${DOCUMENT}`,
+        },
+      ],
       maxTokens: 300,
     },
     { name: 'prose', messages: [{ role: 'user', content: STORY_PROMPT }], maxTokens: 300 },

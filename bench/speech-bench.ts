@@ -54,13 +54,20 @@ export async function runSpeechBench(options: SpeechBenchOptions): Promise<Recor
   const runs = options.runs ?? 5
   const bytes = readFileSync(options.audioPath)
   const { durationSeconds } = await decodeAudio(new Uint8Array(bytes))
-  console.log(`\n# speech, ${options.label}: ${basename(options.audioPath)} (${fmt(durationSeconds)} s), ${runs} runs, ${options.threads} thread(s), ${basename(options.modelPath)}`)
+  console.log(
+    `\n# speech, ${options.label}: ${basename(options.audioPath)} (${fmt(durationSeconds)} s), ${runs} runs, ${options.threads} thread(s), ${basename(options.modelPath)}`,
+  )
 
   const build = findWhisperBuild()
   if (!build) throw new Error('whisper.cpp is not built on this machine: npm run build:engines')
-  const upstream = await startUpstreamProgram(build, 'whisper-server', ['--model', options.modelPath, '--threads', String(options.threads), '--no-language-probabilities'], {
-    cpus: ENGINE_CORE,
-  })
+  const upstream = await startUpstreamProgram(
+    build,
+    'whisper-server',
+    ['--model', options.modelPath, '--threads', String(options.threads), '--no-language-probabilities'],
+    {
+      cpus: ENGINE_CORE,
+    },
+  )
   const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-speech-bench-'))
   copyFileSync(options.modelPath, join(modelsDir, basename(options.modelPath)))
   const server = await startTestServer({ modelsDir, threads: options.threads })
@@ -127,7 +134,9 @@ async function apiSeconds(baseUrl: string, apiKey: string, model: string, bytes:
 
 /** Median milliseconds to decode each fixture on a warm decode worker (the copy in and out included). */
 async function decodeTimes(runs: number): Promise<Record<string, number>> {
-  const names = readdirSync(AUDIO_FIXTURES).filter((n) => n.startsWith('speech')).sort()
+  const names = readdirSync(AUDIO_FIXTURES)
+    .filter((n) => n.startsWith('speech'))
+    .sort()
   await decodeAudioInWorker(readFileSync(join(AUDIO_FIXTURES, 'speech-s16.wav'))) // starts the worker
   const figures: Record<string, number> = {}
   console.log('decode ms per format (warm worker, 2.4 s of speech):')

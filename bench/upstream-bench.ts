@@ -29,7 +29,6 @@ import { startUpstreamProgram } from '../test/support/upstream-servers.ts'
 import { fmt, median } from './bench-server.ts'
 import { CLIENT_CORES, ENGINE_CORE, onClientCores, pinEngines, pinProcess } from './cores.ts'
 
-
 export interface Endpoint {
   url: string
   headers: Record<string, string>
@@ -77,7 +76,11 @@ export function cachedBenchModel(build: LlamaBuild, name: string, quantization: 
  * Upstream llama-server on `file` with the command line Hearth would give it (or `args`, such as
  * llama-server's own defaults), on the engine core.
  */
-async function startUpstream(build: LlamaBuild, spec: EngineLoadSpec, args = llamaServerArgs(spec, { cpuOnly: true })): Promise<{ endpoint: Endpoint; pid: number; stop: () => Promise<void> }> {
+async function startUpstream(
+  build: LlamaBuild,
+  spec: EngineLoadSpec,
+  args = llamaServerArgs(spec, { cpuOnly: true }),
+): Promise<{ endpoint: Endpoint; pid: number; stop: () => Promise<void> }> {
   const upstream = await startUpstreamProgram(build, 'llama-server', args, { cpus: ENGINE_CORE })
   return { endpoint: { url: upstream.url, headers: {}, model: spec.modelId }, pid: upstream.pid, stop: upstream.stop }
 }
@@ -144,7 +147,15 @@ export async function stream(endpoint: Endpoint, messages: unknown[], maxTokens:
   const res = await fetch(`${endpoint.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...endpoint.headers },
-    body: JSON.stringify({ model: endpoint.model, messages, max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true }, ...extra }),
+    body: JSON.stringify({
+      model: endpoint.model,
+      messages,
+      max_tokens: maxTokens,
+      temperature: 0,
+      stream: true,
+      stream_options: { include_usage: true },
+      ...extra,
+    }),
   })
   if (!res.ok) throw new Error(`${endpoint.url}: ${res.status} ${await res.text()}`)
   let first = 0
@@ -219,7 +230,9 @@ export function spec(modelId: string, path: string, parallel: number, contextLen
 
 function ratioLine(name: string, hearth: number, upstream: number, unit: string, target: string, digits = 1): number {
   const ratio = hearth / upstream
-  console.log(`${name.padEnd(34)} hearth ${fmt(hearth, digits).padStart(9)}  llama-server ${fmt(upstream, digits).padStart(9)} ${unit.padEnd(6)} ratio ${fmt(ratio, 3)}  (target ${target})`)
+  console.log(
+    `${name.padEnd(34)} hearth ${fmt(hearth, digits).padStart(9)}  llama-server ${fmt(upstream, digits).padStart(9)} ${unit.padEnd(6)} ratio ${fmt(ratio, 3)}  (target ${target})`,
+  )
   return ratio
 }
 
@@ -282,16 +295,24 @@ async function realSizeAgainstDefaults(file: string, runs: number): Promise<Reco
   const decode: [number[], number[]] = [[], []]
   const prompt: [number[], number[]] = [[], []]
   for (let run = 0; run < runs; run += 2) {
-    await withBothSides(upstreamBuild, file, loadSpec, [], warmChat, async (hearth, upstream) => {
-      for (let turn = run; turn < Math.min(run + 2, runs); turn++) {
-        for (const side of inTurns(turn)) {
-          const endpoint = side ? upstream.endpoint : hearth.endpoint
-          decode[side].push((await stream(endpoint, say(`run ${turn} tell a story`), 64)).decodePerSecond)
-          const first = await stream(endpoint, say(words(690, `${side}-${turn}-${Math.random()}`)), 1)
-          prompt[side].push(((first.promptTokens - first.cachedTokens) * 1000) / first.enginePromptMs)
+    await withBothSides(
+      upstreamBuild,
+      file,
+      loadSpec,
+      [],
+      warmChat,
+      async (hearth, upstream) => {
+        for (let turn = run; turn < Math.min(run + 2, runs); turn++) {
+          for (const side of inTurns(turn)) {
+            const endpoint = side ? upstream.endpoint : hearth.endpoint
+            decode[side].push((await stream(endpoint, say(`run ${turn} tell a story`), 64)).decodePerSecond)
+            const first = await stream(endpoint, say(words(690, `${side}-${turn}-${Math.random()}`)), 1)
+            prompt[side].push(((first.promptTokens - first.cachedTokens) * 1000) / first.enginePromptMs)
+          }
         }
-      }
-    }, defaults)
+      },
+      defaults,
+    )
   }
   return {
     defaults_decode_ratio: ratioLine('decode, against its defaults (upstream build)', median(decode[0]), median(decode[1]), 'tok/s', '≥ 1.0'),
@@ -333,7 +354,12 @@ async function grammarCost(build: LlamaBuild, file: string, runs: number): Promi
     console.log(
       `${'json_schema grammar, first token'.padEnd(34)} hearth +${fmt(added[0]!, 1)} ms (${fmt(median(ttft.plain![0]), 1)} → ${fmt(median(ttft.schema![0]), 1)})  llama-server +${fmt(added[1]!, 1)} ms`,
     )
-    return { hearth_grammar_added_ms: added[0]!, upstream_grammar_added_ms: added[1]!, hearth_plain_ttft_ms: median(ttft.plain![0]), hearth_schema_ttft_ms: median(ttft.schema![0]) }
+    return {
+      hearth_grammar_added_ms: added[0]!,
+      upstream_grammar_added_ms: added[1]!,
+      hearth_plain_ttft_ms: median(ttft.plain![0]),
+      hearth_schema_ttft_ms: median(ttft.schema![0]),
+    }
   })
 }
 
@@ -364,7 +390,11 @@ async function realSizeConcurrent(build: LlamaBuild, file: string, runs: number)
     for (let run = 0; run < runs; run++) {
       for (const side of inTurns(run)) (side ? u : h).push(await aggregate(side ? upstream.endpoint : hearth.endpoint, run))
     }
-    return { concurrent_ratio: ratioLine('4 concurrent streams, aggregate', median(h), median(u), 'tok/s', '≥ 0.95'), hearth_concurrent: median(h), upstream_concurrent: median(u) }
+    return {
+      concurrent_ratio: ratioLine('4 concurrent streams, aggregate', median(h), median(u), 'tok/s', '≥ 0.95'),
+      hearth_concurrent: median(h),
+      upstream_concurrent: median(u),
+    }
   })
 }
 
@@ -385,7 +415,9 @@ async function overhead(build: LlamaBuild, file: string, runs: number): Promise<
       }
     }
     const added = median(ttft[0]) - median(ttft[1])
-    console.log(`${'first token, stories260K'.padEnd(34)} hearth ${fmt(median(ttft[0]), 2)} ms  llama-server ${fmt(median(ttft[1]), 2)} ms  added ${fmt(added, 2)} ms  (target ≤ +3 ms)`)
+    console.log(
+      `${'first token, stories260K'.padEnd(34)} hearth ${fmt(median(ttft[0]), 2)} ms  llama-server ${fmt(median(ttft[1]), 2)} ms  added ${fmt(added, 2)} ms  (target ≤ +3 ms)`,
+    )
     const cpuRatio = ratioLine('CPU per token, stories260K', median(cpu[0]), median(cpu[1]), 'µs', '≤ 1.10')
     return { ttft_added_ms: added, cpu_per_token_ratio: cpuRatio, hearth_cpu_us_per_token: median(cpu[0]), upstream_cpu_us_per_token: median(cpu[1]) }
   })
@@ -413,7 +445,11 @@ async function embeddings(build: LlamaBuild, file: string, runs: number): Promis
     for (let run = 0; run < runs; run++) {
       for (const side of inTurns(run)) (side ? u : h).push(await embed(side ? upstream.endpoint : hearth.endpoint))
     }
-    return { embeddings_ratio: ratioLine('embeddings, 256 texts in one request', median(h), median(u), '/s', '≥ 0.95'), hearth_eps: median(h), upstream_eps: median(u) }
+    return {
+      embeddings_ratio: ratioLine('embeddings, 256 texts in one request', median(h), median(u), '/s', '≥ 0.95'),
+      hearth_eps: median(h),
+      upstream_eps: median(u),
+    }
   })
 }
 
@@ -432,7 +468,9 @@ async function realWeights(build: LlamaBuild, runs: number): Promise<Record<stri
 export async function runUpstreamBench(options: { smallChatModel: string; embeddingModel: string; runs: number; only: (name: string) => boolean }) {
   const build = findLlamaBuild()
   if (!build) throw new Error('llama.cpp is not built on this machine: npm run build:engines')
-  console.log(`\n# Hearth vs llama-server (llama.cpp ${build.commit.slice(0, 7)}, CPU ${build.cpuFeatures.join(' ')}), 1 thread, engines on core ${ENGINE_CORE}`)
+  console.log(
+    `\n# Hearth vs llama-server (llama.cpp ${build.commit.slice(0, 7)}, CPU ${build.cpuFeatures.join(' ')}), 1 thread, engines on core ${ENGINE_CORE}`,
+  )
   const results: Record<string, Record<string, number>> = {}
   if (options.only('real-size')) {
     const file = realSizeModel(build)

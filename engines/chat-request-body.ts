@@ -139,7 +139,18 @@ export function templateMessages(job: ChatJob, quirks: TemplateQuirks): readonly
 export function withSystemMessagesFolded(messages: readonly ChatMessage[]): ChatMessage[] {
   const lead = messages.findIndex((m) => m.role !== 'system')
   const leading = lead < 0 ? messages.length : lead
-  const out: ChatMessage[] = leading > 0 ? [{ role: 'system', content: messages.slice(0, leading).map((m) => textOf(m.content)).join('\n\n') }] : []
+  const out: ChatMessage[] =
+    leading > 0
+      ? [
+          {
+            role: 'system',
+            content: messages
+              .slice(0, leading)
+              .map((m) => textOf(m.content))
+              .join('\n\n'),
+          },
+        ]
+      : []
   const rest = messages.slice(leading)
   rest.forEach((m, i) => {
     if (m.role !== 'system') {
@@ -193,7 +204,12 @@ function withToolsListed(messages: readonly ChatMessage[], tools: readonly ToolD
 /** The same id always becomes the same nine characters, so a call and its result still pair up. */
 function nineCharacterId(id: string): string {
   if (/^[a-zA-Z0-9]{9}$/.test(id)) return id
-  return createHash('sha256').update(id).digest('base64').replace(/[^a-zA-Z0-9]/g, '').slice(0, 9).padEnd(9, '0')
+  return createHash('sha256')
+    .update(id)
+    .digest('base64')
+    .replace(/[^a-zA-Z0-9]/g, '')
+    .slice(0, 9)
+    .padEnd(9, '0')
 }
 
 function withNineCharacterIds(m: ChatMessage): ChatMessage {

@@ -184,8 +184,19 @@ export class EngineServerProcess {
   }
 
   crashError(): EngineDiedError {
-    if (this.stoppedBecause) return new EngineDiedError('engine_crashed', `the engine for model "${this.modelId}" stopped: ${this.stoppedBecause}; the next request loads it again`, this.killedBy, false)
-    return new EngineDiedError('engine_crashed', `the engine for model "${this.modelId}" ${this.exitReason}; the next request reloads it${this.tellingLine()}`, this.killedBy, false)
+    if (this.stoppedBecause)
+      return new EngineDiedError(
+        'engine_crashed',
+        `the engine for model "${this.modelId}" stopped: ${this.stoppedBecause}; the next request loads it again`,
+        this.killedBy,
+        false,
+      )
+    return new EngineDiedError(
+      'engine_crashed',
+      `the engine for model "${this.modelId}" ${this.exitReason}; the next request reloads it${this.tellingLine()}`,
+      this.killedBy,
+      false,
+    )
   }
 
   async stop(): Promise<void> {
@@ -222,7 +233,12 @@ export class EngineServerProcess {
     let seen = { memory: 0, logged: 0 }
     while (performance.now() - lastProgress < stallMs) {
       if (this.exited) {
-        throw new EngineDiedError('engine_load_failed', `model "${this.modelId}" failed to load: the engine ${this.exitReason}${this.tellingLine()}`, this.killedBy, true)
+        throw new EngineDiedError(
+          'engine_load_failed',
+          `model "${this.modelId}" failed to load: the engine ${this.exitReason}${this.tellingLine()}`,
+          this.killedBy,
+          true,
+        )
       }
       try {
         const res = await fetch(`${this.baseUrl}/health`, { signal: AbortSignal.timeout(1_000) })
@@ -261,7 +277,10 @@ const PS_TIMEOUT_MS = 5_000
  */
 export async function residentBytesOf(pid: number, sources: { proc?: string; ps?: string } = {}): Promise<number> {
   const proc = sources.proc ?? '/proc'
-  for (const [file, field] of [['status', 'VmRSS'], ['smaps_rollup', 'Rss']] as const) {
+  for (const [file, field] of [
+    ['status', 'VmRSS'],
+    ['smaps_rollup', 'Rss'],
+  ] as const) {
     try {
       const kb = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(await readFile(`${proc}/${pid}/${file}`, 'utf8'))?.[1]
       if (kb) return Number(kb) * 1024

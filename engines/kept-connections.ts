@@ -25,7 +25,10 @@ export async function postOnKeptConnection(send: Send, options: RequestOptions, 
 
 function postOnce(send: Send, options: RequestOptions, payload: Buffer, mayRetry: boolean): Promise<IncomingMessage | typeof CLOSED_ON_REUSE> {
   return new Promise((resolve, reject) => {
-    const req = send({ ...options, method: 'POST', headers: { ...options.headers, 'content-type': 'application/json', 'content-length': payload.length } }, resolve)
+    const req = send(
+      { ...options, method: 'POST', headers: { ...options.headers, 'content-type': 'application/json', 'content-length': payload.length } },
+      resolve,
+    )
     req.setNoDelay(true)
     req.once('error', (e) => (mayRetry && req.reusedSocket && isClosedConnection(e) ? resolve(CLOSED_ON_REUSE) : reject(e)))
     req.end(payload)

@@ -279,7 +279,22 @@ function wrapLine(line: string, width: number): string[] {
 // "2,400" cannot turn up in the filler by chance.
 
 function harbourRecords(): DocumentPlan {
-  const VESSELS = ['Marra', 'Brightwater', 'Solent Star', 'Ellen Hay', 'Kittiwake', 'Northern Reach', 'Aldis', 'Corvina', 'Gannet', 'Ivy May', 'Saltash', 'Tern', 'Morwenna', 'Skerry']
+  const VESSELS = [
+    'Marra',
+    'Brightwater',
+    'Solent Star',
+    'Ellen Hay',
+    'Kittiwake',
+    'Northern Reach',
+    'Aldis',
+    'Corvina',
+    'Gannet',
+    'Ivy May',
+    'Saltash',
+    'Tern',
+    'Morwenna',
+    'Skerry',
+  ]
   const TYPES = ['coaster', 'motor vessel', 'bulk carrier', 'general cargo ship', 'reefer']
   const FLAGS = ['Norway', 'Netherlands', 'Denmark', 'Ireland', 'Germany', 'Latvia', 'Estonia']
   const CARGOES = ['timber', 'coal', 'grain', 'fertiliser', 'steel coil', 'china clay', 'scrap metal', 'salt', 'fish meal', 'cement', 'animal feed']
@@ -319,12 +334,42 @@ function harbourRecords(): DocumentPlan {
       joiner: '\n',
     }),
     facts: [
-      { at: 0.04, fact: 'The new pier at the north basin was paid for by the Hallworth Shipping Trust.', question: 'Which organisation funded the construction of the pier?', answer: ['Hallworth'] },
-      { at: 0.22, fact: 'The harbour crane at quay 2 collapsed while lifting a container of roof slate, and nobody was hurt.', question: 'What was the crane lifting when it collapsed?', answer: ['slate'] },
-      { at: 0.45, fact: 'Dredging of the approach channel to a depth of 7 metres was carried out by Breesaap Dredging of Vlissingen.', question: 'Which contractor deepened the approach channel?', answer: ['Breesaap', 'Vlissingen'] },
-      { at: 0.62, fact: 'Harbour dues for fishing boats under 12 metres were abolished by a vote of the harbour commissioners in June.', question: 'What happened to the charges for small fishing vessels?', answer: ['abolished'] },
-      { at: 0.8, fact: "The harbour master's launch Tregenna was sold to the Falmouth sea cadets for 2,400 pounds.", question: "Who bought the harbour master's launch?", answer: ['sea cadets', 'Falmouth'] },
-      { at: 0.96, fact: 'Bilge oil pumped out by the coaster Bellis fouled the inner harbour, and her owners were fined 9,000 pounds.', question: 'What penalty were the owners given after the oil leak?', answer: ['9,000'] },
+      {
+        at: 0.04,
+        fact: 'The new pier at the north basin was paid for by the Hallworth Shipping Trust.',
+        question: 'Which organisation funded the construction of the pier?',
+        answer: ['Hallworth'],
+      },
+      {
+        at: 0.22,
+        fact: 'The harbour crane at quay 2 collapsed while lifting a container of roof slate, and nobody was hurt.',
+        question: 'What was the crane lifting when it collapsed?',
+        answer: ['slate'],
+      },
+      {
+        at: 0.45,
+        fact: 'Dredging of the approach channel to a depth of 7 metres was carried out by Breesaap Dredging of Vlissingen.',
+        question: 'Which contractor deepened the approach channel?',
+        answer: ['Breesaap', 'Vlissingen'],
+      },
+      {
+        at: 0.62,
+        fact: 'Harbour dues for fishing boats under 12 metres were abolished by a vote of the harbour commissioners in June.',
+        question: 'What happened to the charges for small fishing vessels?',
+        answer: ['abolished'],
+      },
+      {
+        at: 0.8,
+        fact: "The harbour master's launch Tregenna was sold to the Falmouth sea cadets for 2,400 pounds.",
+        question: "Who bought the harbour master's launch?",
+        answer: ['sea cadets', 'Falmouth'],
+      },
+      {
+        at: 0.96,
+        fact: 'Bilge oil pumped out by the coaster Bellis fouled the inner harbour, and her owners were fined 9,000 pounds.',
+        question: 'What penalty were the owners given after the oil leak?',
+        answer: ['9,000'],
+      },
     ],
     decoys: [
       { at: 0.3, sentence: 'The old pier at the south basin was closed to foot traffic for the winter.' },
@@ -336,7 +381,18 @@ function harbourRecords(): DocumentPlan {
 }
 
 function paymentsIncidentLog(): DocumentPlan {
-  const SERVICES = ['checkout-api', 'ledger-db', 'risk-engine', 'email-relay', 'search-index', 'auth-service', 'settlement-batch', 'webhook-dispatcher', 'card-vault', 'report-builder']
+  const SERVICES = [
+    'checkout-api',
+    'ledger-db',
+    'risk-engine',
+    'email-relay',
+    'search-index',
+    'auth-service',
+    'settlement-batch',
+    'webhook-dispatcher',
+    'card-vault',
+    'report-builder',
+  ]
   const REGIONS = ['eu-west-1', 'us-east-2', 'ap-south-1']
   const PEOPLE = ['Priya', 'Tomasz', 'Alice', 'Kwame', 'Hiro', 'Ingrid']
   let day = 59 // 1 March 2024
@@ -352,7 +408,9 @@ function paymentsIncidentLog(): DocumentPlan {
       case 'health':
         return `${ts} INFO ${svc}: health check passed, p95 latency ${int(rng, 40, 380)} ms, error rate 0.0${int(rng, 1, 9)}%.`
       case 'deploy':
-        return `${ts} INFO ${svc}: deployed build ${Math.floor(rng() * 0xfffffff).toString(16).padStart(7, '0')} to ${pick(rng, REGIONS)}, rollout complete.`
+        return `${ts} INFO ${svc}: deployed build ${Math.floor(rng() * 0xfffffff)
+          .toString(16)
+          .padStart(7, '0')} to ${pick(rng, REGIONS)}, rollout complete.`
       case 'scale':
         return `${ts} WARN ${svc}: worker pool at ${int(rng, 81, 97)}% of capacity, scaled out to ${int(rng, 4, 24)} replicas.`
       case 'ack':
@@ -381,12 +439,42 @@ function paymentsIncidentLog(): DocumentPlan {
       }
     },
     facts: [
-      { at: 0.05, fact: 'At 14:02 the payment gateway failed because its TLS certificate had expired overnight.', question: 'Why did the payment gateway fail?', answer: ['certificate', 'expired'] },
-      { at: 0.28, fact: 'The refund backlog on 12 March was caused by a currency rounding bug in the settlement batch job.', question: 'What caused the backlog of refunds?', answer: ['rounding', 'currency'] },
-      { at: 0.48, fact: 'Customers in Portugal were charged twice because a retry loop resent every card authorisation.', question: 'Why were some customers charged two times?', answer: ['retry', 'Portugal'] },
-      { at: 0.66, fact: 'The SMS verification provider was replaced by Telvox after three outages in one week.', question: 'Which provider handles SMS verification now?', answer: ['Telvox'] },
-      { at: 0.84, fact: 'Database failover to the standby in Frankfurt took 11 minutes, far longer than the 2-minute target.', question: 'How long did the database failover take?', answer: ['11 minutes'] },
-      { at: 0.97, fact: "The on-call pager stayed silent because the escalation policy still pointed at Delia's old phone number.", question: "Why were alerts not reaching the on-call engineer's pager?", answer: ['escalation', 'phone number'] },
+      {
+        at: 0.05,
+        fact: 'At 14:02 the payment gateway failed because its TLS certificate had expired overnight.',
+        question: 'Why did the payment gateway fail?',
+        answer: ['certificate', 'expired'],
+      },
+      {
+        at: 0.28,
+        fact: 'The refund backlog on 12 March was caused by a currency rounding bug in the settlement batch job.',
+        question: 'What caused the backlog of refunds?',
+        answer: ['rounding', 'currency'],
+      },
+      {
+        at: 0.48,
+        fact: 'Customers in Portugal were charged twice because a retry loop resent every card authorisation.',
+        question: 'Why were some customers charged two times?',
+        answer: ['retry', 'Portugal'],
+      },
+      {
+        at: 0.66,
+        fact: 'The SMS verification provider was replaced by Telvox after three outages in one week.',
+        question: 'Which provider handles SMS verification now?',
+        answer: ['Telvox'],
+      },
+      {
+        at: 0.84,
+        fact: 'Database failover to the standby in Frankfurt took 11 minutes, far longer than the 2-minute target.',
+        question: 'How long did the database failover take?',
+        answer: ['11 minutes'],
+      },
+      {
+        at: 0.97,
+        fact: "The on-call pager stayed silent because the escalation policy still pointed at Delia's old phone number.",
+        question: "Why were alerts not reaching the on-call engineer's pager?",
+        answer: ['escalation', 'phone number'],
+      },
     ],
     decoys: [
       { at: 0.4, sentence: 'The payment gateway dashboard was reviewed; no action needed.' },
@@ -397,14 +485,48 @@ function paymentsIncidentLog(): DocumentPlan {
 }
 
 function pressManual(): DocumentPlan {
-  const COMPONENTS = ['upper platen sensor', 'lower die clamp', 'light curtain', 'main contactor', 'stroke encoder', 'foot pedal', 'pressure transducer', 'stroke limit switch', 'valve block', 'cabinet fan', 'ram position sensor', 'guard interlock', 'oil level switch', 'two-hand control']
-  const TITLES = ['Daily checks', 'Weekly checks', 'Setting the stroke', 'Changing the tooling', 'Adjusting the ram speed', 'Clearing a jam', 'Shutting down', 'Starting up', 'Two-hand control', 'Light curtain test', 'Oil level', 'Guard interlock']
+  const COMPONENTS = [
+    'upper platen sensor',
+    'lower die clamp',
+    'light curtain',
+    'main contactor',
+    'stroke encoder',
+    'foot pedal',
+    'pressure transducer',
+    'stroke limit switch',
+    'valve block',
+    'cabinet fan',
+    'ram position sensor',
+    'guard interlock',
+    'oil level switch',
+    'two-hand control',
+  ]
+  const TITLES = [
+    'Daily checks',
+    'Weekly checks',
+    'Setting the stroke',
+    'Changing the tooling',
+    'Adjusting the ram speed',
+    'Clearing a jam',
+    'Shutting down',
+    'Starting up',
+    'Two-hand control',
+    'Light curtain test',
+    'Oil level',
+    'Guard interlock',
+  ]
   const ACTIVITIES = ['the first cycle of the shift', 'changing the tooling', 'adjusting the stroke', 'restarting after a stop', 'cleaning the bed']
   const CONDITIONS = ['it moves freely', 'no warning lamp is lit', 'the reading is inside the green band', 'the cable is undamaged', 'the display shows READY']
   const FAULTS = ['does not respond', 'reads out of range', 'gets hot to the touch', 'makes a knocking noise', 'gives an intermittent signal']
   const RESPONSES = ['call the shift supervisor', 'isolate the power before touching it', 'note the error code shown on the display']
   const CODE_FAULTS = ['signal is lost', 'reads out of range', 'is over temperature', 'does not respond', 'reports a short circuit', 'is out of calibration']
-  const REMEDIES = ['Check the connector and the cable, then press RESET.', 'Let the press stand for 20 minutes, then press RESET.', 'Switch the press off and call service if the fault repeats.', 'Recalibrate it from the service menu.', 'Replace fuse F3 in the control cabinet.']
+  const REMEDIES = [
+    'Check the connector and the cable, then press RESET.',
+    'Let the press stand for 20 minutes, then press RESET.',
+    'Switch the press off and call service if the fault repeats.',
+    'Recalibrate it from the service menu.',
+    'Replace fuse F3 in the control cabinet.',
+  ]
   // E47 and E63 are the planted codes: the generated table never defines them.
   const PLANTED_CODES = new Set([47, 63])
   let code = 0
@@ -442,7 +564,10 @@ function pressManual(): DocumentPlan {
       const title = index === 0 ? ['HX-400 HYDRAULIC PRESS - OPERATOR AND SERVICE MANUAL.'] : []
       if (index > 0 && rng() < 0.4) {
         const first = [...title, 'Error codes, continued.']
-        return { entries: fillEntries(rng, () => `Error ${nextCode()}: the ${pick(rng, COMPONENTS)} ${pick(rng, CODE_FAULTS)}. ${pick(rng, REMEDIES)}`, first), joiner: ' ' }
+        return {
+          entries: fillEntries(rng, () => `Error ${nextCode()}: the ${pick(rng, COMPONENTS)} ${pick(rng, CODE_FAULTS)}. ${pick(rng, REMEDIES)}`, first),
+          joiner: ' ',
+        }
       }
       section++
       if (section > 6) {
@@ -453,12 +578,42 @@ function pressManual(): DocumentPlan {
       return { entries: fillEntries(rng, () => sectionSentence(rng), first), joiner: ' ' }
     },
     facts: [
-      { at: 0.08, fact: 'Error E47 means the coolant pump is drawing air through a loose inlet seal.', question: 'What does error E47 mean?', answer: ['coolant', 'inlet seal'] },
-      { at: 0.3, fact: 'The tonnage limit for dies narrower than 200 mm is 60 tonnes, because the bolster plate bends under a narrow load.', question: 'What is the tonnage limit for a narrow die?', answer: ['60 tonnes'] },
-      { at: 0.5, fact: 'The hydraulic oil must be changed every 2,000 operating hours, using ISO VG 46 oil only.', question: 'How often should the hydraulic fluid be replaced?', answer: ['2,000'] },
-      { at: 0.7, fact: 'Error E63 appears when the light curtain is dirty, and wiping its lenses with a dry cloth clears it.', question: 'How do I clear error E63?', answer: ['lenses', 'dry cloth', 'wiping'] },
-      { at: 0.85, fact: 'Only a technician holding a Grade B hydraulics licence may open the accumulator housing.', question: 'Who is allowed to open the accumulator?', answer: ['Grade B', 'licence'] },
-      { at: 0.96, fact: 'The press must be bolted to a concrete floor at least 250 mm thick.', question: 'What kind of floor does the machine need?', answer: ['concrete', '250 mm'] },
+      {
+        at: 0.08,
+        fact: 'Error E47 means the coolant pump is drawing air through a loose inlet seal.',
+        question: 'What does error E47 mean?',
+        answer: ['coolant', 'inlet seal'],
+      },
+      {
+        at: 0.3,
+        fact: 'The tonnage limit for dies narrower than 200 mm is 60 tonnes, because the bolster plate bends under a narrow load.',
+        question: 'What is the tonnage limit for a narrow die?',
+        answer: ['60 tonnes'],
+      },
+      {
+        at: 0.5,
+        fact: 'The hydraulic oil must be changed every 2,000 operating hours, using ISO VG 46 oil only.',
+        question: 'How often should the hydraulic fluid be replaced?',
+        answer: ['2,000'],
+      },
+      {
+        at: 0.7,
+        fact: 'Error E63 appears when the light curtain is dirty, and wiping its lenses with a dry cloth clears it.',
+        question: 'How do I clear error E63?',
+        answer: ['lenses', 'dry cloth', 'wiping'],
+      },
+      {
+        at: 0.85,
+        fact: 'Only a technician holding a Grade B hydraulics licence may open the accumulator housing.',
+        question: 'Who is allowed to open the accumulator?',
+        answer: ['Grade B', 'licence'],
+      },
+      {
+        at: 0.96,
+        fact: 'The press must be bolted to a concrete floor at least 250 mm thick.',
+        question: 'What kind of floor does the machine need?',
+        answer: ['concrete', '250 mm'],
+      },
     ],
     decoys: [
       { at: 0.52, sentence: 'Errors E46 and E48 light the same amber lamp as error E47.' },
@@ -472,7 +627,14 @@ function councilMinutes(): DocumentPlan {
   const GROUPS = ['footpaths', 'village hall', 'playing field', 'environment', 'finance', 'cemetery']
   const WORKS = ['a rear extension', 'a garden room', 'a replacement garage', 'two dormer windows', 'a change of use to a holiday let', 'a new porch']
   const STREETS = ['Mill Lane', 'Station Road', 'The Green', 'Orchard Close', 'Kings Way', 'Well Street']
-  const CORRESPONDENTS = ['the county council', 'the district council', 'the police liaison officer', 'the village hall trustees', 'the footpath society', 'the church warden']
+  const CORRESPONDENTS = [
+    'the county council',
+    'the district council',
+    'the police liaison officer',
+    'the village hall trustees',
+    'the footpath society',
+    'the church warden',
+  ]
   const TOPICS = ['litter picking', 'the flower beds', 'the noticeboard', 'the Christmas lights', 'hedge cutting', 'the war memorial']
   let dayOffset = 11 // 12 January 2023
   let item = 0
@@ -505,17 +667,44 @@ function councilMinutes(): DocumentPlan {
       if (index % 4 === 0) {
         if (index > 0) dayOffset += int(rng, 21, 35)
         item = 0
-        const present = shuffled(rng, COUNCILLORS).slice(0, int(rng, 4, 6)).join(', ')
+        const present = shuffled(rng, COUNCILLORS)
+          .slice(0, int(rng, 4, 6))
+          .join(', ')
         first.push(`Minutes of the meeting held on ${longDate(2023, dayOffset)} in the village hall. Present: Cllrs ${present}.`)
       }
       return { entries: fillEntries(rng, () => minuteItem(rng), first), joiner: ' ' }
     },
     facts: [
-      { at: 0.06, fact: 'The council agreed to buy a defibrillator for the bus shelter on Church Street, at a cost of 1,450 pounds.', question: 'Where will the defibrillator be installed?', answer: ['bus shelter', 'Church Street'] },
-      { at: 0.35, fact: 'Cllr Okafor resigned from the council in May because she is moving to Leeds.', question: 'Why did Councillor Okafor step down?', answer: ['Leeds', 'moving'] },
-      { at: 0.55, fact: 'The speed limit on Hollow Road will be cut to 20 mph after residents collected 312 signatures.', question: 'What will the new speed limit on Hollow Road be?', answer: ['20 mph'] },
-      { at: 0.75, fact: 'The annual grant to the youth club was raised from 800 to 1,200 pounds.', question: 'How much will the youth club receive each year now?', answer: ['1,200'] },
-      { at: 0.94, fact: "The allotments on Parson's Field will be moved to the old rectory garden next spring.", question: 'Where are the allotments being relocated to?', answer: ['rectory'] },
+      {
+        at: 0.06,
+        fact: 'The council agreed to buy a defibrillator for the bus shelter on Church Street, at a cost of 1,450 pounds.',
+        question: 'Where will the defibrillator be installed?',
+        answer: ['bus shelter', 'Church Street'],
+      },
+      {
+        at: 0.35,
+        fact: 'Cllr Okafor resigned from the council in May because she is moving to Leeds.',
+        question: 'Why did Councillor Okafor step down?',
+        answer: ['Leeds', 'moving'],
+      },
+      {
+        at: 0.55,
+        fact: 'The speed limit on Hollow Road will be cut to 20 mph after residents collected 312 signatures.',
+        question: 'What will the new speed limit on Hollow Road be?',
+        answer: ['20 mph'],
+      },
+      {
+        at: 0.75,
+        fact: 'The annual grant to the youth club was raised from 800 to 1,200 pounds.',
+        question: 'How much will the youth club receive each year now?',
+        answer: ['1,200'],
+      },
+      {
+        at: 0.94,
+        fact: "The allotments on Parson's Field will be moved to the old rectory garden next spring.",
+        question: 'Where are the allotments being relocated to?',
+        answer: ['rectory'],
+      },
     ],
     decoys: [
       { at: 0.2, sentence: 'A pothole on Hollow Road was reported to the county highways team.' },
@@ -590,10 +779,21 @@ function sdkReference(): DocumentPlan {
       describe: `Returns the metadata of the ${n.one} without its contents`,
       tag: `Adds labels to the ${n.one}`,
     })[verb] ?? `Works on the ${n.one}`
-  const ARGS: Record<string, string> = { list: 'options', create: 'name, settings', update: 'name, changes', watch: 'name, handler', copy: 'name, project', tag: 'name, labels' }
+  const ARGS: Record<string, string> = {
+    list: 'options',
+    create: 'name, settings',
+    update: 'name, changes',
+    watch: 'name, handler',
+    copy: 'name, project',
+    tag: 'name, labels',
+  }
   let functions: { verb: string; noun: (typeof NOUNS)[number] }[] = []
   const functionParagraph = (rng: Rng): Paragraph => {
-    if (functions.length === 0) functions = shuffled(rng, VERBS.flatMap((verb) => NOUNS.map((noun) => ({ verb, noun }))))
+    if (functions.length === 0)
+      functions = shuffled(
+        rng,
+        VERBS.flatMap((verb) => NOUNS.map((noun) => ({ verb, noun }))),
+      )
     const { verb, noun } = functions.pop()!
     const fn = `${verb}${noun.name}`
     const [error, condition] = pick(rng, ERRORS)
@@ -603,14 +803,23 @@ function sdkReference(): DocumentPlan {
       `Throws \`${error}\` when ${condition.replace('{one}', noun.one)}.`,
       `Example: \`const ${noun.one.split(' ')[0]} = await tide.${fn}('${pick(rng, SAMPLES)}')\`.`,
       `Available since version ${int(rng, 1, 4)}.${int(rng, 0, 9)}.`,
-      pick(rng, ['The call is idempotent and safe to repeat.', 'Results are cached for `tide.cache.ttlSeconds` seconds.', 'The call counts against the project quota.', 'The call is not cached.']),
+      pick(rng, [
+        'The call is idempotent and safe to repeat.',
+        'Results are cached for `tide.cache.ttlSeconds` seconds.',
+        'The call counts against the project quota.',
+        'The call is not cached.',
+      ]),
     ]
     return { head: `### \`tide.${fn}(${ARGS[verb] ?? 'name, options'})\``, entries: sentences, joiner: ' ' }
   }
   const configParagraph = (rng: Rng): Paragraph => {
     const group = pick(rng, Object.keys(CONFIG))
-    const entries = CONFIG[group]!.map(([key, type, def, what]) => `\`tide.${group}.${key}\` (${type}, default ${def}, since version ${int(rng, 1, 4)}.${int(rng, 0, 9)}): ${what}.`)
-    entries.push(`Keys in the \`${group}\` group can also be set through environment variables named \`TIDE_${group.toUpperCase()}_*\`, which win over the configuration file.`)
+    const entries = CONFIG[group]!.map(
+      ([key, type, def, what]) => `\`tide.${group}.${key}\` (${type}, default ${def}, since version ${int(rng, 1, 4)}.${int(rng, 0, 9)}): ${what}.`,
+    )
+    entries.push(
+      `Keys in the \`${group}\` group can also be set through environment variables named \`TIDE_${group.toUpperCase()}_*\`, which win over the configuration file.`,
+    )
     return { head: `## Configuration keys: ${group}`, entries, joiner: ' ' }
   }
   return {
@@ -625,12 +834,42 @@ function sdkReference(): DocumentPlan {
       return paragraph
     },
     facts: [
-      { at: 0.04, fact: 'Set `tide.retry.jitter` to false to make retries happen at exact intervals in tests.', question: 'How can I make the retry timing predictable when testing?', answer: ['jitter'] },
-      { at: 0.25, fact: 'The function `tide.rotateKeys()` replaces every access key older than 90 days and returns the list of revoked ones.', question: 'What does rotateKeys do?', answer: ['90 days', 'revoked'] },
-      { at: 0.5, fact: 'Uploads larger than 5 GB must go through `tide.multipartUpload()`, because a single PUT request stops at that size.', question: 'What should I call to upload a very big file?', answer: ['multipartUpload'] },
-      { at: 0.72, fact: 'When `TIDE_OFFLINE=1` is set, the client serves reads from its local cache and queues every write until the network returns.', question: 'What happens in offline mode?', answer: ['queue', 'local cache'] },
-      { at: 0.88, fact: 'Error `TW-409` means a write conflict: another client changed the same object version first.', question: 'What does the TW-409 error mean?', answer: ['conflict'] },
-      { at: 0.97, fact: 'Listing functions return 250 items per page by default and never more than 2500.', question: 'How many results can a list call give back at most?', answer: ['2500'] },
+      {
+        at: 0.04,
+        fact: 'Set `tide.retry.jitter` to false to make retries happen at exact intervals in tests.',
+        question: 'How can I make the retry timing predictable when testing?',
+        answer: ['jitter'],
+      },
+      {
+        at: 0.25,
+        fact: 'The function `tide.rotateKeys()` replaces every access key older than 90 days and returns the list of revoked ones.',
+        question: 'What does rotateKeys do?',
+        answer: ['90 days', 'revoked'],
+      },
+      {
+        at: 0.5,
+        fact: 'Uploads larger than 5 GB must go through `tide.multipartUpload()`, because a single PUT request stops at that size.',
+        question: 'What should I call to upload a very big file?',
+        answer: ['multipartUpload'],
+      },
+      {
+        at: 0.72,
+        fact: 'When `TIDE_OFFLINE=1` is set, the client serves reads from its local cache and queues every write until the network returns.',
+        question: 'What happens in offline mode?',
+        answer: ['queue', 'local cache'],
+      },
+      {
+        at: 0.88,
+        fact: 'Error `TW-409` means a write conflict: another client changed the same object version first.',
+        question: 'What does the TW-409 error mean?',
+        answer: ['conflict'],
+      },
+      {
+        at: 0.97,
+        fact: 'Listing functions return 250 items per page by default and never more than 2500.',
+        question: 'How many results can a list call give back at most?',
+        answer: ['2500'],
+      },
     ],
     decoys: [
       { at: 0.6, sentence: 'For key handling, see also `tide.rotateKeys()` in the security section.' },
@@ -640,11 +879,58 @@ function sdkReference(): DocumentPlan {
 }
 
 function warehouseLease(): DocumentPlan {
-  const TITLES = ['Definitions', 'Rent', 'Service charge', 'Use', 'Alterations', 'Repair', 'Insurance', 'Assignment', 'Signs', 'Access', 'Yielding up', 'Statutes', 'Fire safety', 'Notices', 'Rights reserved', 'Quiet enjoyment', 'Costs', 'Forfeiture']
-  const TENANT_DUTIES = ['keep the interior of the Premises clean and tidy', 'not use the Premises for any illegal or immoral purpose', 'pay the service charge within 14 days of demand', 'permit the Landlord to enter the Premises on reasonable notice', 'not make any structural alteration to the Premises', 'comply with all statutes affecting the Premises', 'keep the fire alarm and sprinklers in working order', 'not display any sign on the exterior of the building', 'remove all rubbish from the loading bay each week', 'insure its own stock, fixtures and fittings']
-  const LANDLORD_DUTIES = ['provide the services set out in the Schedule', 'keep the common parts lit and clean', 'give the Tenant copies of the service charge accounts', 'maintain the estate roads and car park', 'not interrupt the supply of water and electricity']
-  const QUALIFIERS = ['at all times during the Term', 'at its own cost', 'to the reasonable satisfaction of the Landlord', 'within a reasonable time', 'save as permitted by this lease']
-  const INCLUSIONS = ['the loading bay and the forecourt', "all landlord's fixtures and fittings", 'the plant and equipment serving only the Premises', 'any additions and improvements made during the Term']
+  const TITLES = [
+    'Definitions',
+    'Rent',
+    'Service charge',
+    'Use',
+    'Alterations',
+    'Repair',
+    'Insurance',
+    'Assignment',
+    'Signs',
+    'Access',
+    'Yielding up',
+    'Statutes',
+    'Fire safety',
+    'Notices',
+    'Rights reserved',
+    'Quiet enjoyment',
+    'Costs',
+    'Forfeiture',
+  ]
+  const TENANT_DUTIES = [
+    'keep the interior of the Premises clean and tidy',
+    'not use the Premises for any illegal or immoral purpose',
+    'pay the service charge within 14 days of demand',
+    'permit the Landlord to enter the Premises on reasonable notice',
+    'not make any structural alteration to the Premises',
+    'comply with all statutes affecting the Premises',
+    'keep the fire alarm and sprinklers in working order',
+    'not display any sign on the exterior of the building',
+    'remove all rubbish from the loading bay each week',
+    'insure its own stock, fixtures and fittings',
+  ]
+  const LANDLORD_DUTIES = [
+    'provide the services set out in the Schedule',
+    'keep the common parts lit and clean',
+    'give the Tenant copies of the service charge accounts',
+    'maintain the estate roads and car park',
+    'not interrupt the supply of water and electricity',
+  ]
+  const QUALIFIERS = [
+    'at all times during the Term',
+    'at its own cost',
+    'to the reasonable satisfaction of the Landlord',
+    'within a reasonable time',
+    'save as permitted by this lease',
+  ]
+  const INCLUSIONS = [
+    'the loading bay and the forecourt',
+    "all landlord's fixtures and fittings",
+    'the plant and equipment serving only the Premises',
+    'any additions and improvements made during the Term',
+  ]
   const THINGS = ['carry out any work of improvement', 'remedy any defect caused by the other party', 'pay any cost not expressly reserved in this lease']
   let clause = 1
   let sub = 0
@@ -677,24 +963,74 @@ function warehouseLease(): DocumentPlan {
         sub = 1
       }
       const title = TITLES[(clause - 1) % TITLES.length]!
-      const first = index === 0 ? ['LEASE OF UNIT 7, FENWICK TRADING ESTATE, made between Fenwick Estates Limited (the Landlord) and Orrin Tools Limited (the Tenant).'] : []
+      const first =
+        index === 0
+          ? ['LEASE OF UNIT 7, FENWICK TRADING ESTATE, made between Fenwick Estates Limited (the Landlord) and Orrin Tools Limited (the Tenant).']
+          : []
       first.push(`Clause ${clause}.${sub} (${title}).`)
       return { entries: fillEntries(rng, () => sentence(rng), first), joiner: ' ' }
     },
     facts: [
-      { at: 0.05, fact: 'The annual rent is 48,500 pounds, payable in equal quarterly instalments in advance.', question: 'How much rent does the tenant pay per year?', answer: ['48,500'] },
-      { at: 0.3, fact: "The Tenant may end this lease on the fifth anniversary of the term by giving the Landlord at least six months' written notice.", question: 'When can the tenant break the lease early?', answer: ['fifth anniversary', 'six months'] },
-      { at: 0.5, fact: "Repairs to the roof are the responsibility of the Landlord's insurer, Castlegate Mutual, and not of the Tenant.", question: 'Who is responsible for roof repairs?', answer: ['Castlegate', 'insurer'] },
-      { at: 0.74, fact: 'No vehicle over 7.5 tonnes may use the rear yard between 10 pm and 6 am.', question: 'At what times are heavy vehicles kept out of the rear yard?', answer: ['10 pm', '6 am'] },
-      { at: 0.94, fact: 'Any dispute under this lease shall be decided by a single arbitrator appointed by the President of the Chartered Institute of Arbitrators.', question: 'How will disagreements about the lease be resolved?', answer: ['arbitrator'] },
+      {
+        at: 0.05,
+        fact: 'The annual rent is 48,500 pounds, payable in equal quarterly instalments in advance.',
+        question: 'How much rent does the tenant pay per year?',
+        answer: ['48,500'],
+      },
+      {
+        at: 0.3,
+        fact: "The Tenant may end this lease on the fifth anniversary of the term by giving the Landlord at least six months' written notice.",
+        question: 'When can the tenant break the lease early?',
+        answer: ['fifth anniversary', 'six months'],
+      },
+      {
+        at: 0.5,
+        fact: "Repairs to the roof are the responsibility of the Landlord's insurer, Castlegate Mutual, and not of the Tenant.",
+        question: 'Who is responsible for roof repairs?',
+        answer: ['Castlegate', 'insurer'],
+      },
+      {
+        at: 0.74,
+        fact: 'No vehicle over 7.5 tonnes may use the rear yard between 10 pm and 6 am.',
+        question: 'At what times are heavy vehicles kept out of the rear yard?',
+        answer: ['10 pm', '6 am'],
+      },
+      {
+        at: 0.94,
+        fact: 'Any dispute under this lease shall be decided by a single arbitrator appointed by the President of the Chartered Institute of Arbitrators.',
+        question: 'How will disagreements about the lease be resolved?',
+        answer: ['arbitrator'],
+      },
     ],
     decoys: [{ at: 0.2, sentence: 'The Tenant shall keep the roof gutters above the loading bay clear of leaves.' }],
   }
 }
 
 function centrifugeProcedure(): DocumentPlan {
-  const TITLES = ['Daily inspection', 'Loading the rotor', 'Balancing the load', 'Setting the run', 'Unloading', 'Cleaning the chamber', 'Weekly maintenance', 'Logbook entries', 'Temperature check', 'Lid latch test']
-  const COMPONENTS = ['rotor', 'buckets', 'adapters', 'lid gasket', 'chamber', 'drive shaft', 'imbalance sensor', 'temperature probe', 'lid latch', 'tube holders']
+  const TITLES = [
+    'Daily inspection',
+    'Loading the rotor',
+    'Balancing the load',
+    'Setting the run',
+    'Unloading',
+    'Cleaning the chamber',
+    'Weekly maintenance',
+    'Logbook entries',
+    'Temperature check',
+    'Lid latch test',
+  ]
+  const COMPONENTS = [
+    'rotor',
+    'buckets',
+    'adapters',
+    'lid gasket',
+    'chamber',
+    'drive shaft',
+    'imbalance sensor',
+    'temperature probe',
+    'lid latch',
+    'tube holders',
+  ]
   const ACTIONS = ['Inspect', 'Wipe', 'Check', 'Verify', 'Clean']
   const WHEN = ['before the first run of the day', 'after each run', 'at the end of the shift', 'once a week', 'every month']
   const DEFECTS = ['corrosion', 'hairline cracks', 'discolouration', 'a worn gasket', 'dried residue']
@@ -734,18 +1070,50 @@ function centrifugeProcedure(): DocumentPlan {
       return { entries: fillEntries(rng, () => sentence(rng), first), joiner: ' ' }
     },
     facts: [
-      { at: 0.06, fact: 'Blood tubes must be spun at 1,800 g for 10 minutes at 4 degrees to separate the plasma.', question: 'At what g-force should blood tubes be centrifuged?', answer: ['1,800'] },
-      { at: 0.3, fact: 'If a tube breaks inside the rotor, leave the lid closed for 30 minutes so that aerosols can settle.', question: 'What should I do if a tube breaks during a run?', answer: ['30 minutes', 'aerosols', 'lid closed'] },
-      { at: 0.5, fact: 'Spills of infectious material are cleaned up with 1 percent sodium hypochlorite left on for 20 minutes.', question: 'Which disinfectant is used for infectious spills?', answer: ['hypochlorite'] },
-      { at: 0.72, fact: 'A rotor must be retired after 10,000 runs or ten years, whichever comes first.', question: 'When does a rotor have to be taken out of service?', answer: ['10,000', 'ten years'] },
-      { at: 0.93, fact: 'Only staff who have passed the biosafety level 2 course may run samples from the isolation ward.', question: 'Who may process specimens from the isolation ward?', answer: ['biosafety', 'level 2'] },
+      {
+        at: 0.06,
+        fact: 'Blood tubes must be spun at 1,800 g for 10 minutes at 4 degrees to separate the plasma.',
+        question: 'At what g-force should blood tubes be centrifuged?',
+        answer: ['1,800'],
+      },
+      {
+        at: 0.3,
+        fact: 'If a tube breaks inside the rotor, leave the lid closed for 30 minutes so that aerosols can settle.',
+        question: 'What should I do if a tube breaks during a run?',
+        answer: ['30 minutes', 'aerosols', 'lid closed'],
+      },
+      {
+        at: 0.5,
+        fact: 'Spills of infectious material are cleaned up with 1 percent sodium hypochlorite left on for 20 minutes.',
+        question: 'Which disinfectant is used for infectious spills?',
+        answer: ['hypochlorite'],
+      },
+      {
+        at: 0.72,
+        fact: 'A rotor must be retired after 10,000 runs or ten years, whichever comes first.',
+        question: 'When does a rotor have to be taken out of service?',
+        answer: ['10,000', 'ten years'],
+      },
+      {
+        at: 0.93,
+        fact: 'Only staff who have passed the biosafety level 2 course may run samples from the isolation ward.',
+        question: 'Who may process specimens from the isolation ward?',
+        answer: ['biosafety', 'level 2'],
+      },
     ],
     decoys: [{ at: 0.4, sentence: 'Blood tubes are labelled with the patient number before they are loaded.' }],
   }
 }
 
 function shipLog(): DocumentPlan {
-  const WATCHES: [string, number][] = [['Middle', 0], ['Morning', 4], ['Forenoon', 8], ['Afternoon', 12], ['Dog', 16], ['First', 20]]
+  const WATCHES: [string, number][] = [
+    ['Middle', 0],
+    ['Morning', 4],
+    ['Forenoon', 8],
+    ['Afternoon', 12],
+    ['Dog', 16],
+    ['First', 20],
+  ]
   const OFFICERS = ['Master Haldane', 'Chief Officer Lindqvist', '2nd Officer Reid', '3rd Officer Mbeki']
   const CREW = ['Okoro', 'Dunne', 'Sato', 'Marsh', 'Ferris']
   const COURSES = [8, 12, 15, 20, 24, 330, 335, 340, 344, 350]
@@ -775,25 +1143,76 @@ function shipLog(): DocumentPlan {
       const officer = OFFICERS[watch % OFFICERS.length]!
       const entries = [`${longDate(2019, 120 + Math.floor(watch / WATCHES.length))}, ${watchName} watch, ${officer}.`]
       for (let h = 0; h < 4; h++) entries.push(hourly(rng, start + h))
-      entries.push(pick(rng, ['Rounds made, all correct.', 'Steering gear tested, correct.', `Lookout posted: AB ${pick(rng, CREW)}.`, 'Navigation lights checked, correct.']))
+      entries.push(
+        pick(rng, [
+          'Rounds made, all correct.',
+          'Steering gear tested, correct.',
+          `Lookout posted: AB ${pick(rng, CREW)}.`,
+          'Navigation lights checked, correct.',
+        ]),
+      )
       entries.push(`Watch handed over to ${OFFICERS[(watch + 1) % OFFICERS.length]}.`)
       return { head: index === 0 ? 'DECK LOG, MV CORRAN, VOYAGE 14: ABERDEEN - LERWICK - TORSHAVN' : undefined, entries, joiner: '\n' }
     },
     facts: [
-      { at: 0.05, fact: 'At 0630 AB Ferris slipped on the wet ladder to the bridge wing and cut his hand, which the Chief Officer dressed.', question: 'How did Ferris get hurt?', answer: ['ladder', 'slipped'] },
-      { at: 0.3, fact: 'The starboard generator was shut down after its exhaust temperature reached 520 degrees.', question: 'Why was the starboard generator stopped?', answer: ['exhaust', '520'] },
-      { at: 0.5, fact: "A stowaway found hiding in the bosun's store was handed over to the police at Lerwick.", question: 'What happened to the stowaway?', answer: ['police'] },
-      { at: 0.72, fact: 'Fog closed the harbour at Torshavn, so the Master anchored in Nolsoyarfjordur for nine hours.', question: 'Why did the ship wait at anchor instead of entering port?', answer: ['fog'] },
-      { at: 0.93, fact: 'The livestock cargo of 212 sheep was landed at Torshavn with two animals dead on arrival.', question: 'How many sheep did the ship carry?', answer: ['212'] },
+      {
+        at: 0.05,
+        fact: 'At 0630 AB Ferris slipped on the wet ladder to the bridge wing and cut his hand, which the Chief Officer dressed.',
+        question: 'How did Ferris get hurt?',
+        answer: ['ladder', 'slipped'],
+      },
+      {
+        at: 0.3,
+        fact: 'The starboard generator was shut down after its exhaust temperature reached 520 degrees.',
+        question: 'Why was the starboard generator stopped?',
+        answer: ['exhaust', '520'],
+      },
+      {
+        at: 0.5,
+        fact: "A stowaway found hiding in the bosun's store was handed over to the police at Lerwick.",
+        question: 'What happened to the stowaway?',
+        answer: ['police'],
+      },
+      {
+        at: 0.72,
+        fact: 'Fog closed the harbour at Torshavn, so the Master anchored in Nolsoyarfjordur for nine hours.',
+        question: 'Why did the ship wait at anchor instead of entering port?',
+        answer: ['fog'],
+      },
+      {
+        at: 0.93,
+        fact: 'The livestock cargo of 212 sheep was landed at Torshavn with two animals dead on arrival.',
+        question: 'How many sheep did the ship carry?',
+        answer: ['212'],
+      },
     ],
     decoys: [{ at: 0.4, sentence: 'The port generator was run up for one hour as a test, correct.' }],
   }
 }
 
 function productChangelog(): DocumentPlan {
-  const AREAS = ['the invoice list', 'expense import', 'the bank feed', 'the VAT return', 'the receipt scanner', 'user settings', 'the dashboard', 'PDF export', 'CSV import', 'the reports page', 'recurring invoices', 'the contacts list']
+  const AREAS = [
+    'the invoice list',
+    'expense import',
+    'the bank feed',
+    'the VAT return',
+    'the receipt scanner',
+    'user settings',
+    'the dashboard',
+    'PDF export',
+    'CSV import',
+    'the reports page',
+    'recurring invoices',
+    'the contacts list',
+  ]
   const BAD = ['freezes', 'shows a blank screen', 'duplicates rows', 'loses the selected filter', 'shows the wrong totals']
-  const CONDITIONS = ['an account has more than 500 contacts', 'the session times out', 'the browser language is not English', 'a file starts with a byte order mark', 'two tabs are open']
+  const CONDITIONS = [
+    'an account has more than 500 contacts',
+    'the session times out',
+    'the browser language is not English',
+    'a file starts with a byte order mark',
+    'two tabs are open',
+  ]
   const THINGS = ['contacts', 'invoices', 'bank rules', 'attachments']
   const SETTINGS = ['sort order', 'column widths', 'selected filter', 'page size']
   const FILTERS = ['date range', 'contact', 'status', 'amount']
@@ -846,11 +1265,36 @@ function productChangelog(): DocumentPlan {
     },
     asEntry: (sentence) => `- ${sentence}`,
     facts: [
-      { at: 0.05, fact: 'Dark mode was removed from the mobile app because it made receipt photos unreadable.', question: 'Why is there no dark theme on mobile any more?', answer: ['receipt photos', 'unreadable'] },
-      { at: 0.3, fact: 'Support for Windows 7 and macOS 10.13 was dropped in this release.', question: 'Which operating systems are no longer supported?', answer: ['Windows 7', 'macOS'] },
-      { at: 0.5, fact: 'Exports to Xero now include the tracking categories that were lost in earlier versions.', question: 'What was added to the Xero export?', answer: ['tracking categories'] },
-      { at: 0.72, fact: 'The bank feed for Monzo accounts was paused for two weeks while Monzo changed its API.', question: 'Why did the Monzo bank feed stop working?', answer: ['API', 'paused'] },
-      { at: 0.95, fact: 'Two-factor login by SMS was replaced with authenticator apps after a SIM-swap attack on a customer.', question: 'Why was text-message two-factor login dropped?', answer: ['SIM-swap', 'authenticator'] },
+      {
+        at: 0.05,
+        fact: 'Dark mode was removed from the mobile app because it made receipt photos unreadable.',
+        question: 'Why is there no dark theme on mobile any more?',
+        answer: ['receipt photos', 'unreadable'],
+      },
+      {
+        at: 0.3,
+        fact: 'Support for Windows 7 and macOS 10.13 was dropped in this release.',
+        question: 'Which operating systems are no longer supported?',
+        answer: ['Windows 7', 'macOS'],
+      },
+      {
+        at: 0.5,
+        fact: 'Exports to Xero now include the tracking categories that were lost in earlier versions.',
+        question: 'What was added to the Xero export?',
+        answer: ['tracking categories'],
+      },
+      {
+        at: 0.72,
+        fact: 'The bank feed for Monzo accounts was paused for two weeks while Monzo changed its API.',
+        question: 'Why did the Monzo bank feed stop working?',
+        answer: ['API', 'paused'],
+      },
+      {
+        at: 0.95,
+        fact: 'Two-factor login by SMS was replaced with authenticator apps after a SIM-swap attack on a customer.',
+        question: 'Why was text-message two-factor login dropped?',
+        answer: ['SIM-swap', 'authenticator'],
+      },
     ],
     decoys: [
       { at: 0.4, sentence: 'Xero invoices now show the contact email address.' },
@@ -874,7 +1318,9 @@ function glidingFlightLog(): DocumentPlan {
     }
     flight++
     const winch = rng() < 0.7
-    const launch = winch ? `winch launch on runway ${runway}, release ${int(rng, 9, 15) * 100} ft` : `aerotow behind G-BPZA, release ${pick(rng, [2000, 2500, 3000])} ft`
+    const launch = winch
+      ? `winch launch on runway ${runway}, release ${int(rng, 9, 15) * 100} ft`
+      : `aerotow behind G-BPZA, release ${pick(rng, [2000, 2500, 3000])} ft`
     const glider = pick(rng, GLIDERS)
     const p2 = TWO_SEATERS.has(glider) ? pick(rng, ['solo', 'P2 trial lesson', `P2 ${pick(rng, PILOTS)}`]) : 'solo'
     const landing = pick(rng, ['normal', 'on the main strip', 'near the hangar', `on runway ${runway}`])
@@ -897,11 +1343,36 @@ function glidingFlightLog(): DocumentPlan {
       }
     },
     facts: [
-      { at: 0.05, fact: "The winch cable broke at 300 feet on Ortiz's launch, and she landed straight ahead in the field beyond the runway.", question: 'What happened when the winch cable snapped?', answer: ['straight ahead', '300 feet'] },
-      { at: 0.3, fact: "The club's longest flight of the season was 512 km by Fischer in the Discus, out to Shrewsbury and back.", question: 'What was the longest flight this season?', answer: ['512', 'Shrewsbury'] },
-      { at: 0.5, fact: 'The Ka-8 G-DCUB was grounded after a crack was found in the left aileron hinge.', question: 'Why was the Ka-8 taken out of service?', answer: ['aileron', 'crack'] },
-      { at: 0.72, fact: 'A red kite struck the canopy of G-CHHX on approach, scratching the perspex but causing no injury.', question: 'What hit the canopy?', answer: ['kite'] },
-      { at: 0.93, fact: 'Trial lesson prices rose from 95 to 120 pounds to cover the higher cost of winch diesel.', question: 'Why did trial lessons become more expensive?', answer: ['diesel'] },
+      {
+        at: 0.05,
+        fact: "The winch cable broke at 300 feet on Ortiz's launch, and she landed straight ahead in the field beyond the runway.",
+        question: 'What happened when the winch cable snapped?',
+        answer: ['straight ahead', '300 feet'],
+      },
+      {
+        at: 0.3,
+        fact: "The club's longest flight of the season was 512 km by Fischer in the Discus, out to Shrewsbury and back.",
+        question: 'What was the longest flight this season?',
+        answer: ['512', 'Shrewsbury'],
+      },
+      {
+        at: 0.5,
+        fact: 'The Ka-8 G-DCUB was grounded after a crack was found in the left aileron hinge.',
+        question: 'Why was the Ka-8 taken out of service?',
+        answer: ['aileron', 'crack'],
+      },
+      {
+        at: 0.72,
+        fact: 'A red kite struck the canopy of G-CHHX on approach, scratching the perspex but causing no injury.',
+        question: 'What hit the canopy?',
+        answer: ['kite'],
+      },
+      {
+        at: 0.93,
+        fact: 'Trial lesson prices rose from 95 to 120 pounds to cover the higher cost of winch diesel.',
+        question: 'Why did trial lessons become more expensive?',
+        answer: ['diesel'],
+      },
     ],
     decoys: [
       { at: 0.4, sentence: 'The winch cable was spliced and test-pulled before flying.' },
@@ -911,10 +1382,42 @@ function glidingFlightLog(): DocumentPlan {
 }
 
 function staffHandbook(): DocumentPlan {
-  const TOPICS = ['Working hours', 'Rest breaks', 'Absence reporting', 'Overtime', 'Uniform', 'Training records', 'Expenses', 'Car parking', 'Visitors', 'Personal data', 'Use of phones', 'Smoking', 'Lockers', 'Grievances', 'Appraisals', 'Fire drills', 'Jury service', 'Flexible working', 'Parental leave', 'Pensions']
-  const ACTIONS = ['tell their line manager', 'check the rota on the noticeboard', 'sign the attendance sheet', 'read the relevant safe system of work', 'complete the online form']
+  const TOPICS = [
+    'Working hours',
+    'Rest breaks',
+    'Absence reporting',
+    'Overtime',
+    'Uniform',
+    'Training records',
+    'Expenses',
+    'Car parking',
+    'Visitors',
+    'Personal data',
+    'Use of phones',
+    'Smoking',
+    'Lockers',
+    'Grievances',
+    'Appraisals',
+    'Fire drills',
+    'Jury service',
+    'Flexible working',
+    'Parental leave',
+    'Pensions',
+  ]
+  const ACTIONS = [
+    'tell their line manager',
+    'check the rota on the noticeboard',
+    'sign the attendance sheet',
+    'read the relevant safe system of work',
+    'complete the online form',
+  ]
   const WHEN = ['before the start of each shift', 'as soon as possible', 'at least two weeks in advance', 'by the end of the working day']
-  const MANAGER_ACTIONS = ['review the request', 'confirm the arrangement in writing', 'record the outcome on the HR system', 'discuss the matter with the employee']
+  const MANAGER_ACTIONS = [
+    'review the request',
+    'confirm the arrangement in writing',
+    'record the outcome on the HR system',
+    'discuss the matter with the employee',
+  ]
   const TIMEFRAMES = ['within five working days', 'at the next one-to-one', 'before the end of the month']
   const TEAMS = ['the HR team', 'your line manager', 'the site manager', 'the health and safety officer']
   const GROUPS = ['permanent', 'temporary', 'agency', 'office', 'warehouse']
@@ -953,11 +1456,36 @@ function staffHandbook(): DocumentPlan {
       return { head: index === 0 ? 'NORTHMOOR FOODS - STAFF HANDBOOK' : undefined, entries: fillEntries(rng, () => sentence(rng), [first]), joiner: ' ' }
     },
     facts: [
-      { at: 0.05, fact: 'Staff who cycle to work are given three extra days of holiday a year.', question: 'What do staff get if they cycle in?', answer: ['three extra days', 'holiday'] },
-      { at: 0.3, fact: 'Night-shift workers are paid a premium of 18 percent on their basic hourly rate.', question: 'What is the night-shift premium?', answer: ['18 percent'] },
-      { at: 0.5, fact: 'Lost security passes must be reported to Gatehouse Control within one hour.', question: 'Who should I tell if I lose my pass?', answer: ['Gatehouse'] },
-      { at: 0.72, fact: 'Food handlers may not wear nail varnish, false nails or watches on the production floor.', question: 'What jewellery or cosmetics are food handlers forbidden to wear?', answer: ['nail', 'watches'] },
-      { at: 0.93, fact: 'The staff canteen is run by Brightbowl Catering and opens at 6 am for the early shift.', question: 'Who runs the staff canteen?', answer: ['Brightbowl'] },
+      {
+        at: 0.05,
+        fact: 'Staff who cycle to work are given three extra days of holiday a year.',
+        question: 'What do staff get if they cycle in?',
+        answer: ['three extra days', 'holiday'],
+      },
+      {
+        at: 0.3,
+        fact: 'Night-shift workers are paid a premium of 18 percent on their basic hourly rate.',
+        question: 'What is the night-shift premium?',
+        answer: ['18 percent'],
+      },
+      {
+        at: 0.5,
+        fact: 'Lost security passes must be reported to Gatehouse Control within one hour.',
+        question: 'Who should I tell if I lose my pass?',
+        answer: ['Gatehouse'],
+      },
+      {
+        at: 0.72,
+        fact: 'Food handlers may not wear nail varnish, false nails or watches on the production floor.',
+        question: 'What jewellery or cosmetics are food handlers forbidden to wear?',
+        answer: ['nail', 'watches'],
+      },
+      {
+        at: 0.93,
+        fact: 'The staff canteen is run by Brightbowl Catering and opens at 6 am for the early shift.',
+        question: 'Who runs the staff canteen?',
+        answer: ['Brightbowl'],
+      },
     ],
     decoys: [{ at: 0.6, sentence: 'Night-shift rotas are published on the first Monday of each month.' }],
   }
@@ -998,11 +1526,36 @@ function orchardNotebook(): DocumentPlan {
       }
     },
     facts: [
-      { at: 0.05, fact: 'Tree 9 in row 3 was lost when a hare stripped the bark all the way round its trunk.', question: 'What killed tree 9 in row 3?', answer: ['hare', 'bark'] },
-      { at: 0.3, fact: 'Trees on the G41 rootstock flowered nine days earlier than those on M9.', question: 'How much sooner did the G41 trees blossom?', answer: ['nine days'] },
-      { at: 0.5, fact: 'The irrigation pump failed in the May heatwave, and rows 10 to 14 went without water for six days.', question: 'Which rows went dry when the irrigation broke down?', answer: ['10 to 14', 'six days'] },
-      { at: 0.72, fact: 'Fireblight was confirmed in two Bramley trees, which were burned on site the same week.', question: 'What was done with the trees that had fireblight?', answer: ['burned'] },
-      { at: 0.93, fact: "Across all rootstocks, last season's heaviest crop came from Spartan on M26, at 41 tonnes per hectare.", question: 'Which variety gave the biggest crop?', answer: ['Spartan', '41 tonnes'] },
+      {
+        at: 0.05,
+        fact: 'Tree 9 in row 3 was lost when a hare stripped the bark all the way round its trunk.',
+        question: 'What killed tree 9 in row 3?',
+        answer: ['hare', 'bark'],
+      },
+      {
+        at: 0.3,
+        fact: 'Trees on the G41 rootstock flowered nine days earlier than those on M9.',
+        question: 'How much sooner did the G41 trees blossom?',
+        answer: ['nine days'],
+      },
+      {
+        at: 0.5,
+        fact: 'The irrigation pump failed in the May heatwave, and rows 10 to 14 went without water for six days.',
+        question: 'Which rows went dry when the irrigation broke down?',
+        answer: ['10 to 14', 'six days'],
+      },
+      {
+        at: 0.72,
+        fact: 'Fireblight was confirmed in two Bramley trees, which were burned on site the same week.',
+        question: 'What was done with the trees that had fireblight?',
+        answer: ['burned'],
+      },
+      {
+        at: 0.93,
+        fact: "Across all rootstocks, last season's heaviest crop came from Spartan on M26, at 41 tonnes per hectare.",
+        question: 'Which variety gave the biggest crop?',
+        answer: ['Spartan', '41 tonnes'],
+      },
     ],
     decoys: [{ at: 0.62, sentence: 'The irrigation lines in rows 1 to 5 were flushed through.' }],
   }

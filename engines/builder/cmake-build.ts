@@ -8,7 +8,19 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { createWriteStream, type WriteStream } from 'node:fs'
 import { createHash } from 'node:crypto'
-import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { availableParallelism, homedir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -84,7 +96,11 @@ export function cpuLevels(features: readonly string[], arch: string = process.ar
   if (arch === 'x64' && features.includes('AVX512')) {
     levels.push({ withheld: [...(amx.length > 0 ? ['AMX'] : []), 'AVX512'], flags: compilerFlags([...amx, '-mno-avx512f']), description: 'without AVX-512' })
   }
-  levels.push({ withheld: ['native'], flags: ['-DGGML_NATIVE=OFF'], description: `for any ${arch === 'x64' ? 'x86-64 CPU with AVX2' : `${arch} CPU`} (not this one's own features)` })
+  levels.push({
+    withheld: ['native'],
+    flags: ['-DGGML_NATIVE=OFF'],
+    description: `for any ${arch === 'x64' ? 'x86-64 CPU with AVX2' : `${arch} CPU`} (not this one's own features)`,
+  })
   return levels
 }
 
@@ -126,7 +142,7 @@ const SYSTEM_PROBES: GpuProbes = {
 export function missingGpuToolkit(gpu: GpuToolkit, env: NodeJS.ProcessEnv = process.env, probes: GpuProbes = SYSTEM_PROBES): string | undefined {
   if (gpu !== 'none' || env.HEARTH_ENGINE_GPU === 'none' || process.platform === 'darwin') return undefined
   if (probes.nvidiaDriver()) {
-    return 'an NVIDIA GPU is here, but not the CUDA toolkit (nvcc), so the engines run on the CPU only. Install it (Debian/Ubuntu: sudo apt-get install -y nvidia-cuda-toolkit; or NVIDIA\'s CUDA Toolkit), then run: npm run build:engines'
+    return "an NVIDIA GPU is here, but not the CUDA toolkit (nvcc), so the engines run on the CPU only. Install it (Debian/Ubuntu: sudo apt-get install -y nvidia-cuda-toolkit; or NVIDIA's CUDA Toolkit), then run: npm run build:engines"
   }
   if (probes.renderNode()) {
     return 'a GPU is here, but not the Vulkan build tools (glslc and the Vulkan headers), so the engines run on the CPU only. Install them (Debian/Ubuntu: sudo apt-get install -y libvulkan-dev glslc), then run: npm run build:engines'
@@ -203,7 +219,11 @@ function recordCacheDir(dir: string, env: NodeJS.ProcessEnv): void {
  */
 export function findBuild(recipe: BuildRecipe, explicitDir?: string, env: NodeJS.ProcessEnv = process.env): NativeBuild | undefined {
   const name = `${recipe.name}-${buildKey(recipe)}`
-  const dirs = explicitDir ? [explicitDir] : env.HEARTH_ENGINE_CACHE ? [join(env.HEARTH_ENGINE_CACHE, name)] : [engineCacheDir(env), recordedCacheDir(env)].filter((d) => d !== undefined).map((d) => join(d, name))
+  const dirs = explicitDir
+    ? [explicitDir]
+    : env.HEARTH_ENGINE_CACHE
+      ? [join(env.HEARTH_ENGINE_CACHE, name)]
+      : [engineCacheDir(env), recordedCacheDir(env)].filter((d) => d !== undefined).map((d) => join(d, name))
   for (const dir of dirs) {
     const manifest = join(dir, 'build.json')
     if (!existsSync(manifest)) continue
@@ -254,7 +274,10 @@ export async function cmakeBuild(
   if (without) {
     const wanted = without.toUpperCase().replace('-', '')
     firstLevel = levels.findIndex((l) => l.withheld.includes(wanted) || l.withheld.includes(wanted.toLowerCase()))
-    const choices = levels.flatMap((l) => l.withheld.at(-1) ?? []).map((w) => w.toLowerCase()).join(', ')
+    const choices = levels
+      .flatMap((l) => l.withheld.at(-1) ?? [])
+      .map((w) => w.toLowerCase())
+      .join(', ')
     if (firstLevel < 0) throw new EngineBuildError(`${recipe.name} for this CPU has no ${without} to leave out; it can be built without: ${choices}`)
   }
   const failures: string[] = []
@@ -297,7 +320,9 @@ export async function cmakeBuild(
     failures.push(`${level.description}: ${selfTestVerdict(report)}`)
     rmSync(staging, { recursive: true, force: true })
   }
-  throw new EngineBuildError(`${recipe.name} does not run on this CPU however it is built (${failures.join('; ')}). Please report it with the output of: grep -m1 flags /proc/cpuinfo`)
+  throw new EngineBuildError(
+    `${recipe.name} does not run on this CPU however it is built (${failures.join('; ')}). Please report it with the output of: grep -m1 flags /proc/cpuinfo`,
+  )
 }
 
 /** A run on the CPU died: building without a CPU feature may cure it (a GPU's crash it would not). */
@@ -431,7 +456,11 @@ export function nativeCpuFeatures(cmakeFlags: readonly string[] = []): string[] 
     ['__ARM_FEATURE_SVE', 'SVE'],
   ]
   const generic = cmakeFlags.findLast((f) => f.startsWith('-DGGML_NATIVE=')) === '-DGGML_NATIVE=OFF'
-  const leftOut = cmakeFlags.findLast((f) => f.startsWith('-DCMAKE_CXX_FLAGS='))?.slice('-DCMAKE_CXX_FLAGS='.length).split(' ') ?? []
+  const leftOut =
+    cmakeFlags
+      .findLast((f) => f.startsWith('-DCMAKE_CXX_FLAGS='))
+      ?.slice('-DCMAKE_CXX_FLAGS='.length)
+      .split(' ') ?? []
   const options = generic ? (process.arch === 'x64' ? ['-march=x86-64-v3'] : []) : ['-march=native', ...leftOut]
   const result = spawnSync('c++', [...options, '-dM', '-E', '-x', 'c++', '/dev/null'], { encoding: 'utf8' })
   const defined = new Set((result.stdout ?? '').split('\n').map((l) => l.split(' ')[1]))

@@ -15,7 +15,12 @@ export const LLAMA_PROGRAMS = ['llama-server', 'llama-bench', 'llama-quantize', 
 export function llamaRecipe(gpu: GpuToolkit, portable = false): BuildRecipe {
   if (portable) {
     const native = llamaRecipe(gpu)
-    return { ...native, name: 'llama-portable', portable, flags: [...ggmlFlags(gpu, true), ...native.flags.filter((f) => f.startsWith('-DLLAMA_') || f === '-DGGML_RPC=ON')] }
+    return {
+      ...native,
+      name: 'llama-portable',
+      portable,
+      flags: [...ggmlFlags(gpu, true), ...native.flags.filter((f) => f.startsWith('-DLLAMA_') || f === '-DGGML_RPC=ON')],
+    }
   }
   return {
     name: 'llama',
@@ -50,7 +55,12 @@ export function findLlamaBuild(env: NodeJS.ProcessEnv = process.env): NativeBuil
   return findBuild(llamaRecipe(gpuToolkit(env)), env.HEARTH_LLAMA_BUILD_DIR, env)
 }
 
-export function buildLlama(log: (line: string) => void = console.log, env: NodeJS.ProcessEnv = process.env, portable = false, without?: string): Promise<NativeBuild> {
+export function buildLlama(
+  log: (line: string) => void = console.log,
+  env: NodeJS.ProcessEnv = process.env,
+  portable = false,
+  without?: string,
+): Promise<NativeBuild> {
   const gpu = gpuToolkit(env)
   return cmakeBuild(llamaRecipe(gpu, portable), gpu, log, env, without)
 }

@@ -37,7 +37,12 @@ export async function findSdist(project: string, version: string): Promise<PypiS
  * archive's sha256 and, where `commit` is given, that the tree is that commit. Returns the tree and
  * its commit.
  */
-export async function llamaTreeFromSdist(cacheDir: string, sdist: PypiSdist, commit: string | undefined, log: (line: string) => void): Promise<{ tree: string; commit: string }> {
+export async function llamaTreeFromSdist(
+  cacheDir: string,
+  sdist: PypiSdist,
+  commit: string | undefined,
+  log: (line: string) => void,
+): Promise<{ tree: string; commit: string }> {
   requireTool('tar', ['--version'], 'tar')
   requireTool('git', ['--version'], 'git')
   mkdirSync(cacheDir, { recursive: true })

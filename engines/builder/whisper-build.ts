@@ -28,7 +28,12 @@ export function findWhisperBuild(env: NodeJS.ProcessEnv = process.env): NativeBu
   return findBuild(whisperRecipe(gpuToolkit(env)), env.HEARTH_WHISPER_BUILD_DIR, env)
 }
 
-export function buildWhisper(log: (line: string) => void = console.log, env: NodeJS.ProcessEnv = process.env, portable = false, without?: string): Promise<NativeBuild> {
+export function buildWhisper(
+  log: (line: string) => void = console.log,
+  env: NodeJS.ProcessEnv = process.env,
+  portable = false,
+  without?: string,
+): Promise<NativeBuild> {
   const gpu = gpuToolkit(env)
   return cmakeBuild(whisperRecipe(gpu, portable), gpu, log, env, without)
 }

@@ -27,19 +27,29 @@ export interface LlamaServerArgOptions {
 export function llamaServerArgs(spec: EngineLoadSpec, options: LlamaServerArgOptions = {}): string[] {
   const slots = Math.max(1, spec.parallel)
   const args = [
-    '--model', spec.path,
-    '--alias', spec.modelId,
+    '--model',
+    spec.path,
+    '--alias',
+    spec.modelId,
     // Every slot gets the model's whole context, as each request is promised it.
-    '--ctx-size', String(spec.contextLength * slots),
-    '--parallel', String(slots),
-    '--threads', String(spec.threads),
-    '--threads-batch', String(spec.threads),
-    '--n-gpu-layers', spec.gpuLayers < 0 ? 'auto' : String(spec.gpuLayers),
-    '--flash-attn', 'auto',
+    '--ctx-size',
+    String(spec.contextLength * slots),
+    '--parallel',
+    String(slots),
+    '--threads',
+    String(spec.threads),
+    '--threads-batch',
+    String(spec.threads),
+    '--n-gpu-layers',
+    spec.gpuLayers < 0 ? 'auto' : String(spec.gpuLayers),
+    '--flash-attn',
+    'auto',
     '--no-webui',
-    '--log-colors', 'off',
+    '--log-colors',
+    'off',
     // Lines per request through a pipe cost an embedding model a tenth of its throughput.
-    '--log-verbosity', String(options.verbose ? VERBOSE : QUIET),
+    '--log-verbosity',
+    String(options.verbose ? VERBOSE : QUIET),
   ]
   if (spec.kind === 'embedding' || spec.kind === 'rerank') {
     // An encoder sees a whole input in one batch; the batch must hold the longest one allowed.

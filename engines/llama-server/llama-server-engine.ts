@@ -98,7 +98,12 @@ export class LlamaServerEngine extends ServerEngine {
     const server = await EngineServerProcess.start({
       program: programPath(build.dir, 'llama-server'),
       args: [
-        ...llamaServerArgs(spec, { slotCacheDir: options.slotCacheDir, verbose: options.forwardLog, cpuOnly: onCpu, pacedDrafts: spec.speculative && knowsPacedDrafts(programPath(build.dir, 'llama-server')) }),
+        ...llamaServerArgs(spec, {
+          slotCacheDir: options.slotCacheDir,
+          verbose: options.forwardLog,
+          cpuOnly: onCpu,
+          pacedDrafts: spec.speculative && knowsPacedDrafts(programPath(build.dir, 'llama-server')),
+        }),
         ...(options.extraArgs ?? []),
       ],
       env: { ...hugePagesEnvironment(), ...options.env },
@@ -140,14 +145,7 @@ export class LlamaServerEngine extends ServerEngine {
       const inPlace = chat ? keepsSystemMessagesInPlace(await templatePrompt(server, MID_SYSTEM_PROBE)) : true
       const traits = templateTraits(props.chat_template, props.chat_template_caps, inPlace)
       if (chat) info.callsTools = traits.hasTools
-      return new LlamaServerEngine(
-        server,
-        spec,
-        info,
-        { vocabularySize: Number(meta.n_vocab ?? 0), embeddingLength: Number(meta.n_embd ?? 0) },
-        traits,
-        slots,
-      )
+      return new LlamaServerEngine(server, spec, info, { vocabularySize: Number(meta.n_vocab ?? 0), embeddingLength: Number(meta.n_embd ?? 0) }, traits, slots)
     } catch (e) {
       await server.stop()
       throw e
@@ -334,7 +332,11 @@ export class LlamaServerEngine extends ServerEngine {
   private checkTokenId(id: number, where: string, param = where): void {
     const vocabulary = this.meta.vocabularySize
     if (id < vocabulary) return
-    throw new ModelError('invalid_value', `Invalid token id ${id} in '${where}': this model's vocabulary has ${vocabulary} tokens (ids 0 to ${vocabulary - 1})`, param)
+    throw new ModelError(
+      'invalid_value',
+      `Invalid token id ${id} in '${where}': this model's vocabulary has ${vocabulary} tokens (ids 0 to ${vocabulary - 1})`,
+      param,
+    )
   }
 
   private async embed(job: EmbedJob, { signal }: RunOptions): Promise<EmbedResult> {
@@ -462,7 +464,12 @@ async function textOf(res: IncomingMessage): Promise<string> {
 interface NativeChunk {
   content?: string
   stop?: boolean
-  completion_probabilities?: Array<{ token: string; logprob: number; bytes?: number[]; top_logprobs?: Array<{ token: string; logprob: number; bytes?: number[] }> }>
+  completion_probabilities?: Array<{
+    token: string
+    logprob: number
+    bytes?: number[]
+    top_logprobs?: Array<{ token: string; logprob: number; bytes?: number[] }>
+  }>
   prompt_progress?: { total: number }
   error?: { message?: string; type?: string }
 }
@@ -520,7 +527,11 @@ function chatError(status: number, body: string, limit: number, job: ChatJob): M
     case 'schema_ref':
     case 'schema_pattern':
     case 'schema':
-      return new ModelError('invalid_value', `The schema cannot be turned into a grammar: ${error.message.replace(/^JSON schema conversion failed:\s*/, '')}`, job.jsonSchema ? 'response_format' : 'tools')
+      return new ModelError(
+        'invalid_value',
+        `The schema cannot be turned into a grammar: ${error.message.replace(/^JSON schema conversion failed:\s*/, '')}`,
+        job.jsonSchema ? 'response_format' : 'tools',
+      )
     case 'context_exceeded':
       return contextExceeded(error.promptTokens ?? limit, limit)
     case 'image':
@@ -537,4 +548,3 @@ function devicesOf(build: LlamaBuild, spec: EngineLoadSpec): string[] {
   const local = build.gpu === 'none' || spec.gpuLayers === 0 ? ['CPU'] : [build.gpu.toUpperCase(), 'CPU']
   return [...local, ...(spec.rpc?.endpoints.map((e) => `RPC ${e.name}`) ?? [])]
 }
-

@@ -19,13 +19,16 @@ export function schemaProblemOf(job: ChatJob, error: UpstreamError): SchemaProbl
       return { param: [root, ...error.pointer].join('.'), message: `The schema cannot be turned into a grammar: ${error.reason}` }
     }
   }
-  const found = error.kind === 'schema_ref' ? { key: '$ref', value: error.ref } : error.kind === 'schema_pattern' ? { key: 'pattern', value: error.pattern } : undefined
+  const found =
+    error.kind === 'schema_ref' ? { key: '$ref', value: error.ref } : error.kind === 'schema_pattern' ? { key: 'pattern', value: error.pattern } : undefined
   if (!found) return undefined
   for (const [root, schema] of schemaRoots(job)) {
     const path = pathTo(schema, found.key, found.value, root)
     if (!path) continue
     const message =
-      error.kind === 'schema_ref' ? `The schema refers to '${found.value}', which it does not define` : `The schema's pattern '${found.value}' cannot be used: ${error.kind === 'schema_pattern' ? error.reason : ''}`
+      error.kind === 'schema_ref'
+        ? `The schema refers to '${found.value}', which it does not define`
+        : `The schema's pattern '${found.value}' cannot be used: ${error.kind === 'schema_pattern' ? error.reason : ''}`
     return { param: path, message }
   }
   return undefined

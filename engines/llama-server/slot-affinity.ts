@@ -171,7 +171,8 @@ export class SlotAffinity {
     }
     if (unpark && !this.worthSwapping(unparkShared - shared, totalSize(unpark.pieces))) unpark = undefined
     // llama-server swaps by itself, in memory, unless a file holds more of the request than its cache.
-    if (this.engineSwaps(held, shared) && (!unpark || this.engineLoad(pieces, shared).size >= unparkShared)) return { park: false, unpark: undefined, byEngine: true }
+    if (this.engineSwaps(held, shared) && (!unpark || this.engineLoad(pieces, shared).size >= unparkShared))
+      return { park: false, unpark: undefined, byEngine: true }
     // What the slot will hold next: the parked prompt, or the request from the shared start on.
     const kept = unpark ? sharedSize(held, unpark.pieces) : shared
     const tail = totalSize(held) - kept
@@ -310,4 +311,3 @@ export function piecesOf(text: string): PromptPiece[] {
   }
   return pieces
 }
-

@@ -59,7 +59,12 @@ export class SlotCache {
       }
     }
     const held = affinity && readJson<SlotAffinityState>(this.affinityPath())
-    if (held) affinity.restore(held, (slot) => restored.has(slot), (file) => this.isParkedFile(file) && exists(join(this.dir, file)))
+    if (held)
+      affinity.restore(
+        held,
+        (slot) => restored.has(slot),
+        (file) => this.isParkedFile(file) && exists(join(this.dir, file)),
+      )
     return restored.size
   }
 

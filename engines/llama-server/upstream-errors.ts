@@ -32,7 +32,10 @@ export function readUpstreamError(status: number, body: string): UpstreamError {
   // "JSON schema error at #/properties/a: cannot resolve $ref #/$defs/missing, $defs not found"
   const located = /JSON schema error at #([^:\s]*): (.+)$/m.exec(message)
   if (located) {
-    const pointer = located[1]!.split('/').slice(1).map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
+    const pointer = located[1]!
+      .split('/')
+      .slice(1)
+      .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
     return { kind: 'schema_at', message, pointer, reason: located[2]! }
   }
   const ref = /Unresolved \$ref (\S+)/.exec(message)
@@ -44,7 +47,8 @@ export function readUpstreamError(status: number, body: string): UpstreamError {
   // that output, which may hold any word ("immediately", "template"), so no word below may read it.
   if (/^Invalid diff\b/.test(message)) return { kind: 'other', message }
   if (/image|media|mtmd|bitmap/i.test(message)) return { kind: 'image', message }
-  if (/template|jinja|While executing|Unable to generate parser/i.test(message) || (status === 400 && /role/i.test(message))) return { kind: 'template', message }
+  if (/template|jinja|While executing|Unable to generate parser/i.test(message) || (status === 400 && /role/i.test(message)))
+    return { kind: 'template', message }
   // Completions name an over-long prompt only in words.
   if (/exceed|context/i.test(message)) return { kind: 'context_exceeded', message, promptTokens: undefined }
   return { kind: 'other', message }

@@ -101,7 +101,8 @@ export class LenderLink {
     const host = new URL(lender.url).host
     const key = lender.apiKeyEnv ? env[lender.apiKeyEnv] : undefined
     if (lender.apiKeyEnv && !key) throw unavailable(`the key for lender ${host} is not set: put it in the environment variable ${lender.apiKeyEnv}`)
-    if (key && /[\0-\x1f\x7f]/.test(key)) throw unavailable(`the key for lender ${host} (${lender.apiKeyEnv}) holds a control character; no HTTP header can carry it`)
+    if (key && /[\0-\x1f\x7f]/.test(key))
+      throw unavailable(`the key for lender ${host} (${lender.apiKeyEnv}) holds a control character; no HTTP header can carry it`)
     const address = await resolveLender(lender.url, options.lookup ?? ((hostname) => systemLookup(hostname, { all: true })))
     const status = await checkLender(lender, key, address)
     if (status.llama_cpp_commit !== commit) {
@@ -111,7 +112,9 @@ export class LenderLink {
       )
     }
     if (status.state === 'restarting') {
-      throw unavailable(`lender ${host} is starting its rpc-server again (it died: ${status.last_exit?.reason ?? 'unknown'}) and did not come back within ${RESTART_WAIT_MS / 1000} s; try again in a moment`)
+      throw unavailable(
+        `lender ${host} is starting its rpc-server again (it died: ${status.last_exit?.reason ?? 'unknown'}) and did not come back within ${RESTART_WAIT_MS / 1000} s; try again in a moment`,
+      )
     }
     if (!status.running) {
       const why = status.problem ?? status.last_exit?.reason
@@ -121,10 +124,14 @@ export class LenderLink {
     if (freeMiB <= 0) throw unavailable(`lender ${host} has no memory left to lend`)
     const direct = directEndpoint(lender.url, address)
     if (direct) return new LenderLink(lender, direct, freeMiB, key, address)
-    const worker = new Worker(TUNNEL_WORKER, { workerData: { url: lender.url, key, path: LEND_CONNECT_PATH, protocol: LEND_PROTOCOL, address: address.address, family: address.family } })
+    const worker = new Worker(TUNNEL_WORKER, {
+      workerData: { url: lender.url, key, path: LEND_CONNECT_PATH, protocol: LEND_PROTOCOL, address: address.address, family: address.family },
+    })
     const port = await new Promise<number>((resolve, reject) => {
       worker.once('error', reject)
-      worker.once('message', (message: { type: string; port?: number }) => (message.type === 'listening' ? resolve(message.port!) : reject(new Error(`tunnel thread: ${message.type}`))))
+      worker.once('message', (message: { type: string; port?: number }) =>
+        message.type === 'listening' ? resolve(message.port!) : reject(new Error(`tunnel thread: ${message.type}`)),
+      )
     })
     return new LenderLink(lender, `127.0.0.1:${port}`, freeMiB, key, address, worker)
   }
@@ -225,7 +232,12 @@ function directEndpoint(url: string, address: ResolvedAddress): string | undefin
 }
 
 /** `GET /api/lend` at the lender's resolved address, its name in `Host` (and in TLS's server name). */
-function lendStatus(url: string, key: string | undefined, address: ResolvedAddress, timeoutMs: number): Promise<{ status: number; body: (LendStatus & { error?: { message?: string; code?: string } }) | undefined }> {
+function lendStatus(
+  url: string,
+  key: string | undefined,
+  address: ResolvedAddress,
+  timeoutMs: number,
+): Promise<{ status: number; body: (LendStatus & { error?: { message?: string; code?: string } }) | undefined }> {
   const target = new URL('/api/lend', url)
   const request = target.protocol === 'https:' ? httpsRequest : httpRequest
   return new Promise((resolve, reject) => {
@@ -233,7 +245,9 @@ function lendStatus(url: string, key: string | undefined, address: ResolvedAddre
       headers: key ? { authorization: `Bearer ${key}` } : {},
       // The address found once: the check reaches where llama.cpp and the forwarder will.
       lookup: (_hostname, options, callback) =>
-        (options as { all?: boolean }).all ? (callback as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [address]) : callback(null, address.address, address.family),
+        (options as { all?: boolean }).all
+          ? (callback as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [address])
+          : callback(null, address.address, address.family),
       timeout: timeoutMs,
     })
     req.on('timeout', () => req.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })))

@@ -53,7 +53,10 @@ export class PooledModels {
       this.problems.set(spec.modelId, e instanceof Error ? e.message : String(e))
       throw e
     }
-    this.lentMiB.set(spec.modelId, links.reduce((sum, l) => sum + l.freeMiB, 0))
+    this.lentMiB.set(
+      spec.modelId,
+      links.reduce((sum, l) => sum + l.freeMiB, 0),
+    )
     const smallest = Math.min(...links.map((l) => l.freeMiB))
     const pooled: EngineLoadSpec = {
       ...spec,

@@ -283,7 +283,10 @@ class RpcServerProcess {
   private lastWords(): string {
     const session = this.output.slice(this.output.lastIndexOf('Accepted client connection'))
     if (session.includes('Client connection closed')) return ''
-    const lines = session.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'))
+    const lines = session
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('#'))
     const said = lines.filter((l) => /GGML_ASSERT|GGML_ABORT|error|fatal|abort|terminate/i.test(l)).at(-1) ?? ''
     // A path to the source says nothing a borrower needs: the file name is enough.
     return said.replace(/\/\S*\/(ggml[^/\s]*\.(?:c|cpp)):/g, '$1:').slice(0, 300)

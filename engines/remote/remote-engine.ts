@@ -107,26 +107,31 @@ export class RemoteEngine implements Engine {
   }
 
   private async complete(job: CompleteJob, { signal, onProgress }: RunOptions): Promise<CompleteResult> {
-    return this.post('/completions', (replica) => JSON.stringify(completionBody(job, replica.model)), signal, async (res, where) => {
-      let text = ''
-      let finishReason: CompleteResult['finishReason'] = 'stop'
-      let usage: { prompt_tokens: number; completion_tokens: number } | undefined
-      const logprobs: TokenLogprob[] | undefined = job.logprobs === undefined ? undefined : []
-      const progress = onProgress && new ProgressBatch(onProgress)
-      await readEvents(res, where, signal, progress, (raw) => {
-        const event = raw as CompletionChunk
-        const choice = event.choices?.[0]
-        const entries = logprobs && choice?.logprobs ? completionLogprobs(choice.logprobs, job.logprobs!) : undefined
-        if (entries) logprobs!.push(...entries)
-        if (choice?.text) {
-          text += choice.text
-          progress?.emit(entries?.length ? { type: 'text', text: choice.text, logprobs: entries } : { type: 'text', text: choice.text })
-        }
-        if (choice?.finish_reason) finishReason = choice.finish_reason === 'length' ? 'length' : 'stop'
-        if (event.usage) usage = event.usage
-      })
-      return { type: 'complete', text, finishReason, promptTokens: usage?.prompt_tokens ?? 0, completionTokens: usage?.completion_tokens ?? 0, logprobs }
-    })
+    return this.post(
+      '/completions',
+      (replica) => JSON.stringify(completionBody(job, replica.model)),
+      signal,
+      async (res, where) => {
+        let text = ''
+        let finishReason: CompleteResult['finishReason'] = 'stop'
+        let usage: { prompt_tokens: number; completion_tokens: number } | undefined
+        const logprobs: TokenLogprob[] | undefined = job.logprobs === undefined ? undefined : []
+        const progress = onProgress && new ProgressBatch(onProgress)
+        await readEvents(res, where, signal, progress, (raw) => {
+          const event = raw as CompletionChunk
+          const choice = event.choices?.[0]
+          const entries = logprobs && choice?.logprobs ? completionLogprobs(choice.logprobs, job.logprobs!) : undefined
+          if (entries) logprobs!.push(...entries)
+          if (choice?.text) {
+            text += choice.text
+            progress?.emit(entries?.length ? { type: 'text', text: choice.text, logprobs: entries } : { type: 'text', text: choice.text })
+          }
+          if (choice?.finish_reason) finishReason = choice.finish_reason === 'length' ? 'length' : 'stop'
+          if (event.usage) usage = event.usage
+        })
+        return { type: 'complete', text, finishReason, promptTokens: usage?.prompt_tokens ?? 0, completionTokens: usage?.completion_tokens ?? 0, logprobs }
+      },
+    )
   }
 
   private async embed(job: EmbedJob, { signal }: RunOptions): Promise<EmbedResult> {
@@ -136,7 +141,8 @@ export class RemoteEngine implements Engine {
       const answer = await res.json<{ data?: Array<{ index: number; embedding: string | number[] }>; usage?: { prompt_tokens?: number } }>()
       const data = answer.data ?? []
       const first = data[0]
-      if (data.length !== job.inputs.length || !first) throw new RemoteModelError(502, 'remote_error', `${where} answered ${data.length} embeddings for ${job.inputs.length} inputs`)
+      if (data.length !== job.inputs.length || !first)
+        throw new RemoteModelError(502, 'remote_error', `${where} answered ${data.length} embeddings for ${job.inputs.length} inputs`)
       const native = vectorOf(first.embedding).length
       const dimensions = job.dimensions ?? native
       if (dimensions > native) {
@@ -151,7 +157,10 @@ export class RemoteEngine implements Engine {
   private async rerank(job: RerankJob, { signal }: RunOptions): Promise<RerankResult> {
     const body = ({ model }: RemoteReplica) => JSON.stringify({ model, query: job.query, documents: job.documents, top_n: job.documents.length })
     return this.post('/rerank', body, signal, async (res, where) => {
-      const answer = await res.json<{ results?: Array<{ index: number; relevance_score: number }>; usage?: { prompt_tokens?: number; total_tokens?: number } }>()
+      const answer = await res.json<{
+        results?: Array<{ index: number; relevance_score: number }>
+        usage?: { prompt_tokens?: number; total_tokens?: number }
+      }>()
       const scores = new Array<number>(job.documents.length).fill(Number.NaN)
       for (const r of answer.results ?? []) scores[r.index] = r.relevance_score
       if (scores.some((s) => Number.isNaN(s))) throw new RemoteModelError(502, 'remote_error', `${where} did not score every document`)
@@ -161,7 +170,8 @@ export class RemoteEngine implements Engine {
 
   /** The decoded audio goes as a float WAV read from the scratch file as it is sent, never whole in memory. */
   private async speech(job: SpeechJob, { signal, onProgress }: RunOptions): Promise<SpeechResult> {
-    if (job.logprobs) throw new ModelError('model_not_compatible', `model "${this.modelId}" is remote, and its server does not report token probabilities`, 'include')
+    if (job.logprobs)
+      throw new ModelError('model_not_compatible', `model "${this.modelId}" is remote, and its server does not report token probabilities`, 'include')
     const samples = await openAsBlob(job.audioPath)
     const durationSeconds = samples.size / 4 / 16_000
     const audio = new Blob([new Uint8Array(floatWavHeader(samples.size)), samples], { type: 'audio/wav' })
@@ -175,7 +185,16 @@ export class RemoteEngine implements Engine {
       if (job.language) body.append('language', job.language)
       if (job.prompt) body.append('prompt', job.prompt)
       if (job.temperature !== undefined) body.append('temperature', String(job.temperature))
-      if (job.vad) body.append('chunking_strategy', JSON.stringify({ type: 'server_vad', threshold: job.vad.threshold, silence_duration_ms: job.vad.minSilenceMs, prefix_padding_ms: job.vad.speechPadMs }))
+      if (job.vad)
+        body.append(
+          'chunking_strategy',
+          JSON.stringify({
+            type: 'server_vad',
+            threshold: job.vad.threshold,
+            silence_duration_ms: job.vad.minSilenceMs,
+            prefix_padding_ms: job.vad.speechPadMs,
+          }),
+        )
       return body
     }
     const path = job.task === 'transcribe' ? '/audio/transcriptions' : '/audio/translations'
@@ -184,7 +203,13 @@ export class RemoteEngine implements Engine {
       const answer = await res.json<RemoteVerbose>()
       const segments = speechSegments(answer, job.detailed)
       for (const segment of segments) onProgress?.({ type: 'segment', segment })
-      return { type: 'speech', segments, language: whisperCodeOfName(answer.language) ?? 'en', durationSeconds: answer.duration ?? durationSeconds, processMs: performance.now() - started }
+      return {
+        type: 'speech',
+        segments,
+        language: whisperCodeOfName(answer.language) ?? 'en',
+        durationSeconds: answer.duration ?? durationSeconds,
+        processMs: performance.now() - started,
+      }
     })
   }
 

@@ -34,7 +34,9 @@ export function remoteErrorOf(status: number, body: string, where: string, keyVa
     parsed = undefined
   }
   const error = typeof parsed?.error === 'object' ? parsed.error : undefined
-  const said = String(error?.message ?? (typeof parsed?.error === 'string' ? parsed.error : undefined) ?? parsed?.message ?? parsed?.detail ?? body.slice(0, 300)).trim()
+  const said = String(
+    error?.message ?? (typeof parsed?.error === 'string' ? parsed.error : undefined) ?? parsed?.message ?? parsed?.detail ?? body.slice(0, 300),
+  ).trim()
   if (status === 401 || status === 403) {
     const key = keyVariable ? `the key in ${keyVariable}` : 'no key (set api_key_env in the catalog entry)'
     return new RemoteModelError(502, 'remote_unauthorized', `${where} refused Hearth's request (${status}), which carried ${key}: ${said}`)

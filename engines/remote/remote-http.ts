@@ -27,7 +27,12 @@ export class RemoteUnreachableError extends Error {
   override name = 'RemoteUnreachableError'
 }
 
-export async function postRemote(url: string, headers: Record<string, string>, body: string | FormData, signal: AbortSignal | undefined): Promise<RemoteAnswer> {
+export async function postRemote(
+  url: string,
+  headers: Record<string, string>,
+  body: string | FormData,
+  signal: AbortSignal | undefined,
+): Promise<RemoteAnswer> {
   if (body instanceof FormData) return fromFetch(await fetchOnKeptConnection(url, { method: 'POST', headers, body, signal }))
   const target = new URL(url)
   const https = target.protocol === 'https:'

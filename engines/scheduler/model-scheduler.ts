@@ -99,17 +99,24 @@ export class ModelScheduler {
     let answered = false
     const { keepAliveMs, ...runOptions } = options
     const onProgress = runOptions.onProgress && ((p: JobProgress) => ((answered ||= p.type !== 'prompt'), runOptions.onProgress!(p)))
-    return this.withRetry(model, () => answered, () =>
-      this.withModel(model, options.signal, { keepAliveMs }, async (engine) => {
-        if (options.signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
-        return resultFor(job, await engine.run(job, { ...runOptions, onProgress }))
-      }),
+    return this.withRetry(
+      model,
+      () => answered,
+      () =>
+        this.withModel(model, options.signal, { keepAliveMs }, async (engine) => {
+          if (options.signal?.aborted) throw new ModelError('cancelled', 'the request was cancelled')
+          return resultFor(job, await engine.run(job, { ...runOptions, onProgress }))
+        }),
     )
   }
 
   /** Loads a model now (waiting its turn), so the first request does not pay for it. */
   async load(model: ModelRecord, signal?: AbortSignal, keepAlive: KeepAlive = {}): Promise<Engine> {
-    return this.withRetry(model, () => false, () => this.withModel(model, signal, keepAlive, async (engine) => engine))
+    return this.withRetry(
+      model,
+      () => false,
+      () => this.withModel(model, signal, keepAlive, async (engine) => engine),
+    )
   }
 
   /** Runs `attempt`, and once more where `afterFailure` says so (never after part of an answer went out). */
@@ -203,7 +210,20 @@ export class ModelScheduler {
   private stateOf(id: string): ModelState {
     let state = this.models.get(id)
     if (!state) {
-      state = { id, engine: undefined, starting: undefined, estimateBytes: 0, slots: 1, active: 0, queue: [], lastUsed: 0, idleTimer: undefined, expiresAt: undefined, keepAliveMs: undefined, filesStamp: undefined }
+      state = {
+        id,
+        engine: undefined,
+        starting: undefined,
+        estimateBytes: 0,
+        slots: 1,
+        active: 0,
+        queue: [],
+        lastUsed: 0,
+        idleTimer: undefined,
+        expiresAt: undefined,
+        keepAliveMs: undefined,
+        filesStamp: undefined,
+      }
       this.models.set(id, state)
     }
     return state
@@ -219,9 +239,7 @@ export class ModelScheduler {
       return Promise.resolve()
     }
     if (!exclusive && state.queue.length >= this.options.maxQueuePerModel) {
-      return Promise.reject(
-        new ModelError('overloaded', `the model is busy and ${state.queue.length} requests are already waiting for it; retry shortly`),
-      )
+      return Promise.reject(new ModelError('overloaded', `the model is busy and ${state.queue.length} requests are already waiting for it; retry shortly`))
     }
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {

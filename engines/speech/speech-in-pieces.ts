@@ -38,7 +38,7 @@ export async function speechInPieces(job: SpeechJob, transcribe: TranscribePiece
     let language = job.language
     let prompt = job.prompt
     let processMs = 0
-    for (let start = 0; start < total; ) {
+    for (let start = 0; start < total;) {
       if (signal.aborted) throw cancelled()
       const chunkSamples = (start === 0 ? FIRST_CHUNK_SECONDS : CHUNK_SECONDS) * WHISPER_SAMPLE_RATE
       const isLast = start + chunkSamples >= total
@@ -95,7 +95,7 @@ export function cancelled(): ModelError {
 async function readSamples(file: FileHandle, from: number, to: number): Promise<Float32Array> {
   const samples = new Float32Array(to - from)
   const bytes = new Uint8Array(samples.buffer)
-  for (let done = 0; done < bytes.length; ) {
+  for (let done = 0; done < bytes.length;) {
     const { bytesRead } = await file.read(bytes, done, bytes.length - done, from * BYTES_PER_SAMPLE + done)
     if (bytesRead === 0) throw new ModelError('internal_error', 'the audio file ended early')
     done += bytesRead

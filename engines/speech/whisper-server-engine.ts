@@ -65,8 +65,10 @@ export class WhisperServerEngine extends ServerEngine {
   static async start(spec: EngineLoadSpec, build: NativeBuild, options: { forwardLog?: boolean; loadTimeoutMs?: number } = {}): Promise<WhisperServerEngine> {
     const started = performance.now()
     const args = [
-      '--model', spec.path,
-      '--threads', String(spec.threads),
+      '--model',
+      spec.path,
+      '--threads',
+      String(spec.threads),
       // verbose_json would otherwise run language detection a second time for its probabilities.
       '--no-language-probabilities',
       ...(spec.gpuLayers === 0 ? ['--no-gpu'] : []),

@@ -107,7 +107,9 @@ export class ChatStreamReader {
         promptPerSecond: t?.prompt_per_second ?? 0,
         predictedMs: t?.predicted_ms ?? 0,
         predictedPerSecond: t?.predicted_per_second ?? 0,
-        ...(t?.draft_n !== undefined ? { draftTokens: t.draft_n, draftAccepted: t.draft_n_accepted ?? 0, draftPaused: t.draft_paused_n ?? 0, draftSteps: t.draft_steps ?? 0 } : {}),
+        ...(t?.draft_n !== undefined
+          ? { draftTokens: t.draft_n, draftAccepted: t.draft_n_accepted ?? 0, draftPaused: t.draft_paused_n ?? 0, draftSteps: t.draft_steps ?? 0 }
+          : {}),
       },
     }
   }

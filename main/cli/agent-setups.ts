@@ -112,12 +112,16 @@ export const AGENTS: readonly AgentSetup[] = [
       unset: [],
       // `-c` overrides Codex's config for this run only; ~/.codex/config.toml stays as it is.
       args: [
-        '-c', 'model_provider="hearth"',
-        '-c', `model_providers.hearth={ name = "Hearth", base_url = "${t.url}/v1", env_key = "${CODEX_KEY_VARIABLE}", wire_api = "responses" }`,
+        '-c',
+        'model_provider="hearth"',
+        '-c',
+        `model_providers.hearth={ name = "Hearth", base_url = "${t.url}/v1", env_key = "${CODEX_KEY_VARIABLE}", wire_api = "responses" }`,
         // Codex reads the window (for its compaction) but has no output limit to set: it sends none,
         // and the model's max_completion_tokens caps its turns.
-        '-c', `model_context_window=${t.contextLength}`,
-        '-m', t.model,
+        '-c',
+        `model_context_window=${t.contextLength}`,
+        '-m',
+        t.model,
       ],
     }),
   },
@@ -201,7 +205,12 @@ export const AGENTS: readonly AgentSetup[] = [
       }
       // Kept as a file too, for the record (Kilo reads the variable, never the file).
       const file = writeConfig(t.configDir, 'kilo.json', config)
-      const env: Record<string, string> = { KILO_CONFIG_CONTENT: readFileSync(file, 'utf8'), HEARTH_AGENT_KEY: t.key, KILO_DISABLE_MODELS_FETCH: '1', KILO_DISABLE_AUTOUPDATE: '1' }
+      const env: Record<string, string> = {
+        KILO_CONFIG_CONTENT: readFileSync(file, 'utf8'),
+        HEARTH_AGENT_KEY: t.key,
+        KILO_DISABLE_MODELS_FETCH: '1',
+        KILO_DISABLE_AUTOUPDATE: '1',
+      }
       if (t.maxCompletionTokens > KILO_OUTPUT_MAX) env.KILO_EXPERIMENTAL_OUTPUT_TOKEN_MAX = String(t.maxCompletionTokens)
       return { env, unset: [], args: [] }
     },
@@ -217,7 +226,14 @@ export const AGENTS: readonly AgentSetup[] = [
       // its own, in Hearth's, holds them (and its sessions), and --data-dir keeps it off ~/.cline.
       const dataDir = join(t.configDir, 'cline')
       const settings = join(dataDir, 'settings')
-      const provider = { provider: 'openai-compatible', apiKey: t.key, model: t.model, baseUrl: `${t.url}/v1`, contextWindow: t.contextLength, maxTokens: t.maxCompletionTokens }
+      const provider = {
+        provider: 'openai-compatible',
+        apiKey: t.key,
+        model: t.model,
+        baseUrl: `${t.url}/v1`,
+        contextWindow: t.contextLength,
+        maxTokens: t.maxCompletionTokens,
+      }
       writeConfig(settings, 'providers.json', {
         version: 1,
         lastUsedProvider: 'openai-compatible',
@@ -229,7 +245,16 @@ export const AGENTS: readonly AgentSetup[] = [
         version: 1,
         providers: {
           'openai-compatible': {
-            models: { [t.model]: { id: t.model, name: t.model, contextWindow: t.contextLength, maxInputTokens: t.contextLength, maxTokens: t.maxCompletionTokens, capabilities: ['tools', 'streaming'] } },
+            models: {
+              [t.model]: {
+                id: t.model,
+                name: t.model,
+                contextWindow: t.contextLength,
+                maxInputTokens: t.contextLength,
+                maxTokens: t.maxCompletionTokens,
+                capabilities: ['tools', 'streaming'],
+              },
+            },
           },
         },
       })
@@ -248,9 +273,19 @@ export const AGENTS: readonly AgentSetup[] = [
       // The window and output for its budgeting (litellm's format), and the output limit sent:
       // Aider sends none of its own.
       const metadata = writeConfig(t.configDir, 'aider.model.metadata.json', {
-        [model]: { max_input_tokens: t.contextLength, max_tokens: t.maxCompletionTokens, max_output_tokens: t.maxCompletionTokens, input_cost_per_token: 0, output_cost_per_token: 0, litellm_provider: 'openai', mode: 'chat' },
+        [model]: {
+          max_input_tokens: t.contextLength,
+          max_tokens: t.maxCompletionTokens,
+          max_output_tokens: t.maxCompletionTokens,
+          input_cost_per_token: 0,
+          output_cost_per_token: 0,
+          litellm_provider: 'openai',
+          mode: 'chat',
+        },
       })
-      const settings = writeConfig(t.configDir, 'aider.model.settings.yml', [{ name: model, edit_format: 'diff', extra_params: { max_tokens: t.maxCompletionTokens } }])
+      const settings = writeConfig(t.configDir, 'aider.model.settings.yml', [
+        { name: model, edit_format: 'diff', extra_params: { max_tokens: t.maxCompletionTokens } },
+      ])
       return {
         // AIDER_* variables are its flags: the key stays out of the process list.
         env: { AIDER_OPENAI_API_BASE: `${t.url}/v1`, AIDER_OPENAI_API_KEY: t.key },

@@ -25,7 +25,9 @@ import { buildLlama, EngineBuildError } from '../../engines/builder/llama-build.
 import { buildWhisper } from '../../engines/builder/whisper-build.ts'
 import { selfTestVerdict } from '../../engines/builder/self-test/engine-self-test.ts'
 
-const { values: flags } = parseArgs({ options: { soft: { type: 'boolean' }, portable: { type: 'boolean' }, into: { type: 'string' }, without: { type: 'string' } } })
+const { values: flags } = parseArgs({
+  options: { soft: { type: 'boolean' }, portable: { type: 'boolean' }, into: { type: 'string' }, without: { type: 'string' } },
+})
 const log = (line: string) => console.log(`hearth engines: ${line}`)
 
 try {
@@ -45,7 +47,10 @@ try {
   const tidied = describeTidy(tidyEngineCache(cache, { builds: inCache, sources: pinnedSourceNames() }))
   if (tidied) log(tidied)
   if (flags.into) {
-    for (const [name, build] of [['llama', llama], ['whisper', whisper]] as const) {
+    for (const [name, build] of [
+      ['llama', llama],
+      ['whisper', whisper],
+    ] as const) {
       rmSync(join(flags.into, name), { recursive: true, force: true })
       cpSync(build.dir, join(flags.into, name), { recursive: true })
     }
@@ -59,6 +64,8 @@ try {
 }
 
 function verdictOf(build: NativeBuild): string {
-  const withheld = build.withheld?.length ? ` (built without ${build.withheld.join(', ')}: the self-test crashed with ${build.withheld.length > 1 ? 'them' : 'it'})` : ''
+  const withheld = build.withheld?.length
+    ? ` (built without ${build.withheld.join(', ')}: the self-test crashed with ${build.withheld.length > 1 ? 'them' : 'it'})`
+    : ''
   return `${build.selfTest ? selfTestVerdict(build.selfTest) : 'not self-tested'}${withheld}`
 }

@@ -66,7 +66,9 @@ async function main(): Promise<number> {
   const program = programPath(agent.program)
   if (!program) throw new LaunchError(`${agent.name} is not installed. Install it with:\n\n  ${agent.install}\n`)
 
-  const serverFlags = (['host', 'port', 'data-dir', 'models-dir', 'settings', 'api-key'] as const).flatMap((k) => (values[k] === undefined ? [] : [`--${k}`, values[k]!]))
+  const serverFlags = (['host', 'port', 'data-dir', 'models-dir', 'settings', 'api-key'] as const).flatMap((k) =>
+    values[k] === undefined ? [] : [`--${k}`, values[k]!],
+  )
   const { settings } = resolveSettings(serverFlags, process.env, availableParallelism())
   const { url, started } = await serverFor(settings)
   try {
@@ -83,7 +85,10 @@ async function main(): Promise<number> {
 async function serverFor(settings: ServerSettings): Promise<{ url: string; started: RunningServer | undefined }> {
   const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host
   const url = `http://${host}:${settings.port}`
-  const running = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false)
+  const running = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2000) }).then(
+    (r) => r.ok,
+    () => false,
+  )
   if (running) return { url, started: undefined }
   mkdirSync(settings.dataDir, { recursive: true })
   const logFile = join(settings.dataDir, 'launch-server.log')

@@ -76,7 +76,8 @@ async function main(): Promise<number> {
       const reference = one('reference')
       const named = parsePullName(reference, 'reference')
       if (named.kind === 'registry') {
-        if (values.mmproj !== undefined || values.id !== undefined) throw new UsageError('a model pulled by its Ollama name keeps that name and its own projector: --mmproj and --id do not apply')
+        if (values.mmproj !== undefined || values.id !== undefined)
+          throw new UsageError('a model pulled by its Ollama name keeps that name and its own projector: --mmproj and --id do not apply')
         return pullByName(folder, named, values.insecure === true)
       }
       if (named.kind === 'huggingface') throw new UsageError(`name the GGUF file: hf://${named.owner}/${named.repo}/<file>.gguf`)
@@ -179,7 +180,12 @@ async function list(folder: ModelFolder): Promise<number> {
   const { models, broken, catalogProblem } = await folder.scan()
   console.log(`models folder: ${folder.dir}`)
   if (catalogProblem) console.log(`warning: ${catalogProblem}`)
-  const rows = models.map((m) => [m.id, m.capabilities.join(','), formatBytes(m.sizeBytes + m.projectorSizeBytes), m.source ? `${m.path} (${m.source.kind}'s)` : relative(folder.dir, m.path)])
+  const rows = models.map((m) => [
+    m.id,
+    m.capabilities.join(','),
+    formatBytes(m.sizeBytes + m.projectorSizeBytes),
+    m.source ? `${m.path} (${m.source.kind}'s)` : relative(folder.dir, m.path),
+  ])
   if (rows.length === 0) console.log('no models yet: try `npm run models -- recommended`')
   else printTable([['ID', 'CAN', 'SIZE', 'FILE'], ...rows])
   for (const b of broken) console.log(`cannot serve ${b.id}: ${b.problem}`)

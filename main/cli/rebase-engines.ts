@@ -54,7 +54,18 @@ try {
   if (flags.build && failed.length === 0) {
     const gpu = gpuToolkit()
     const pinned = llamaRecipe(gpu)
-    const build = await cmakeBuild({ ...pinned, name: `llama-rebase-${commit.slice(0, 12)}`, sourceId: `rebase:${commit}:${llamaSourceId()}`, commit, sourceVersion: `llama.cpp ${commit.slice(0, 7)} with our patches`, source: () => workDir }, gpu, log)
+    const build = await cmakeBuild(
+      {
+        ...pinned,
+        name: `llama-rebase-${commit.slice(0, 12)}`,
+        sourceId: `rebase:${commit}:${llamaSourceId()}`,
+        commit,
+        sourceVersion: `llama.cpp ${commit.slice(0, 7)} with our patches`,
+        source: () => workDir,
+      },
+      gpu,
+      log,
+    )
     log(`built; run the tests on it with: HEARTH_LLAMA_BUILD_DIR=${build.dir} npm test`)
   }
   if (flags.write && failed.length === 0) {

@@ -24,7 +24,9 @@ async function main(): Promise<void> {
   const { settings } = resolved
   const [major, minor] = process.versions.node.split('.').map(Number) as [number, number]
   if (major < 22 || (major === 22 && minor < 12)) {
-    console.warn(`warning: Node.js ${process.versions.node} is older than the 22.12 Hearth is tested on (Node 20 ended in April 2026); install Node 22 (nodejs.org, or nvm install 22)`)
+    console.warn(
+      `warning: Node.js ${process.versions.node} is older than the 22.12 Hearth is tested on (Node 20 ended in April 2026); install Node 22 (nodejs.org, or nvm install 22)`,
+    )
   }
   const server = await startServer(settings)
   const { models, broken, catalogProblem } = await server.context.folder.scan()
@@ -35,7 +37,10 @@ async function main(): Promise<void> {
   warnIfEnvironmentHidesStoredKey(settings.dataDir, settings.apiKeys)
   if (!settings.auth) console.warn('warning: authentication is OFF (--no-auth): any program that can reach this address can use it')
   else if (server.keyFile) console.log(`API key: stored in ${server.keyFile}`)
-  if (server.ollamaUrl) console.log(`Ollama's API and its /v1 (no key needed from this computer) on ${server.ollamaUrl}: ollama, its clients and the tools set up for Ollama work unchanged`)
+  if (server.ollamaUrl)
+    console.log(
+      `Ollama's API and its /v1 (no key needed from this computer) on ${server.ollamaUrl}: ollama, its clients and the tools set up for Ollama work unchanged`,
+    )
   console.log(`listening on ${server.url}`)
 
   let stopping = false
@@ -60,7 +65,10 @@ async function main(): Promise<void> {
  * replaces the stored one, and every program using the stored key gets 401: say so.
  */
 function warnIfEnvironmentHidesStoredKey(dataDir: string, keys: string[]): void {
-  const fromEnvironment = process.env.HEARTH_API_KEY?.split(',').map((k) => k.trim()).filter(Boolean) ?? []
+  const fromEnvironment =
+    process.env.HEARTH_API_KEY?.split(',')
+      .map((k) => k.trim())
+      .filter(Boolean) ?? []
   const stored = join(dataDir, 'api-key')
   if (fromEnvironment.length === 0 || !existsSync(stored)) return
   const storedKey = readFileSync(stored, 'utf8').trim()

@@ -63,7 +63,17 @@ export function createApp(ctx: ServerContext): Express {
   const auth = requireApiKey(ctx.keys, { gate: ctx.gate })
   app.get('/metrics', ...(ctx.settings.metricsPublic ? [] : [auth]), ctx.metrics.handler())
   servePublicApis(app, ctx, auth)
-  app.use('/api', auth, jsonBodyParser(ctx.settings.bodyLimitBytes), managementRoute(ctx), downloadsRoute(ctx), keysRoute(ctx), lendRoute(ctx), mcpRoute(ctx), serverRoute(ctx, ctx.requests))
+  app.use(
+    '/api',
+    auth,
+    jsonBodyParser(ctx.settings.bodyLimitBytes),
+    managementRoute(ctx),
+    downloadsRoute(ctx),
+    keysRoute(ctx),
+    lendRoute(ctx),
+    mcpRoute(ctx),
+    serverRoute(ctx, ctx.requests),
+  )
   // API paths no router took never reach the page's files (`/api/%2e%2e` is a directory there).
   app.use(['/v1', '/api'], unknownRoute)
   app.use(webUi())
@@ -90,9 +100,25 @@ function guardedApp(ctx: ServerContext, hosts: ReturnType<typeof allowedHostName
  * Ollama's under `/api`, each answering its errors in its own shape.
  */
 function servePublicApis(app: Express, ctx: ServerContext, auth: RequestHandler): void {
-  app.use(OLLAMA_API_PATHS.map((path) => `/api${path}`), useOllamaErrors)
+  app.use(
+    OLLAMA_API_PATHS.map((path) => `/api${path}`),
+    useOllamaErrors,
+  )
   app.use('/v1/messages', useAnthropicErrors)
-  app.use('/v1', auth, jsonBodyParser(ctx.settings.bodyLimitBytes), modelsRoute(ctx), chatRoute(ctx), completionsRoute(ctx), responsesRoute(ctx), messagesRoute(ctx), embeddingsRoute(ctx), rerankRoute(ctx), speechRoute(ctx), filesRoute(ctx))
+  app.use(
+    '/v1',
+    auth,
+    jsonBodyParser(ctx.settings.bodyLimitBytes),
+    modelsRoute(ctx),
+    chatRoute(ctx),
+    completionsRoute(ctx),
+    responsesRoute(ctx),
+    messagesRoute(ctx),
+    embeddingsRoute(ctx),
+    rerankRoute(ctx),
+    speechRoute(ctx),
+    filesRoute(ctx),
+  )
   // Ollama reads JSON whatever the content type says.
   app.use('/api', ollamaRoute(ctx, auth, jsonBodyParser(ctx.settings.bodyLimitBytes, { anyContentType: true })))
 }

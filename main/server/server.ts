@@ -78,11 +78,7 @@ export interface StartOptions {
   whisperBuild?: NativeBuild | null
 }
 
-export async function startServer(
-  settings: ServerSettings,
-  log: (line: string) => void = console.log,
-  options: StartOptions = {},
-): Promise<RunningServer> {
+export async function startServer(settings: ServerSettings, log: (line: string) => void = console.log, options: StartOptions = {}): Promise<RunningServer> {
   // Checked here as well as in resolveSettings: the desktop app's LAN switch starts servers directly.
   if (!settings.auth && !isLoopbackHost(settings.host)) {
     throw new Error(`refusing to serve ${settings.host} without an API key: anyone on the network could use it`)
@@ -95,7 +91,12 @@ export async function startServer(
   await mkdir(settings.modelsDir, { recursive: true })
   await removeLeftoverCatalogWrites(settings.modelsDir)
   const remotes = new RemotePool({ intervalMs: settings.remoteCheckMs })
-  const folder = new ModelFolder(settings.modelsDir, { remotes, listingMaxAgeMs: settings.listingMaxAgeMs, sources: settings.modelSources, ...(settings.defaultContextLength ? { defaultContextLength: settings.defaultContextLength } : {}) })
+  const folder = new ModelFolder(settings.modelsDir, {
+    remotes,
+    listingMaxAgeMs: settings.listingMaxAgeMs,
+    sources: settings.modelSources,
+    ...(settings.defaultContextLength ? { defaultContextLength: settings.defaultContextLength } : {}),
+  })
   // The remote servers the catalog names are asked once before the first request: what they serve
   // (context lengths, capabilities, whole lists to import) is known from the start.
   await folder.scan()
@@ -144,7 +145,10 @@ export async function startServer(
   }
   /** The prompt cache a chat model gets, sized from what the memory plan leaves free once it is loaded. */
   const promptCacheMiB = (model: ModelRecord) => {
-    const others = scheduler.loaded().filter((m) => m.id !== model.id).reduce((sum, m) => sum + m.estimateBytes, 0)
+    const others = scheduler
+      .loaded()
+      .filter((m) => m.id !== model.id)
+      .reduce((sum, m) => sum + m.estimateBytes, 0)
     return Math.round(promptCacheBytes(memoryBudget(settings, scheduler) - others - estimateBytes(model)) / 1024 ** 2)
   }
   const scheduler: ModelScheduler = new ModelScheduler({
@@ -174,7 +178,9 @@ export async function startServer(
       const engine = pool ? await pools.start(spec, llamaBuild, pool, engineOptions) : await LlamaServerEngine.start(spec, llamaBuild, engineOptions)
       const given = engine.info.contextLength
       if (given !== undefined && folder.reportEngineContext(model, given)) {
-        log(`warning: model "${model.id}" gets ${given} tokens of context per request from llama-server, not the ${model.contextLength} its record says; it is served with ${given}`)
+        log(
+          `warning: model "${model.id}" gets ${given} tokens of context per request from llama-server, not the ${model.contextLength} its record says; it is served with ${given}`,
+        )
       }
       if (engine.info.callsTools !== undefined) folder.reportEngineToolCalling(model, engine.info.callsTools)
       return engine
@@ -184,7 +190,21 @@ export async function startServer(
   // Reads mcp.json only: each MCP server starts on first need and stops with the server.
   const mcp = await McpHub.open(settings.dataDir, log)
   const lending = settings.lend ? await startLending(settings, llamaBuild, log) : undefined
-  const basics: ServerBasics = { settings, folder, scheduler, downloads, keys, log, hardware, remotes, mcp, cpuFallbacks: () => cpuFallbacks?.list() ?? [], lending, seal, pools }
+  const basics: ServerBasics = {
+    settings,
+    folder,
+    scheduler,
+    downloads,
+    keys,
+    log,
+    hardware,
+    remotes,
+    mcp,
+    cpuFallbacks: () => cpuFallbacks?.list() ?? [],
+    lending,
+    seal,
+    pools,
+  }
   const context: ServerContext = { ...basics, ...serverParts(basics) }
   const http = await listen(createApp(context), settings.port, settings.host, settings.requestTimeoutMs)
   serveLendTunnel(http, keys, lending, log)
@@ -236,7 +256,11 @@ async function startLending(settings: ServerSettings, build: LlamaBuild | undefi
  * `/api/version`), or another program. Taken by Ollama at its default port, that is no fault: the
  * person keeps Ollama, and Hearth's own port serves the same API with a key.
  */
-async function listenForOllama(app: import('express').Express, settings: ServerSettings, log: (line: string) => void): Promise<{ server: Server } | { note: string }> {
+async function listenForOllama(
+  app: import('express').Express,
+  settings: ServerSettings,
+  log: (line: string) => void,
+): Promise<{ server: Server } | { note: string }> {
   const port = settings.ollamaPort!
   try {
     return { server: await listen(app, port, '127.0.0.1', settings.requestTimeoutMs) }

@@ -84,7 +84,6 @@ export interface ServerSettings {
 
 const SOURCE_KINDS: readonly ModelSourceKind[] = ['ollama', 'lmstudio', 'huggingface', 'llama.cpp']
 
-
 /** Three hours: about 700 MB of decoded samples on disk while whisper works through them. */
 export const DEFAULT_MAX_AUDIO_SECONDS = 3 * 60 * 60
 
@@ -185,11 +184,7 @@ export function defaultThreads(cpuCount: number): number {
   return Math.max(1, Math.min(8, cpuCount - 1))
 }
 
-export function resolveSettings(
-  argv: string[],
-  env: NodeJS.ProcessEnv,
-  cpuCount: number,
-): { settings: ServerSettings; help: boolean } {
+export function resolveSettings(argv: string[], env: NodeJS.ProcessEnv, cpuCount: number): { settings: ServerSettings; help: boolean } {
   let flags
   try {
     flags = parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false }).values
@@ -200,7 +195,9 @@ export function resolveSettings(
   const settingsFile = resolve(flags.settings ?? env.HEARTH_SETTINGS ?? join(dataDir, 'settings.json'))
   const file = readSettingsFile(settingsFile)
 
-  const envKeys = env.HEARTH_API_KEY?.split(',').map((k) => k.trim()).filter(Boolean)
+  const envKeys = env.HEARTH_API_KEY?.split(',')
+    .map((k) => k.trim())
+    .filter(Boolean)
   const settings: ServerSettings = {
     host: flags.host ?? env.HEARTH_HOST ?? file.host ?? '127.0.0.1',
     port: integer('port', flags.port ?? env.HEARTH_PORT, 0, 65535) ?? file.port ?? 8181,
@@ -210,22 +207,37 @@ export function resolveSettings(
     auth: !(flags['no-auth'] ?? isTrue(env.HEARTH_NO_AUTH) ?? file.auth === false),
     threads: integer('threads', flags.threads ?? env.HEARTH_THREADS, 1, 256) ?? file.threads ?? defaultThreads(cpuCount),
     gpuLayers: integer('gpu-layers', flags['gpu-layers'] ?? env.HEARTH_GPU_LAYERS, -1, 100_000) ?? file.gpu_layers ?? -1,
-    parallel: integer('parallel', flags.parallel ?? env.HEARTH_PARALLEL, 1, 64) ?? file.parallel ?? integer('parallel', nonEmpty(env.OLLAMA_NUM_PARALLEL), 1, 64),
+    parallel:
+      integer('parallel', flags.parallel ?? env.HEARTH_PARALLEL, 1, 64) ?? file.parallel ?? integer('parallel', nonEmpty(env.OLLAMA_NUM_PARALLEL), 1, 64),
     backend: backendName(flags.backend ?? env.HEARTH_BACKEND) ?? file.backend ?? 'auto',
-    requestTimeoutMs:
-      1000 * (positive('request-timeout', flags['request-timeout'] ?? env.HEARTH_REQUEST_TIMEOUT) ?? file.request_timeout_seconds ?? 600),
-    maxQueuePerModel: integer('max-queue', flags['max-queue'] ?? env.HEARTH_MAX_QUEUE, 0, 100_000) ?? file.max_queue_per_model ?? integer('max-queue', nonEmpty(env.OLLAMA_MAX_QUEUE), 0, 100_000) ?? 16,
+    requestTimeoutMs: 1000 * (positive('request-timeout', flags['request-timeout'] ?? env.HEARTH_REQUEST_TIMEOUT) ?? file.request_timeout_seconds ?? 600),
+    maxQueuePerModel:
+      integer('max-queue', flags['max-queue'] ?? env.HEARTH_MAX_QUEUE, 0, 100_000) ??
+      file.max_queue_per_model ??
+      integer('max-queue', nonEmpty(env.OLLAMA_MAX_QUEUE), 0, 100_000) ??
+      16,
     idleTtlMs: 1000 * (nonNegative('idle-ttl', flags['idle-ttl'] ?? env.HEARTH_IDLE_TTL) ?? file.idle_ttl_seconds ?? 600),
     memoryBudgetBytes: mebibytes(positive('memory-budget', flags['memory-budget'] ?? env.HEARTH_MEMORY_BUDGET) ?? file.memory_budget_mb),
     bodyLimitBytes: Math.round((file.body_limit_mb ?? 30) * 1024 * 1024),
-    allowedHosts: env.HEARTH_ALLOWED_HOSTS?.split(',').map((h) => h.trim()).filter(Boolean) ?? file.allowed_hosts ?? [],
-    corsOrigins: env.HEARTH_CORS_ORIGINS?.split(',').map((o) => o.trim()).filter(Boolean) ?? file.cors_origins ?? [],
+    allowedHosts:
+      env.HEARTH_ALLOWED_HOSTS?.split(',')
+        .map((h) => h.trim())
+        .filter(Boolean) ??
+      file.allowed_hosts ??
+      [],
+    corsOrigins:
+      env.HEARTH_CORS_ORIGINS?.split(',')
+        .map((o) => o.trim())
+        .filter(Boolean) ??
+      file.cors_origins ??
+      [],
     metricsPublic: isTrue(env.HEARTH_METRICS_PUBLIC) ?? file.metrics_public ?? false,
     vad: flags.vad ?? isTrue(env.HEARTH_VAD) ?? file.vad ?? false,
     remoteCheckMs: 1000 * (positive('remote-check-seconds', env.HEARTH_REMOTE_CHECK_SECONDS) ?? file.remote_check_seconds ?? 10),
     listingMaxAgeMs: nonNegative('listing-max-age-ms', env.HEARTH_LISTING_MAX_AGE_MS),
     maxAudioSeconds:
-      60 * (positive('max-audio-minutes', flags['max-audio-minutes'] ?? env.HEARTH_MAX_AUDIO_MINUTES) ?? file.max_audio_minutes ?? DEFAULT_MAX_AUDIO_SECONDS / 60),
+      60 *
+      (positive('max-audio-minutes', flags['max-audio-minutes'] ?? env.HEARTH_MAX_AUDIO_MINUTES) ?? file.max_audio_minutes ?? DEFAULT_MAX_AUDIO_SECONDS / 60),
     ...ollamaPortOf(flags['ollama-port'] ?? env.HEARTH_OLLAMA_PORT, file.ollama_port, env.OLLAMA_HOST),
     ...ollamaEnvironment(env),
     modelSources: modelSources(flags['model-sources'] ?? env.HEARTH_MODEL_SOURCES, file.model_sources, env),
@@ -240,8 +252,7 @@ export function resolveSettings(
   }
   if (!settings.auth && !isLoopback(settings.host)) {
     throw new SettingsError(
-      `refusing to serve ${settings.host} without an API key: anyone on the network could use it. ` +
-        'Drop --no-auth (a key is generated), or bind 127.0.0.1',
+      `refusing to serve ${settings.host} without an API key: anyone on the network could use it. ` + 'Drop --no-auth (a key is generated), or bind 127.0.0.1',
     )
   }
   for (const key of settings.apiKeys) {
@@ -257,7 +268,11 @@ export const OLLAMA_DEFAULT_PORT = 11434
  * The Ollama port: a flag or HEARTH_OLLAMA_PORT (a port, or `off`), the settings file's
  * `ollama_port` (null is off), the port of OLLAMA_HOST, or Ollama's own where it is free.
  */
-function ollamaPortOf(asked: string | undefined, file: number | null | undefined, ollamaHost: string | undefined): Pick<ServerSettings, 'ollamaPort' | 'ollamaPortIfFree'> {
+function ollamaPortOf(
+  asked: string | undefined,
+  file: number | null | undefined,
+  ollamaHost: string | undefined,
+): Pick<ServerSettings, 'ollamaPort' | 'ollamaPortIfFree'> {
   if (asked !== undefined && /^(off|none|false|no)$/i.test(asked.trim())) return {}
   const port = integer('ollama-port', asked, 0, 65535)
   if (port !== undefined) return { ollamaPort: port }
@@ -275,7 +290,10 @@ function ollamaPortOf(asked: string | undefined, file: number | null | undefined
 
 /** The OLLAMA_* settings a person who used Ollama already has, where Hearth has their like (docs/ollama.md has the table). */
 function ollamaEnvironment(env: NodeJS.ProcessEnv): Pick<ServerSettings, 'ollamaOrigins' | 'ollamaKeepAliveMs' | 'defaultContextLength'> {
-  const origins = nonEmpty(env.OLLAMA_ORIGINS)?.split(',').map((o) => o.trim()).filter(Boolean)
+  const origins = nonEmpty(env.OLLAMA_ORIGINS)
+    ?.split(',')
+    .map((o) => o.trim())
+    .filter(Boolean)
   const keepAlive = nonEmpty(env.OLLAMA_KEEP_ALIVE)
   const context = integer('OLLAMA_CONTEXT_LENGTH', nonEmpty(env.OLLAMA_CONTEXT_LENGTH), 16, 1 << 24)
   return {
@@ -297,7 +315,8 @@ function nonEmpty(value: string | undefined): string | undefined {
 
 function retrievalMethod(value: string | undefined): RetrievalMethod | undefined {
   if (value === undefined || value === '') return undefined
-  if (!(RETRIEVAL_METHODS as readonly string[]).includes(value)) throw new SettingsError(`HEARTH_RETRIEVAL must be one of ${RETRIEVAL_METHODS.join(', ')}; got '${value}'`)
+  if (!(RETRIEVAL_METHODS as readonly string[]).includes(value))
+    throw new SettingsError(`HEARTH_RETRIEVAL must be one of ${RETRIEVAL_METHODS.join(', ')}; got '${value}'`)
   return value as RetrievalMethod
 }
 

@@ -122,7 +122,15 @@ export interface DownloadObject {
   mmproj: string | null
   mmproj_source: string | null
   /** A pull by name lists its blobs (`source` the digest; `layer` for the template, system prompt, config …). */
-  files: Array<{ role: 'model' | 'mmproj' | 'layer'; source: string; file: string; bytes: number; total: number | null; sha256: string | null; reused: boolean }>
+  files: Array<{
+    role: 'model' | 'mmproj' | 'layer'
+    source: string
+    file: string
+    bytes: number
+    total: number | null
+    sha256: string | null
+    reused: boolean
+  }>
   /** Unix seconds. */
   created: number
   finished: number | null
@@ -161,7 +169,15 @@ export type EngineInfo = {
    */
   self_tests: Array<{ engine: 'llama.cpp' | 'whisper.cpp'; passed: boolean | null; verdict: string; withheld: string[] }>
   /** Models that crashed llama.cpp on this CPU while loading or on their first batch, and what Hearth did about it. */
-  cpu_fallbacks: Array<{ model: string; weight_type: string; signal: string; phase: 'loading' | 'first batch'; without: string; recovered: boolean; at: string }>
+  cpu_fallbacks: Array<{
+    model: string
+    weight_type: string
+    signal: string
+    phase: 'loading' | 'first batch'
+    without: string
+    recovered: boolean
+    at: string
+  }>
 } & (
   | { name: 'llama-server'; commit: string; cpu_features: string[]; gpu_backend: string }
   | { name: 'not-built'; commit: null; cpu_features: string[]; gpu_backend: 'none' }
@@ -200,7 +216,6 @@ export interface TimedSegment {
   end: number
   text: string
 }
-
 
 /** What an attached document was read as: plain text, Markdown, a PDF's text layer, a Word document's text. */
 export type DocumentFormat = 'text' | 'markdown' | 'pdf' | 'docx'

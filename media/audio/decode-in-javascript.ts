@@ -49,12 +49,7 @@ const DECODERS = {
 type DecoderName = keyof typeof DECODERS
 
 /** Decodes `bytes` (already sniffed as `format`) into `collector`. */
-export async function decodeInJavaScript(
-  bytes: Uint8Array,
-  format: SniffedAudioFormat,
-  collector: Mono16kCollector,
-  signal?: AbortSignal,
-): Promise<void> {
+export async function decodeInJavaScript(bytes: Uint8Array, format: SniffedAudioFormat, collector: Mono16kCollector, signal?: AbortSignal): Promise<void> {
   switch (format.container) {
     case 'wav':
       return decodeWav(bytes, collector, signal)
@@ -95,10 +90,7 @@ async function decodeFlac(bytes: Uint8Array, collector: Mono16kCollector, signal
   const frames = await runDecoder('flac', slices(bytes.subarray(info.streamStart)), collector, signal)
   // libFLAC stops quietly at a cut or damaged frame; lossless means the count must match exactly.
   if (info.totalSamples > 0 && frames < info.totalSamples) {
-    throw new UnsupportedAudioError(
-      'truncated',
-      `FLAC stream stops after ${frames} of its ${info.totalSamples} samples (cut short or damaged)`,
-    )
+    throw new UnsupportedAudioError('truncated', `FLAC stream stops after ${frames} of its ${info.totalSamples} samples (cut short or damaged)`)
   }
   expectAudio(frames, 'FLAC')
 }
@@ -138,19 +130,17 @@ async function decodeOgg(
  * Feeds chunks to one of the packaged decoders and pushes whatever it returns straight into
  * the collector. Returns the number of sample frames decoded (at the source rate).
  */
-async function runDecoder(
-  name: DecoderName,
-  chunks: Iterable<Uint8Array>,
-  collector: Mono16kCollector,
-  signal?: AbortSignal,
-): Promise<number> {
+async function runDecoder(name: DecoderName, chunks: Iterable<Uint8Array>, collector: Mono16kCollector, signal?: AbortSignal): Promise<number> {
   const module: DecoderModule = await DECODERS[name]()
   const decoder = await module.decoder()
   let frames = 0
   const take = (block: DecodedBlock): void => {
     const length = Math.min(block.samplesDecoded ?? Infinity, block.channelData[0]?.length ?? 0)
     if (length === 0) return
-    collector.push(block.channelData.map((channel) => channel.subarray(0, length)), block.sampleRate)
+    collector.push(
+      block.channelData.map((channel) => channel.subarray(0, length)),
+      block.sampleRate,
+    )
     frames += length
   }
   try {

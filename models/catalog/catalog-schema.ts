@@ -32,64 +32,74 @@ export const modelfileSchema = z.looseObject({
 
 export type ModelfileEntry = z.infer<typeof modelfileSchema>
 
-export const catalogEntrySchema = z.looseObject({
-  id: z.string().min(1).max(256).optional(),
-  file: z.string().min(1).optional(),
-  /**
-   * The model whose weights this one serves, by its name (a model of another program's store, or
-   * one pulled by name): a model made by a Modelfile from it, no copy of the file.
-   */
-  from: z.string().min(1).optional(),
-  modelfile: modelfileSchema.optional(),
-  remote: z.union([remoteTargetSchema, remoteImportSchema]).optional(),
-  replicas: z.array(remoteTargetSchema).min(1).max(32).optional(),
-  mmproj: z.string().min(1).optional(),
-  kind: z.enum(['chat', 'embedding', 'rerank', 'speech']).optional(),
-  owned_by: z.string().min(1).optional(),
-  context_length: z.int().min(16).optional(),
-  max_completion_tokens: z.int().min(1).optional(),
-  /** Seconds a loaded model may sit idle before it is unloaded; 0 keeps it loaded. */
-  ttl: z.number().min(0).optional(),
-  gpu_layers: z.union([z.literal('auto'), z.literal('all'), z.int().min(0)]).optional(),
-  threads: z.int().min(1).max(256).optional(),
-  /** Requests a chat model decodes at once. */
-  parallel: z.int().min(1).max(64).optional(),
-  /**
-   * Speculative decoding (chat models), on unless turned off: n-gram drafting from the conversation,
-   * a draft model of the same vocabulary (this file, or a smaller one Hearth finds in the folder)
-   * and the model's own MTP heads. `"speculative": false` turns it off, `"ngram"` keeps the n-gram
-   * drafting alone, `true` is the default.
-   */
-  draft: z.string().min(1).optional(),
-  speculative: z.union([z.boolean(), z.literal('ngram')]).optional(),
-  /**
-   * Other Hearths that lend their memory to this model (`--lend` there): llama.cpp spreads its layers
-   * over this machine and them (docs/pool.md). Each with the variable its key is in.
-   */
-  pool: z
-    .array(
-      z.strictObject({
-        url: z.string().url().refine((url) => /^https?:\/\/[^/]+\/?$/i.test(url), "the lending Hearth's address, such as http://desk:8181"),
-        api_key_env: z.string().regex(ENV_NAME, 'the name of an environment variable, such as DESK_KEY').optional(),
-      }),
-    )
-    .min(1)
-    .max(16)
-    .optional(),
-  pricing: z
-    .object({
-      prompt: z.string().regex(pricePattern, 'a decimal string with 8 fractional digits, e.g. "0.00000000"'),
-      completion: z.string().regex(pricePattern, 'a decimal string with 8 fractional digits, e.g. "0.00000000"'),
-    })
-    .optional(),
-}).superRefine((entry, ctx) => {
-  const sources = ['file', 'remote', 'replicas', 'from'].filter((key) => entry[key as 'file'] !== undefined)
-  if (sources.length !== 1) {
-    ctx.addIssue({ code: 'custom', message: sources.length === 0 ? 'needs "file", "remote", "replicas" or "from"' : `give one of ${sources.join(' and ')}, not both` })
-  }
-  if (entry.from !== undefined && entry.id === undefined) ctx.addIssue({ code: 'custom', message: '"from" makes a new model of another one\'s weights: it needs "id"' })
-  if (entry.pool && entry.file === undefined) ctx.addIssue({ code: 'custom', message: '"pool" lends memory to a model file of this machine: it needs "file"' })
-})
+export const catalogEntrySchema = z
+  .looseObject({
+    id: z.string().min(1).max(256).optional(),
+    file: z.string().min(1).optional(),
+    /**
+     * The model whose weights this one serves, by its name (a model of another program's store, or
+     * one pulled by name): a model made by a Modelfile from it, no copy of the file.
+     */
+    from: z.string().min(1).optional(),
+    modelfile: modelfileSchema.optional(),
+    remote: z.union([remoteTargetSchema, remoteImportSchema]).optional(),
+    replicas: z.array(remoteTargetSchema).min(1).max(32).optional(),
+    mmproj: z.string().min(1).optional(),
+    kind: z.enum(['chat', 'embedding', 'rerank', 'speech']).optional(),
+    owned_by: z.string().min(1).optional(),
+    context_length: z.int().min(16).optional(),
+    max_completion_tokens: z.int().min(1).optional(),
+    /** Seconds a loaded model may sit idle before it is unloaded; 0 keeps it loaded. */
+    ttl: z.number().min(0).optional(),
+    gpu_layers: z.union([z.literal('auto'), z.literal('all'), z.int().min(0)]).optional(),
+    threads: z.int().min(1).max(256).optional(),
+    /** Requests a chat model decodes at once. */
+    parallel: z.int().min(1).max(64).optional(),
+    /**
+     * Speculative decoding (chat models), on unless turned off: n-gram drafting from the conversation,
+     * a draft model of the same vocabulary (this file, or a smaller one Hearth finds in the folder)
+     * and the model's own MTP heads. `"speculative": false` turns it off, `"ngram"` keeps the n-gram
+     * drafting alone, `true` is the default.
+     */
+    draft: z.string().min(1).optional(),
+    speculative: z.union([z.boolean(), z.literal('ngram')]).optional(),
+    /**
+     * Other Hearths that lend their memory to this model (`--lend` there): llama.cpp spreads its layers
+     * over this machine and them (docs/pool.md). Each with the variable its key is in.
+     */
+    pool: z
+      .array(
+        z.strictObject({
+          url: z
+            .string()
+            .url()
+            .refine((url) => /^https?:\/\/[^/]+\/?$/i.test(url), "the lending Hearth's address, such as http://desk:8181"),
+          api_key_env: z.string().regex(ENV_NAME, 'the name of an environment variable, such as DESK_KEY').optional(),
+        }),
+      )
+      .min(1)
+      .max(16)
+      .optional(),
+    pricing: z
+      .object({
+        prompt: z.string().regex(pricePattern, 'a decimal string with 8 fractional digits, e.g. "0.00000000"'),
+        completion: z.string().regex(pricePattern, 'a decimal string with 8 fractional digits, e.g. "0.00000000"'),
+      })
+      .optional(),
+  })
+  .superRefine((entry, ctx) => {
+    const sources = ['file', 'remote', 'replicas', 'from'].filter((key) => entry[key as 'file'] !== undefined)
+    if (sources.length !== 1) {
+      ctx.addIssue({
+        code: 'custom',
+        message: sources.length === 0 ? 'needs "file", "remote", "replicas" or "from"' : `give one of ${sources.join(' and ')}, not both`,
+      })
+    }
+    if (entry.from !== undefined && entry.id === undefined)
+      ctx.addIssue({ code: 'custom', message: '"from" makes a new model of another one\'s weights: it needs "id"' })
+    if (entry.pool && entry.file === undefined)
+      ctx.addIssue({ code: 'custom', message: '"pool" lends memory to a model file of this machine: it needs "file"' })
+  })
 
 export type CatalogEntry = z.infer<typeof catalogEntrySchema>
 

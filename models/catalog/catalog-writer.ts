@@ -24,13 +24,15 @@ const queues = new Map<string, Promise<unknown>>()
 export async function editCatalog<T>(dir: string, edit: (models: unknown[]) => T): Promise<T> {
   const path = join(dir, CATALOG_FILE)
   const previous = queues.get(path) ?? Promise.resolve()
-  const run = previous.catch(() => undefined).then(async () => {
-    const document = await readCatalogDocument(path)
-    const models = [...document.models]
-    const result = edit(models)
-    await writeAtomically(path, `${JSON.stringify({ ...document, models }, null, 2)}\n`)
-    return result
-  })
+  const run = previous
+    .catch(() => undefined)
+    .then(async () => {
+      const document = await readCatalogDocument(path)
+      const models = [...document.models]
+      const result = edit(models)
+      await writeAtomically(path, `${JSON.stringify({ ...document, models }, null, 2)}\n`)
+      return result
+    })
   queues.set(path, run)
   try {
     return await run

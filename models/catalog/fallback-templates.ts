@@ -12,10 +12,16 @@ export type FallbackTemplateName = 'gemma' | 'llama3' | 'phi3' | 'chatml'
 
 /** The vocabulary tokens that tell the families apart (read from the GGUF as its vocabulary is skipped). */
 export const TEMPLATE_MARKER_TOKENS: readonly string[] = [
-  '<start_of_turn>', '<end_of_turn>',
-  '<|start_header_id|>', '<|end_header_id|>', '<|eot_id|>',
-  '<|user|>', '<|assistant|>', '<|end|>',
-  '<|im_start|>', '<|im_end|>',
+  '<start_of_turn>',
+  '<end_of_turn>',
+  '<|start_header_id|>',
+  '<|end_header_id|>',
+  '<|eot_id|>',
+  '<|user|>',
+  '<|assistant|>',
+  '<|end|>',
+  '<|im_start|>',
+  '<|im_end|>',
 ]
 
 export function fallbackTemplateFor(architecture: string | undefined, vocabularyHas: ReadonlySet<string>): FallbackTemplateName {

@@ -256,7 +256,12 @@ export class FolderScanner {
     }
     for (const model of listing.models.filter((m) => outside(m.path))) {
       if (takenIds.has(model.id)) {
-        broken.push({ id: model.id, file: model.path, problem: `a model of the models folder has the same id, so this one in ${sourceName(model.source)} is not served`, source: model.source })
+        broken.push({
+          id: model.id,
+          file: model.path,
+          problem: `a model of the models folder has the same id, so this one in ${sourceName(model.source)} is not served`,
+          source: model.source,
+        })
         continue
       }
       takenIds.add(model.id)
@@ -320,7 +325,8 @@ export class FolderScanner {
       capabilities: capabilitiesOf(
         kind,
         projectorPath !== undefined,
-        this.engineToolCalling.get(fileStamp(path, info.size, Math.floor(info.mtimeMs / 1000))) ?? (header.format === 'gguf' && templateCallsTools(header.chatTemplate)),
+        this.engineToolCalling.get(fileStamp(path, info.size, Math.floor(info.mtimeMs / 1000))) ??
+          (header.format === 'gguf' && templateCallsTools(header.chatTemplate)),
       ),
       path,
       projectorPath,
@@ -366,7 +372,11 @@ export class FolderScanner {
     if (!ollama) return {}
     const template = entry?.modelfile?.template
     const adapterPaths = (entry?.modelfile?.adapters ?? []).map((a) => this.resolveInside(a)).filter((p): p is string => p !== undefined)
-    return { ollama, ...(template !== undefined ? { chatTemplate: template, hasChatTemplate: true, thinks: templateThinks(template) } : {}), ...(adapterPaths.length ? { adapterPaths } : {}) }
+    return {
+      ollama,
+      ...(template !== undefined ? { chatTemplate: template, hasChatTemplate: true, thinks: templateThinks(template) } : {}),
+      ...(adapterPaths.length ? { adapterPaths } : {}),
+    }
   }
 
   /** A path as problems name it: inside the models folder relative to it, elsewhere in full. */
@@ -378,13 +388,21 @@ export class FolderScanner {
    * The context a model gets: what the catalog asks, but no more than llama.cpp gives a request
    * (the context the model was trained with) or than its engine reported giving.
    */
-  private contextOf(path: string, info: { size: number; mtimeMs: number }, asked: number, trained: number | undefined): { contextLength: number; contextNote?: string } {
+  private contextOf(
+    path: string,
+    info: { size: number; mtimeMs: number },
+    asked: number,
+    trained: number | undefined,
+  ): { contextLength: number; contextNote?: string } {
     const reported = this.engineContext.get(fileStamp(path, info.size, Math.floor(info.mtimeMs / 1000)))
     if (reported !== undefined && reported < asked && (trained === undefined || reported < trained)) {
       return { contextLength: reported, contextNote: `the catalog asks for ${asked} tokens of context; its engine gives each request ${reported}` }
     }
     if (trained !== undefined && trained < asked) {
-      return { contextLength: trained, contextNote: `the catalog asks for ${asked} tokens of context; the model was trained with ${trained}, which is what llama.cpp gives each request` }
+      return {
+        contextLength: trained,
+        contextNote: `the catalog asks for ${asked} tokens of context; the model was trained with ${trained}, which is what llama.cpp gives each request`,
+      }
     }
     return { contextLength: asked }
   }
@@ -392,7 +410,8 @@ export class FolderScanner {
   /** A remote entry's models, or why it cannot serve; ids already taken are refused. */
   private remoteModels(entry: CatalogEntry, takenIds: Set<string>): { models: ModelRecord[]; broken: BrokenModel[]; replicas: RemoteReplica[] } {
     const where = entry.remote?.base_url ?? entry.replicas?.[0]?.base_url ?? '?'
-    if (!this.options.remotes) return { models: [], broken: [{ id: entry.id ?? where, file: where, problem: 'remote models are not served here' }], replicas: [] }
+    if (!this.options.remotes)
+      return { models: [], broken: [{ id: entry.id ?? where, file: where, problem: 'remote models are not served here' }], replicas: [] }
     const result = remoteRecords(entry, this.options.remotes, this.options.env ?? process.env)
     const models: ModelRecord[] = []
     for (const model of result.models) {
@@ -434,18 +453,13 @@ export class FolderScanner {
   }
 }
 
-
 /**
  * Gives each chat model without a catalog `mmproj` a projector from its own directory: one named
  * after it (`mmproj-<model>.gguf`, or containing the model's name) first; else the directory's only
  * projector, unless that one is named after another model. Widths must agree, so a projector never
  * pairs with a model it cannot feed.
  */
-function pairProjectors(
-  models: ModelRecord[],
-  projectors: Map<string, ModelFileHeader | undefined>,
-  projectorSizes: Map<string, number>,
-): void {
+function pairProjectors(models: ModelRecord[], projectors: Map<string, ModelFileHeader | undefined>, projectorSizes: Map<string, number>): void {
   const candidates = models.filter((m) => m.kind === 'chat' && !m.projectorPath && !m.catalogEntry?.mmproj)
   const stemOf = (path: string) => basename(path, extname(path)).toLowerCase()
   // A projector is named for the model whose name it holds most fully: `mmproj-tiny-vision`
@@ -510,7 +524,12 @@ export function pairDraftModels(models: ModelRecord[]): void {
     const setting = model.catalogEntry?.speculative
     if (model.draftPath || model.catalogEntry?.draft || model.projectorPath || setting === false || setting === 'ngram') continue
     const drafts = local.filter(
-      (d) => d !== model && d.vocabularyHash === model.vocabularyHash && dirname(d.path) === dirname(model.path) && d.sizeBytes <= model.sizeBytes * DRAFT_SHARE && !d.projectorPath,
+      (d) =>
+        d !== model &&
+        d.vocabularyHash === model.vocabularyHash &&
+        dirname(d.path) === dirname(model.path) &&
+        d.sizeBytes <= model.sizeBytes * DRAFT_SHARE &&
+        !d.projectorPath,
     )
     const best = drafts.sort((a, b) => b.sizeBytes - a.sizeBytes || a.path.localeCompare(b.path))[0]
     if (best) model.draftPath = best.path

@@ -48,7 +48,12 @@ export async function readGgufMetadata(path: string): Promise<Record<string, Ggu
 export async function readGgufHeader(
   path: string,
   watchTokens: readonly string[] = [],
-): Promise<{ metadata: Record<string, GgufMetadataValue>; tensors: GgufTensorSummary | undefined; tokensFound: Set<string>; vocabularyHash: string | undefined }> {
+): Promise<{
+  metadata: Record<string, GgufMetadataValue>
+  tensors: GgufTensorSummary | undefined
+  tokensFound: Set<string>
+  vocabularyHash: string | undefined
+}> {
   return readGguf(path, true, watchTokens)
 }
 
@@ -57,7 +62,12 @@ async function readGguf(
   path: string,
   withTensors: boolean,
   watchTokens: readonly string[] = [],
-): Promise<{ metadata: Record<string, GgufMetadataValue>; tensors: GgufTensorSummary | undefined; tokensFound: Set<string>; vocabularyHash: string | undefined }> {
+): Promise<{
+  metadata: Record<string, GgufMetadataValue>
+  tensors: GgufTensorSummary | undefined
+  tokensFound: Set<string>
+  vocabularyHash: string | undefined
+}> {
   const handle = await open(path, 'r')
   try {
     const file = new FileCursor(handle)
@@ -176,17 +186,28 @@ class FileCursor {
     const at = await this.take(size)
     const w = this.window
     switch (type) {
-      case TYPE.u8: return w.readUInt8(at)
-      case TYPE.i8: return w.readInt8(at)
-      case TYPE.u16: return w.readUInt16LE(at)
-      case TYPE.i16: return w.readInt16LE(at)
-      case TYPE.u32: return w.readUInt32LE(at)
-      case TYPE.i32: return w.readInt32LE(at)
-      case TYPE.f32: return w.readFloatLE(at)
-      case TYPE.bool: return w.readUInt8(at) !== 0
-      case TYPE.u64: return w.readBigUInt64LE(at)
-      case TYPE.i64: return w.readBigInt64LE(at)
-      default: return w.readDoubleLE(at)
+      case TYPE.u8:
+        return w.readUInt8(at)
+      case TYPE.i8:
+        return w.readInt8(at)
+      case TYPE.u16:
+        return w.readUInt16LE(at)
+      case TYPE.i16:
+        return w.readInt16LE(at)
+      case TYPE.u32:
+        return w.readUInt32LE(at)
+      case TYPE.i32:
+        return w.readInt32LE(at)
+      case TYPE.f32:
+        return w.readFloatLE(at)
+      case TYPE.bool:
+        return w.readUInt8(at) !== 0
+      case TYPE.u64:
+        return w.readBigUInt64LE(at)
+      case TYPE.i64:
+        return w.readBigInt64LE(at)
+      default:
+        return w.readDoubleLE(at)
     }
   }
 

@@ -50,5 +50,8 @@ export function capabilitiesOf(kind: ModelKind, hasProjector: boolean, callsTool
  * llama.cpp's parsers know (reasoning content, gpt-oss's channels, a thinking switch).
  */
 export function templateThinks(template: string | undefined): boolean {
-  return template !== undefined && ['<think>', 'reasoning_content', 'enable_thinking', '<|channel|>', '<|START_THINKING|>', '[THINK]'].some((mark) => template.includes(mark))
+  return (
+    template !== undefined &&
+    ['<think>', 'reasoning_content', 'enable_thinking', '<|channel|>', '<|START_THINKING|>', '[THINK]'].some((mark) => template.includes(mark))
+  )
 }

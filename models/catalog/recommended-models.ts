@@ -11,7 +11,10 @@ const recommendedSchema = z.object({
     z.object({
       id: z.string().min(1),
       file: z.string().regex(/\.(gguf|bin)$/),
-      mmproj: z.string().regex(/\.gguf$/).optional(),
+      mmproj: z
+        .string()
+        .regex(/\.gguf$/)
+        .optional(),
       /** `vad`: the voice-activity model the speech models use to skip silence, not served itself. */
       kind: z.enum(['chat', 'embedding', 'rerank', 'speech', 'vad']),
       source: z.string().startsWith('hf://'),

@@ -38,7 +38,11 @@ export interface RemoteReplica {
 }
 
 /** Resolves an entry's target, or says why it cannot be used (an unset key variable). */
-export function resolveReplica(target: { base_url: string; model?: string; api_key_env?: string }, model: string, env: NodeJS.ProcessEnv): RemoteReplica | string {
+export function resolveReplica(
+  target: { base_url: string; model?: string; api_key_env?: string },
+  model: string,
+  env: NodeJS.ProcessEnv,
+): RemoteReplica | string {
   const apiKey = target.api_key_env ? env[target.api_key_env] : undefined
   if (target.api_key_env && !apiKey) return `the environment variable ${target.api_key_env} (the key for ${target.base_url}) is not set`
   return { baseUrl: target.base_url.replace(/\/+$/, ''), model: target.model ?? model, apiKeyEnv: target.api_key_env, apiKey }

@@ -429,7 +429,8 @@ export class DownloadJob implements ManagedDownload {
     this.error = asDownloadError(e)
     if (this.error.code === 'network') {
       const kept = this.files.reduce((sum, f) => sum + (f.reused ? 0 : f.bytes), 0)
-      if (kept > 0) this.error = new DownloadError('network', `${this.error.message}; ${formatBytes(kept)} kept, pull the same source again to resume`, this.error.param)
+      if (kept > 0)
+        this.error = new DownloadError('network', `${this.error.message}; ${formatBytes(kept)} kept, pull the same source again to resume`, this.error.param)
     } else {
       await this.removePartials()
     }

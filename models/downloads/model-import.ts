@@ -58,7 +58,11 @@ export async function importModel(folder: ModelFolder, request: ImportRequest, o
 
   const { models, broken } = await folder.scan()
   if (models.some((m) => m.id === id) || broken.some((b) => b.id === id)) {
-    throw new DownloadError('invalid_value', `A model with the id "${id}" already exists${idParam === 'path' ? '; pass "id" to add this one under another id' : ''}`, idParam)
+    throw new DownloadError(
+      'invalid_value',
+      `A model with the id "${id}" already exists${idParam === 'path' ? '; pass "id" to add this one under another id' : ''}`,
+      idParam,
+    )
   }
   for (const file of [model, mmproj]) {
     if (!file) continue
@@ -120,7 +124,8 @@ async function checkSource(dir: string, path: unknown, param: 'path' | 'mmproj')
     throw bad(`${path} is not a model file: ${(e as Error).message}`)
   }
   if (header.format === 'other-ggml') throw bad(`${path} is a ggml file but not a whisper model`)
-  if (header.format === 'vad-ggml') throw bad(`${path} is a voice-activity model, not a model to serve: copy it into the models folder and the speech models use it`)
+  if (header.format === 'vad-ggml')
+    throw bad(`${path} is a voice-activity model, not a model to serve: copy it into the models folder and the speech models use it`)
   // A symlink is followed: a hard link to the link itself would break when it is relative.
   return { param, path: real, fileName, size: info.size, reused: false }
 }
@@ -132,7 +137,11 @@ async function linkInto(file: SourceFile, target: string): Promise<void> {
     const code = (e as NodeJS.ErrnoException).code
     if (code === 'EEXIST') throw new DownloadError('invalid_value', `The models folder already has a file named "${file.fileName}"`, file.param)
     if (code === 'EXDEV') {
-      throw new DownloadError('invalid_value', `${file.path} is on another disk than the models folder, so it cannot be hard-linked; import it with mode "copy"`, file.param)
+      throw new DownloadError(
+        'invalid_value',
+        `${file.path} is on another disk than the models folder, so it cannot be hard-linked; import it with mode "copy"`,
+        file.param,
+      )
     }
     if (code === 'EPERM' || code === 'EACCES' || code === 'ENOTSUP' || code === 'EOPNOTSUPP') {
       throw new DownloadError('invalid_value', `${file.path} cannot be hard-linked here (${code}); import it with mode "copy"`, file.param)

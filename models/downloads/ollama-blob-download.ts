@@ -166,7 +166,11 @@ export class BlobDownload {
     const actual = `sha256:${await sha256File(this.partialPath)}`
     if (actual !== digest) {
       await this.discard()
-      throw new DownloadError('checksum_mismatch', `digest mismatch, file must be downloaded again: blob ${digest} arrived with the sha256 ${actual.slice(7)}; it was not kept`, 'model')
+      throw new DownloadError(
+        'checksum_mismatch',
+        `digest mismatch, file must be downloaded again: blob ${digest} arrived with the sha256 ${actual.slice(7)}; it was not kept`,
+        'model',
+      )
     }
     await rename(this.partialPath, this.finalPath)
     await this.removePartFiles()
@@ -198,7 +202,11 @@ export class BlobDownload {
         if (!(e instanceof RetryableError)) throw e
         failuresInARow = part.Completed > before ? 1 : failuresInARow + 1
         if (failuresInARow > retry.attempts) {
-          throw new DownloadError('network', `blob ${this.options.digest}: ${e.message} (gave up after ${retry.attempts} retries; ${this.completed} of ${this.options.size} bytes kept, pull again to resume)`, 'model')
+          throw new DownloadError(
+            'network',
+            `blob ${this.options.digest}: ${e.message} (gave up after ${retry.attempts} retries; ${this.completed} of ${this.options.size} bytes kept, pull again to resume)`,
+            'model',
+          )
         }
         await sleep(Math.min(30_000, retry.baseDelayMs * 2 ** (failuresInARow - 1)), undefined, { signal }).catch(() => {
           throw signal.reason
@@ -247,7 +255,11 @@ export class BlobDownload {
       }
       if (range[3] !== '*' && Number(range[3]) !== this.options.size) {
         await res.body?.cancel()
-        throw new DownloadError('size_mismatch', `blob ${this.options.digest}: the server has ${range[3]} bytes of it, the manifest says ${this.options.size}`, 'model')
+        throw new DownloadError(
+          'size_mismatch',
+          `blob ${this.options.digest}: the server has ${range[3]} bytes of it, the manifest says ${this.options.size}`,
+          'model',
+        )
       }
       await this.receive(res, part, start, stop, signal, () => stalled, idle)
     } finally {
@@ -255,7 +267,15 @@ export class BlobDownload {
     }
   }
 
-  private async receive(res: Response, part: Part, start: number, stop: number, signal: AbortSignal, stalled: () => boolean, idle: NodeJS.Timeout): Promise<void> {
+  private async receive(
+    res: Response,
+    part: Part,
+    start: number,
+    stop: number,
+    signal: AbortSignal,
+    stalled: () => boolean,
+    idle: NodeJS.Timeout,
+  ): Promise<void> {
     if (!res.body) throw new RetryableError('the response has no body')
     const reader = res.body.getReader()
     let pending: Uint8Array[] = []
@@ -285,7 +305,9 @@ export class BlobDownload {
           chunk = await reader.read()
         } catch (e) {
           if (signal.aborted) throw signal.reason
-          throw new RetryableError(stalled() ? `no data for ${Math.round(this.options.retry.idleTimeoutMs / 1000)} s` : `the connection broke (${describeFetchError(e)})`)
+          throw new RetryableError(
+            stalled() ? `no data for ${Math.round(this.options.retry.idleTimeoutMs / 1000)} s` : `the connection broke (${describeFetchError(e)})`,
+          )
         }
         if (chunk.done) break
         idle.refresh()

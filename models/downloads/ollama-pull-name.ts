@@ -8,7 +8,14 @@
  *   which the existing pull path resolves to files (main/server/ollama/ollama-pull.ts);
  * - `reference`: Hearth's own references (`hf://…`, an https URL of a `.gguf` or `.bin` file).
  */
-import { displayOllamaName, OLLAMA_DEFAULT_HOST, OLLAMA_DEFAULT_NAMESPACE, OLLAMA_DEFAULT_TAG, OLLAMA_NAME_PARTS, type OllamaName } from '../sources/ollama-names.ts'
+import {
+  displayOllamaName,
+  OLLAMA_DEFAULT_HOST,
+  OLLAMA_DEFAULT_NAMESPACE,
+  OLLAMA_DEFAULT_TAG,
+  OLLAMA_NAME_PARTS,
+  type OllamaName,
+} from '../sources/ollama-names.ts'
 import { DownloadError } from './download-error.ts'
 
 export type PullName =

@@ -217,7 +217,8 @@ class OllamaPull {
     } catch (e) {
       // What arrived stays for the next pull; a partial file with nothing in it is no use to it.
       for (const plan of this.plans) await (plan.download?.completed === 0 ? plan.download.discard() : plan.download?.close())
-      if (this.signal.aborted) throw new DownloadError('cancelled', `the pull was cancelled; what was fetched is kept, pull the same name again to resume`, 'model')
+      if (this.signal.aborted)
+        throw new DownloadError('cancelled', `the pull was cancelled; what was fetched is kept, pull the same name again to resume`, 'model')
       throw e
     } finally {
       for (const timer of this.trailing.values()) clearTimeout(timer)
@@ -279,9 +280,13 @@ class OllamaPull {
       if (modelPlan && header?.format !== 'gguf') {
         // The header did not fit in the first bytes: it is read now, before the model is offered.
         const full = await readModelFileHeader(modelPlan.path).catch((e: Error) => e)
-        const loadProblem = full instanceof Error ? `cannot be read as a model (${full.message})` : full.format === 'gguf' ? llamaLoadProblem(full) : 'is not a GGUF'
+        const loadProblem =
+          full instanceof Error ? `cannot be read as a model (${full.message})` : full.format === 'gguf' ? llamaLoadProblem(full) : 'is not a GGUF'
         if (loadProblem) {
-          await removeUnusedBlobs(this.store, unique.map((l) => l.digest))
+          await removeUnusedBlobs(
+            this.store,
+            unique.map((l) => l.digest),
+          )
           throw refuse(`is a file that ${loadProblem}`)
         }
       }
@@ -318,7 +323,11 @@ class OllamaPull {
     }
     bytes ??= await client.smallBlob(layer, MAX_CONFIG_BYTES, this.signal)
     if (`sha256:${sha256(bytes)}` !== layer.digest) {
-      throw new DownloadError('checksum_mismatch', `digest mismatch, file must be downloaded again: blob ${layer.digest} (the config) arrived with the sha256 ${sha256(bytes)}; it was not kept`, 'model')
+      throw new DownloadError(
+        'checksum_mismatch',
+        `digest mismatch, file must be downloaded again: blob ${layer.digest} (the config) arrived with the sha256 ${sha256(bytes)}; it was not kept`,
+        'model',
+      )
     }
     let json: Record<string, unknown> | undefined
     try {
@@ -458,7 +467,11 @@ class OllamaPull {
     const fetcher = this.options.fetch ?? fetch
     for (let attempt = 0; ; attempt++) {
       try {
-        const res = await fetcher(url, { headers: { ...headers, 'accept-encoding': 'identity', range: `bytes=${from}-${to - 1}` }, redirect: 'follow', signal: this.signal })
+        const res = await fetcher(url, {
+          headers: { ...headers, 'accept-encoding': 'identity', range: `bytes=${from}-${to - 1}` },
+          redirect: 'follow',
+          signal: this.signal,
+        })
         if (res.status === 200 && from > 0) {
           // No ranges here: the look at the header waits for the whole blob.
           await res.body?.cancel()
@@ -485,7 +498,8 @@ class OllamaPull {
         return Buffer.concat(chunks).subarray(0, length)
       } catch (e) {
         if (this.signal.aborted) throw this.signal.reason ?? e
-        if (attempt >= this.retry.attempts) throw e instanceof DownloadError ? e : new DownloadError('network', `blob ${layer.digest}: ${(e as Error).message}`, 'model')
+        if (attempt >= this.retry.attempts)
+          throw e instanceof DownloadError ? e : new DownloadError('network', `blob ${layer.digest}: ${(e as Error).message}`, 'model')
         await new Promise((r) => setTimeout(r, Math.min(30_000, this.retry.baseDelayMs * 2 ** attempt)))
       }
     }
@@ -507,7 +521,11 @@ class OllamaPull {
     const digest = plan.layer.digest
     const wait = PROGRESS_INTERVAL_MS - (Date.now() - (this.lastEmit.get(digest) ?? 0))
     if (!force && wait > 0) {
-      if (!this.trailing.has(digest)) this.trailing.set(digest, setTimeout(() => this.progress(plan, true), wait))
+      if (!this.trailing.has(digest))
+        this.trailing.set(
+          digest,
+          setTimeout(() => this.progress(plan, true), wait),
+        )
       return
     }
     clearTimeout(this.trailing.get(digest))

@@ -88,7 +88,13 @@ export async function removePulledModel(storeDir: string, name: OllamaName): Pro
   // Empty tag, model, namespace and host folders go, as Ollama's PruneDirectory does.
   let dir = dirname(path)
   for (let i = 0; i < 3; i++) {
-    if (!(await rmdir(dir).then(() => true, () => false))) break
+    if (
+      !(await rmdir(dir).then(
+        () => true,
+        () => false,
+      ))
+    )
+      break
     dir = dirname(dir)
   }
   return removed

@@ -144,7 +144,8 @@ export class RegistryClient {
   /** The token the challenge's realm gives an anonymous client for this scope. */
   private async fetchToken(challenge: string | null, signal: AbortSignal): Promise<string> {
     const fields = parseChallenge(challenge)
-    if (!fields.realm) throw new DownloadError('source_unavailable', `${this.name.shortName}: unauthorized: the registry asks for credentials without a token realm`, 'model')
+    if (!fields.realm)
+      throw new DownloadError('source_unavailable', `${this.name.shortName}: unauthorized: the registry asks for credentials without a token realm`, 'model')
     let realm: URL
     try {
       realm = new URL(fields.realm)
@@ -158,7 +159,12 @@ export class RegistryClient {
     for (const scope of (fields.scope ?? `repository:${this.name.repository}:pull`).split(' ')) if (scope) realm.searchParams.append('scope', scope)
     const res = await this.timed(realm.href, { headers: {}, redirect: 'follow' }, signal)
     const body = await res.text().catch(() => '')
-    if (!res.ok) throw new DownloadError('source_unavailable', `${this.name.shortName}: unauthorized: the token realm answered ${res.status}${body ? `: ${body.slice(0, 200).trim()}` : ''}`, 'model')
+    if (!res.ok)
+      throw new DownloadError(
+        'source_unavailable',
+        `${this.name.shortName}: unauthorized: the token realm answered ${res.status}${body ? `: ${body.slice(0, 200).trim()}` : ''}`,
+        'model',
+      )
     let token: unknown
     try {
       const json = JSON.parse(body) as { token?: unknown; access_token?: unknown }
@@ -166,7 +172,8 @@ export class RegistryClient {
     } catch {
       // below
     }
-    if (typeof token !== 'string' || token === '') throw new DownloadError('source_unavailable', `${this.name.shortName}: the token realm sent no token`, 'model')
+    if (typeof token !== 'string' || token === '')
+      throw new DownloadError('source_unavailable', `${this.name.shortName}: the token realm sent no token`, 'model')
     return token
   }
 
@@ -188,7 +195,10 @@ export class RegistryClient {
 export function parseChallenge(header: string | null): { realm?: string; service?: string; scope?: string } {
   if (!header || !/^bearer\s/i.test(header.trim())) return {}
   const fields: Record<string, string> = {}
-  for (const m of header.trim().slice(6).matchAll(/([A-Za-z_]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^,\s]*))/g)) {
+  for (const m of header
+    .trim()
+    .slice(6)
+    .matchAll(/([A-Za-z_]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^,\s]*))/g)) {
     fields[m[1]!.toLowerCase()] = m[2] !== undefined ? m[2].replace(/\\(.)/g, '$1') : m[3]!
   }
   return { realm: fields.realm, service: fields.service, scope: fields.scope }

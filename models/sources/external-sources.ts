@@ -39,7 +39,9 @@ export class ExternalSources {
     const pulled = options.pulledOllama === undefined ? undefined : resolve(options.pulledOllama)
     this.pulled = pulled === undefined ? undefined : new OllamaStore(pulled, { pulled: true })
     // OLLAMA_MODELS pointed at Hearth's pulled models (so that Ollama runs them too) is one store, not two.
-    this.ollama = unique(dirs.ollama).filter((dir) => dir !== pulled).map((dir) => new OllamaStore(dir))
+    this.ollama = unique(dirs.ollama)
+      .filter((dir) => dir !== pulled)
+      .map((dir) => new OllamaStore(dir))
     this.lmstudio = unique(dirs.lmstudio)
     this.huggingface = unique(dirs.huggingface)
     this.llamaCpp = unique(dirs['llama.cpp'])
@@ -65,7 +67,12 @@ export class ExternalSources {
         if (first) {
           // The same model Hearth pulled (a blob is named by its digest): one model, listed once.
           if (first.source.pulled && model.source.kind === 'ollama' && basename(first.path) === basename(model.path)) continue
-          merged.problems.push({ id: model.id, file: model.path, problem: `the id is taken by the copy in ${sourceName(first.source)} (${first.path})`, source: model.source })
+          merged.problems.push({
+            id: model.id,
+            file: model.path,
+            problem: `the id is taken by the copy in ${sourceName(first.source)} (${first.path})`,
+            source: model.source,
+          })
           continue
         }
         byId.set(model.id, model)

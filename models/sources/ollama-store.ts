@@ -167,7 +167,10 @@ export class OllamaStore {
   }
 
   private async missingBlob(model: ExternalModel): Promise<BrokenModel | undefined> {
-    for (const [what, path] of [['model', model.path], ['projector', model.projectorPath]] as const) {
+    for (const [what, path] of [
+      ['model', model.path],
+      ['projector', model.projectorPath],
+    ] as const) {
       if (path && !(await stat(path).catch(() => undefined))?.isFile()) {
         return { id: model.id, file: path, problem: `the blob of its ${what} layer is missing from Ollama's store (${path})`, source: this.source }
       }

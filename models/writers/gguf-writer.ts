@@ -36,15 +36,7 @@ export const GGUF_VALUE_TYPE = {
   float64: 12,
 } as const
 
-export type GgufNumberType =
-  | 'uint8'
-  | 'int8'
-  | 'uint16'
-  | 'int16'
-  | 'uint32'
-  | 'int32'
-  | 'float32'
-  | 'float64'
+export type GgufNumberType = 'uint8' | 'int8' | 'uint16' | 'int16' | 'uint32' | 'int32' | 'float32' | 'float64'
 export type GgufBigIntType = 'uint64' | 'int64'
 export type GgufScalarType = GgufNumberType | GgufBigIntType | 'bool' | 'string'
 
@@ -127,16 +119,56 @@ export class ByteWriter {
     this.buf = next
   }
 
-  u8(v: number): void { this.reserve(1); this.buf.writeUInt8(v, this.length); this.length += 1 }
-  i8(v: number): void { this.reserve(1); this.buf.writeInt8(v, this.length); this.length += 1 }
-  u16(v: number): void { this.reserve(2); this.buf.writeUInt16LE(v, this.length); this.length += 2 }
-  i16(v: number): void { this.reserve(2); this.buf.writeInt16LE(v, this.length); this.length += 2 }
-  u32(v: number): void { this.reserve(4); this.buf.writeUInt32LE(v, this.length); this.length += 4 }
-  i32(v: number): void { this.reserve(4); this.buf.writeInt32LE(v, this.length); this.length += 4 }
-  u64(v: bigint | number): void { this.reserve(8); this.buf.writeBigUInt64LE(BigInt(v), this.length); this.length += 8 }
-  i64(v: bigint | number): void { this.reserve(8); this.buf.writeBigInt64LE(BigInt(v), this.length); this.length += 8 }
-  f32(v: number): void { this.reserve(4); this.buf.writeFloatLE(v, this.length); this.length += 4 }
-  f64(v: number): void { this.reserve(8); this.buf.writeDoubleLE(v, this.length); this.length += 8 }
+  u8(v: number): void {
+    this.reserve(1)
+    this.buf.writeUInt8(v, this.length)
+    this.length += 1
+  }
+  i8(v: number): void {
+    this.reserve(1)
+    this.buf.writeInt8(v, this.length)
+    this.length += 1
+  }
+  u16(v: number): void {
+    this.reserve(2)
+    this.buf.writeUInt16LE(v, this.length)
+    this.length += 2
+  }
+  i16(v: number): void {
+    this.reserve(2)
+    this.buf.writeInt16LE(v, this.length)
+    this.length += 2
+  }
+  u32(v: number): void {
+    this.reserve(4)
+    this.buf.writeUInt32LE(v, this.length)
+    this.length += 4
+  }
+  i32(v: number): void {
+    this.reserve(4)
+    this.buf.writeInt32LE(v, this.length)
+    this.length += 4
+  }
+  u64(v: bigint | number): void {
+    this.reserve(8)
+    this.buf.writeBigUInt64LE(BigInt(v), this.length)
+    this.length += 8
+  }
+  i64(v: bigint | number): void {
+    this.reserve(8)
+    this.buf.writeBigInt64LE(BigInt(v), this.length)
+    this.length += 8
+  }
+  f32(v: number): void {
+    this.reserve(4)
+    this.buf.writeFloatLE(v, this.length)
+    this.length += 4
+  }
+  f64(v: number): void {
+    this.reserve(8)
+    this.buf.writeDoubleLE(v, this.length)
+    this.length += 8
+  }
 
   bytes(b: Uint8Array): void {
     this.reserve(b.length)
@@ -163,18 +195,30 @@ function writeString(w: ByteWriter, s: string): void {
 
 function writeScalar(w: ByteWriter, type: GgufScalarType, v: number | bigint | boolean | string): void {
   switch (type) {
-    case 'uint8': return w.u8(v as number)
-    case 'int8': return w.i8(v as number)
-    case 'uint16': return w.u16(v as number)
-    case 'int16': return w.i16(v as number)
-    case 'uint32': return w.u32(v as number)
-    case 'int32': return w.i32(v as number)
-    case 'float32': return w.f32(v as number)
-    case 'float64': return w.f64(v as number)
-    case 'uint64': return w.u64(v as bigint | number)
-    case 'int64': return w.i64(v as bigint | number)
-    case 'bool': return w.u8(v ? 1 : 0)
-    case 'string': return writeString(w, v as string)
+    case 'uint8':
+      return w.u8(v as number)
+    case 'int8':
+      return w.i8(v as number)
+    case 'uint16':
+      return w.u16(v as number)
+    case 'int16':
+      return w.i16(v as number)
+    case 'uint32':
+      return w.u32(v as number)
+    case 'int32':
+      return w.i32(v as number)
+    case 'float32':
+      return w.f32(v as number)
+    case 'float64':
+      return w.f64(v as number)
+    case 'uint64':
+      return w.u64(v as bigint | number)
+    case 'int64':
+      return w.i64(v as bigint | number)
+    case 'bool':
+      return w.u8(v ? 1 : 0)
+    case 'string':
+      return writeString(w, v as string)
   }
 }
 
@@ -211,12 +255,12 @@ export function float32ToFloat16Bits(value: number): number {
     let half = mant >>> shift
     const rem = mant & ((1 << shift) - 1)
     const halfway = 1 << (shift - 1)
-    if (rem > halfway || (rem === halfway && (half & 1))) half++
+    if (rem > halfway || (rem === halfway && half & 1)) half++
     return sign | half
   }
   let half = (e << 10) | (mant >>> 13)
   const rem = mant & 0x1fff
-  if (rem > 0x1000 || (rem === 0x1000 && (half & 1))) half++ // may carry into the exponent; that is correct
+  if (rem > 0x1000 || (rem === 0x1000 && half & 1)) half++ // may carry into the exponent; that is correct
   return sign | half
 }
 
@@ -236,7 +280,10 @@ export function encodeGguf(file: GgufFile): Buffer {
     if (n !== t.data.length) throw new Error(`${t.name}: shape ${t.shape.join('x')} needs ${n} values, got ${t.data.length}`)
     return tensorBytes(t.type, t.data)
   })
-  const { header, alignment } = encodeHeader(file, blobs.map((b) => b.length))
+  const { header, alignment } = encodeHeader(
+    file,
+    blobs.map((b) => b.length),
+  )
   const w = new ByteWriter()
   w.bytes(header)
   for (const b of blobs) {

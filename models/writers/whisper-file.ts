@@ -55,7 +55,19 @@ export class WhisperFileWriter {
     const { state, heads } = shape
     const w = this.w
     w.u32(GGML_FILE_MAGIC)
-    const hparams = [WHISPER_MULTILINGUAL_VOCAB, WHISPER_AUDIO_CONTEXT, state, heads, shape.audioLayers, WHISPER_TEXT_CONTEXT, state, heads, shape.textLayers, WHISPER_MELS, 1 /* ftype F16 */]
+    const hparams = [
+      WHISPER_MULTILINGUAL_VOCAB,
+      WHISPER_AUDIO_CONTEXT,
+      state,
+      heads,
+      shape.audioLayers,
+      WHISPER_TEXT_CONTEXT,
+      state,
+      heads,
+      shape.textLayers,
+      WHISPER_MELS,
+      1 /* ftype F16 */,
+    ]
     for (const v of hparams) w.i32(v)
     w.i32(WHISPER_MELS)
     w.i32(WHISPER_FFT_BINS)

@@ -106,7 +106,14 @@ export function oggOpusSilence(seconds: number): Uint8Array {
     const count = Math.min(255, packets - done)
     done += count
     granule += BigInt(count * SAMPLES_PER_PACKET)
-    pages.push(oggPage(Array.from({ length: count }, () => PACKET), sequence, done === packets ? 0x04 : 0, granule))
+    pages.push(
+      oggPage(
+        Array.from({ length: count }, () => PACKET),
+        sequence,
+        done === packets ? 0x04 : 0,
+        granule,
+      ),
+    )
   }
   return concat(pages)
 }
@@ -142,12 +149,7 @@ function oggCrc(bytes: Uint8Array): number {
 
 /** A valid 1×1 PNG. */
 export function pngFile(): Uint8Array {
-  return Uint8Array.from(
-    Buffer.from(
-      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
-      'base64',
-    ),
-  )
+  return Uint8Array.from(Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64'))
 }
 
 export function concat(parts: readonly Uint8Array[]): Uint8Array {

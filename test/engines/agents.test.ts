@@ -65,7 +65,10 @@ const AIDER_HEADLESS = ['--yes-always', '--no-git', '--no-analytics', '--no-pret
  */
 const CACHED_SHARE: Partial<Record<AgentId, number>> = { aider: 0.5 }
 
-describeIf(llamaBuild && template && missing.length === 0, 'needs llama.cpp built here (npm run build:engines), the chat templates of ../shared/fixtures and the coding agents installed (the engines setup installs them from test/agents)')('coding agents against Hearth', () => {
+describeIf(
+  llamaBuild && template && missing.length === 0,
+  'needs llama.cpp built here (npm run build:engines), the chat templates of ../shared/fixtures and the coding agents installed (the engines setup installs them from test/agents)',
+)('coding agents against Hearth', () => {
   let server: TestServer
   let work: string
   let limits: { context_length: number; max_completion_tokens: number }
@@ -73,7 +76,10 @@ describeIf(llamaBuild && template && missing.length === 0, 'needs llama.cpp buil
   beforeAll(async () => {
     const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-agents-'))
     // No catalog entry: the agents' own defaults (max_tokens 32000 and the like) meet a default model.
-    copyFileSync(familyModel(join(PROJECT_ROOT, 'test/artifacts/family-models'), AGENT_MODEL, readFileSync(template!, 'utf8')), join(modelsDir, `${MODEL}.gguf`))
+    copyFileSync(
+      familyModel(join(PROJECT_ROOT, 'test/artifacts/family-models'), AGENT_MODEL, readFileSync(template!, 'utf8')),
+      join(modelsDir, `${MODEL}.gguf`),
+    )
     server = await startTestServer({ modelsDir })
     work = mkdtempSync(join(tmpdir(), 'hearth-agent-work-'))
     // The limits as `npm run launch` reads them from the listing.
@@ -108,31 +114,37 @@ describeIf(llamaBuild && template && missing.length === 0, 'needs llama.cpp buil
     return { code, output, requests }
   }
 
-  it.each(agents)('%s: a session and its continuation, every request answered, the prompt read back from the cache', async (name) => {
-    const home = join(work, name, 'home')
-    const project = join(work, name, 'project')
-    mkdirSync(home, { recursive: true })
-    mkdirSync(project, { recursive: true })
-    writeFileSync(join(project, 'notes.txt'), 'The meeting is on Tuesday.\n')
+  it.each(agents)(
+    '%s: a session and its continuation, every request answered, the prompt read back from the cache',
+    async (name) => {
+      const home = join(work, name, 'home')
+      const project = join(work, name, 'project')
+      mkdirSync(home, { recursive: true })
+      mkdirSync(project, { recursive: true })
+      writeFileSync(join(project, 'notes.txt'), 'The meeting is on Tuesday.\n')
 
-    // Ended by Ctrl-C (Cline), the request under way when it came counts as left by its client.
-    const answered = (requests: RequestRecord[]) => (HEADLESS[name].stopAfterMs && requests.at(-1)?.status === 499 ? requests.slice(0, -1) : requests)
-    const first = await runAgent(name, HEADLESS[name].start('What does notes.txt say?'), home, project)
-    expect(first.code, first.output).toBe(0)
-    expect(first.output).toContain('OK')
-    expect(first.output).not.toMatch(/API Error|error from the server|stream disconnected/i)
-    expect(first.requests.length).toBeGreaterThan(0)
-    for (const r of answered(first.requests)) expect(r.status, `${r.method} ${r.path} ${r.code}`).toBeLessThan(300)
+      // Ended by Ctrl-C (Cline), the request under way when it came counts as left by its client.
+      const answered = (requests: RequestRecord[]) => (HEADLESS[name].stopAfterMs && requests.at(-1)?.status === 499 ? requests.slice(0, -1) : requests)
+      const first = await runAgent(name, HEADLESS[name].start('What does notes.txt say?'), home, project)
+      expect(first.code, first.output).toBe(0)
+      expect(first.output).toContain('OK')
+      expect(first.output).not.toMatch(/API Error|error from the server|stream disconnected/i)
+      expect(first.requests.length).toBeGreaterThan(0)
+      for (const r of answered(first.requests)) expect(r.status, `${r.method} ${r.path} ${r.code}`).toBeLessThan(300)
 
-    const second = await runAgent(name, HEADLESS[name].resume('And the time?'), home, project)
-    expect(second.code, second.output).toBe(0)
-    expect(second.output).not.toMatch(/API Error|error from the server|stream disconnected/i)
-    for (const r of answered(second.requests)) expect(r.status, `${r.method} ${r.path} ${r.code}`).toBeLessThan(300)
-    // The continued conversation: its prompt is the first session's and a little more.
-    const main = second.requests.filter((r) => r.prompt_tokens).sort((a, b) => b.prompt_tokens! - a.prompt_tokens!)[0]!
-    console.log(`${name}: ${first.requests.length} + ${second.requests.length} requests; continued prompt ${main.prompt_tokens} tokens, ${main.cached_tokens} from cache`)
-    expect(main.cached_tokens! / main.prompt_tokens!).toBeGreaterThan(CACHED_SHARE[name] ?? 0.9)
-  }, 300_000)
+      const second = await runAgent(name, HEADLESS[name].resume('And the time?'), home, project)
+      expect(second.code, second.output).toBe(0)
+      expect(second.output).not.toMatch(/API Error|error from the server|stream disconnected/i)
+      for (const r of answered(second.requests)) expect(r.status, `${r.method} ${r.path} ${r.code}`).toBeLessThan(300)
+      // The continued conversation: its prompt is the first session's and a little more.
+      const main = second.requests.filter((r) => r.prompt_tokens).sort((a, b) => b.prompt_tokens! - a.prompt_tokens!)[0]!
+      console.log(
+        `${name}: ${first.requests.length} + ${second.requests.length} requests; continued prompt ${main.prompt_tokens} tokens, ${main.cached_tokens} from cache`,
+      )
+      expect(main.cached_tokens! / main.prompt_tokens!).toBeGreaterThan(CACHED_SHARE[name] ?? 0.9)
+    },
+    300_000,
+  )
 })
 
 /** Runs an agent to its end (killed at 240 s), or ended after `stopAfterMs` with Ctrl-C's SIGINT to its process group. */

@@ -109,13 +109,22 @@ describe('managing keys', () => {
       expect(res.status, JSON.stringify(body)).toBe(400)
       expect(res.json.error, JSON.stringify(body)).toMatchObject({ type: 'invalid_request_error', param })
     }
-    const notJson = await fetch(`${server.url}/api/keys`, { method: 'POST', headers: { authorization: `Bearer ${fileKey}`, 'content-type': 'text/plain' }, body: 'x' })
+    const notJson = await fetch(`${server.url}/api/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${fileKey}`, 'content-type': 'text/plain' },
+      body: 'x',
+    })
     expect(notJson.status).toBe(400)
   })
 
   it('does not let a key made here manage keys or regenerate the server key', async () => {
     const made = (await api('POST', '/api/keys', fileKey, { label: 'limited' })).json
-    for (const [method, path] of [['GET', '/api/keys'], ['POST', '/api/keys'], ['DELETE', `/api/keys/${made.id}`], ['POST', '/api/keys/regenerate']] as const) {
+    for (const [method, path] of [
+      ['GET', '/api/keys'],
+      ['POST', '/api/keys'],
+      ['DELETE', `/api/keys/${made.id}`],
+      ['POST', '/api/keys/regenerate'],
+    ] as const) {
       const res = await api(method, path, made.key)
       expect(res.status, `${method} ${path}`).toBe(403)
       expect(res.json.error).toMatchObject({ code: 'insufficient_permissions', type: 'invalid_request_error' })
@@ -251,7 +260,10 @@ describe('the Ollama port', () => {
       expect(await connects(ollamaPort)).toBe(false)
       expect(await (await fetch(`${server.ollamaUrl}/`)).text()).toBe('Ollama is running')
       // A port that answers as Ollama does is said to be Ollama's (here, the first server's own Ollama port).
-      const taken = await startServer({ ...settings, port: 0, ollamaPort: Number(ollamaPort) }, (line) => lines.push(line), { llamaBuild: null, whisperBuild: null })
+      const taken = await startServer({ ...settings, port: 0, ollamaPort: Number(ollamaPort) }, (line) => lines.push(line), {
+        llamaBuild: null,
+        whisperBuild: null,
+      })
       expect(taken.ollamaUrl).toBeUndefined()
       expect(taken.ollamaNote).toMatch(/^Ollama 0\.34\.3 holds 127\.0\.0\.1:\d+: stop Ollama/)
       expect(lines.join('\n')).toMatch(/warning: Ollama's API is not served on 127\.0\.0\.1:\d+: Ollama 0\.34\.3 holds/)
@@ -259,7 +271,10 @@ describe('the Ollama port', () => {
       // Any other program on the port is named as one.
       const other = createServer(() => undefined).listen(0, '127.0.0.1')
       await once(other, 'listening')
-      const busy = await startServer({ ...settings, port: 0, ollamaPort: (other.address() as AddressInfo).port }, (line) => lines.push(line), { llamaBuild: null, whisperBuild: null })
+      const busy = await startServer({ ...settings, port: 0, ollamaPort: (other.address() as AddressInfo).port }, (line) => lines.push(line), {
+        llamaBuild: null,
+        whisperBuild: null,
+      })
       expect(busy.ollamaNote).toMatch(/is in use by another program: pick another --ollama-port/)
       await busy.close()
       other.close()
@@ -275,10 +290,17 @@ describe('a key in the environment', () => {
     const first = await startTestServer({ modelsDir: mkdtempSync(join(tmpdir(), 'hearth-env-models-')), dataDir, noKeyFlag: true })
     await first.stop()
     const stored = readFileSync(join(dataDir, 'api-key'), 'utf8').trim()
-    const server = await startTestServer({ modelsDir: mkdtempSync(join(tmpdir(), 'hearth-env-models-')), dataDir, noKeyFlag: true, env: { HEARTH_API_KEY: 'exported-by-a-client-0123' } })
+    const server = await startTestServer({
+      modelsDir: mkdtempSync(join(tmpdir(), 'hearth-env-models-')),
+      dataDir,
+      noKeyFlag: true,
+      env: { HEARTH_API_KEY: 'exported-by-a-client-0123' },
+    })
     try {
       // stderr, which may arrive a moment after stdout's "listening on".
-      await expect.poll(() => server.output()).toContain(`HEARTH_API_KEY in the environment sets the server's keys, so the key stored in ${join(dataDir, 'api-key')} is not accepted`)
+      await expect
+        .poll(() => server.output())
+        .toContain(`HEARTH_API_KEY in the environment sets the server's keys, so the key stored in ${join(dataDir, 'api-key')} is not accepted`)
       expect((await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${stored}` } })).status).toBe(401)
     } finally {
       await server.stop()

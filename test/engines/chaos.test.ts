@@ -178,7 +178,15 @@ function workloads(chaos: Chaos, round: number, rng: () => number): Array<Promis
     const answer = await chaos.request('POST', '/v1/chat/completions', {
       model: 'tiny',
       max_tokens: 1,
-      messages: [{ role: 'user', content: [{ type: 'file', file: part }, { type: 'text', text: 'What is the gateway code?' }] }],
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'file', file: part },
+            { type: 'text', text: 'What is the gateway code?' },
+          ],
+        },
+      ],
     })
     expect(answer.status, answer.text).toBe(200)
     ledger.ack('documents embedded')
@@ -209,7 +217,10 @@ function workloads(chaos: Chaos, round: number, rng: () => number): Array<Promis
   }
   const catalog = async (n: number) => {
     const name = `${tag}-m${n}`
-    const made = n % 2 === 0 ? await chaos.request('POST', '/api/copy', { source: 'tiny', destination: name }) : await chaos.request('POST', '/api/create', { model: name, from: 'tiny', stream: false })
+    const made =
+      n % 2 === 0
+        ? await chaos.request('POST', '/api/copy', { source: 'tiny', destination: name })
+        : await chaos.request('POST', '/api/create', { model: name, from: 'tiny', stream: false })
     expect(made.status, made.text).toBe(200)
     ledger.models.add(name)
     ledger.ack(n % 2 === 0 ? 'models copied' : 'models created')
@@ -238,7 +249,11 @@ function workloads(chaos: Chaos, round: number, rng: () => number): Array<Promis
     }
   }
   const slotCache = async (n: number) => {
-    const answer = await chaos.request('POST', '/v1/chat/completions', { model: 'tiny', max_tokens: 4, messages: [{ role: 'user', content: `${tag} story ${n}: once upon a time` }] })
+    const answer = await chaos.request('POST', '/v1/chat/completions', {
+      model: 'tiny',
+      max_tokens: 4,
+      messages: [{ role: 'user', content: `${tag} story ${n}: once upon a time` }],
+    })
     expect(answer.status, answer.text).toBe(200)
     // Unloading saves each slot's prompt cache to the data folder.
     const unloaded = await chaos.request('POST', '/api/models/tiny/unload')
@@ -345,7 +360,8 @@ async function lostWrites(chaos: Chaos): Promise<{ lost: string[]; checked: numb
       continue
     }
     const content = await fetch(`${chaos.server.url}/v1/files/${id}/content`, { headers: { authorization: `Bearer ${chaos.workerKey}` } })
-    if (content.status !== 200 || sha256(Buffer.from(await content.arrayBuffer())) !== hash) lost.push(`file ${id} does not read back as uploaded (${content.status})`)
+    if (content.status !== 200 || sha256(Buffer.from(await content.arrayBuffer())) !== hash)
+      lost.push(`file ${id} does not read back as uploaded (${content.status})`)
   }
   for (const id of ledger.deletedFiles) if ((checked++, files.has(id))) lost.push(`file ${id} was deleted, and is back`)
 
@@ -413,7 +429,9 @@ describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('ki
       await sleep(300 + Math.floor(rng() * 2200))
       await chaos.kill()
       await Promise.all([...work, watching])
-      const partial = readdirSync(join(chaos.modelsDir, '.partial'), { withFileTypes: true }).find((e) => e.name.startsWith(download.fileName) && e.name.endsWith('.part'))
+      const partial = readdirSync(join(chaos.modelsDir, '.partial'), { withFileTypes: true }).find(
+        (e) => e.name.startsWith(download.fileName) && e.name.endsWith('.part'),
+      )
       const kept = partial ? statSync(join(chaos.modelsDir, '.partial', partial.name)).size : 0
 
       await chaos.start()
@@ -432,23 +450,34 @@ describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('ki
         const before = hub.gets(download.fileName).length
         await download.start()
         expect(await download.watch(), `round ${round}: the download did not finish after the restart`).toBe(true)
-        const ranged = hub.gets(download.fileName).slice(before).some((r) => Number(/^bytes=(\d+)-/.exec(r.range ?? '')?.[1] ?? 0) > 0)
+        const ranged = hub
+          .gets(download.fileName)
+          .slice(before)
+          .some((r) => Number(/^bytes=(\d+)-/.exec(r.range ?? '')?.[1] ?? 0) > 0)
         if (kept > 0) {
           expect(ranged, `round ${round}: ${kept} bytes were kept, and the download started over`).toBe(true)
           chaos.resumed++
         }
       }
       // Serving goes on: a chat restores the saved prompt caches.
-      const answer = await chaos.request('POST', '/v1/chat/completions', { model: 'tiny', max_tokens: 2, messages: [{ role: 'user', content: 'once upon a time' }] })
+      const answer = await chaos.request('POST', '/v1/chat/completions', {
+        model: 'tiny',
+        max_tokens: 2,
+        messages: [{ role: 'user', content: 'once upon a time' }],
+      })
       expect(answer.status, answer.text).toBe(200)
-      report.push(`chaos round ${round} (seed ${seed}): killed after ${chaos.ledger.total} writes acknowledged so far, ${checked} checked, ${lost.length + broken.length} lost or broken`)
+      report.push(
+        `chaos round ${round} (seed ${seed}): killed after ${chaos.ledger.total} writes acknowledged so far, ${checked} checked, ${lost.length + broken.length} lost or broken`,
+      )
     }
     const seconds = Math.round((performance.now() - started) / 1000)
     const restart = Math.round(chaos.restarts.reduce((a, b) => a + b, 0) / chaos.restarts.length / 100) / 10
     report.push(
       `chaos: ${chaos.kills} kills (SIGKILL) in ${seconds} s, ${chaos.ledger.total} writes acknowledged (${Object.entries(chaos.ledger.acknowledged)
         .map(([k, v]) => `${v} ${k}`)
-        .join(', ')}), ${checkedTotal} checks after restarts, ${lostTotal.length} lost or broken, ${chaos.resumed} downloads resumed, ${chaos.leftovers.size} temporary files of cut-off writes seen (${[...chaos.leftovers].map((f) => f.replace(/[0-9a-f]{8,}/g, '…')).join(', ')}), restart ${restart} s on average`,
+        .join(
+          ', ',
+        )}), ${checkedTotal} checks after restarts, ${lostTotal.length} lost or broken, ${chaos.resumed} downloads resumed, ${chaos.leftovers.size} temporary files of cut-off writes seen (${[...chaos.leftovers].map((f) => f.replace(/[0-9a-f]{8,}/g, '…')).join(', ')}), restart ${restart} s on average`,
     )
     expect(lostTotal).toEqual([])
     expect(chaos.kills).toBe(seeds.length)
@@ -482,82 +511,98 @@ const canMount = (() => {
   return ok
 })()
 
-describeIf(canMount && llamaBuild, 'needs root (to mount a small tmpfs) and llama.cpp built here (npm run build:engines)')('a full disk under the data and models folders', () => {
-  const mount = join(tmpdir(), `hearth-chaos-full-${process.pid}`)
-  const filler = join(mount, 'filler')
-  let server: TestServer
-  let modelsBefore = ''
+describeIf(canMount && llamaBuild, 'needs root (to mount a small tmpfs) and llama.cpp built here (npm run build:engines)')(
+  'a full disk under the data and models folders',
+  () => {
+    const mount = join(tmpdir(), `hearth-chaos-full-${process.pid}`)
+    const filler = join(mount, 'filler')
+    let server: TestServer
+    let modelsBefore = ''
 
-  beforeAll(async () => {
-    expect(mountTmpfs(mount, 'size=16m')).toBe(true)
-    mkdirSync(join(mount, 'models'))
-    writeTinyBert(join(mount, 'models', 'bert.gguf'))
-    writeTinyLlama(join(mount, 'models', 'tiny.gguf'), { contextLength: 256 })
-    writeFileSync(join(mount, 'models', 'models.json'), JSON.stringify({ models: [{ id: 'tiny', file: 'tiny.gguf' }] }))
-    modelsBefore = readFileSync(join(mount, 'models', 'models.json'), 'utf8')
-    server = await startTestServer({ modelsDir: join(mount, 'models'), dataDir: join(mount, 'data') })
-    // The disk filled to the last byte by something else.
-    try {
-      writeFileSync(filler, Buffer.alloc(32 * 1024 * 1024))
-    } catch (e) {
-      expect((e as NodeJS.ErrnoException).code).toBe('ENOSPC')
-    }
-  })
-
-  afterAll(async () => {
-    await server?.stop()
-    unmount(mount)
-  })
-
-  async function call(method: string, path: string, body?: unknown): Promise<Answer> {
-    const form = body instanceof FormData
-    const res = await fetch(`${server.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${TEST_API_KEY}`, ...(body === undefined || form ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : form ? body : JSON.stringify(body),
+    beforeAll(async () => {
+      expect(mountTmpfs(mount, 'size=16m')).toBe(true)
+      mkdirSync(join(mount, 'models'))
+      writeTinyBert(join(mount, 'models', 'bert.gguf'))
+      writeTinyLlama(join(mount, 'models', 'tiny.gguf'), { contextLength: 256 })
+      writeFileSync(join(mount, 'models', 'models.json'), JSON.stringify({ models: [{ id: 'tiny', file: 'tiny.gguf' }] }))
+      modelsBefore = readFileSync(join(mount, 'models', 'models.json'), 'utf8')
+      server = await startTestServer({ modelsDir: join(mount, 'models'), dataDir: join(mount, 'data') })
+      // The disk filled to the last byte by something else.
+      try {
+        writeFileSync(filler, Buffer.alloc(32 * 1024 * 1024))
+      } catch (e) {
+        expect((e as NodeJS.ErrnoException).code).toBe('ENOSPC')
+      }
     })
-    const text = await res.text()
-    return { status: res.status, text, json: (() => { try { return JSON.parse(text) } catch { return undefined } })() }
-  }
 
-  function halfWritten(): string[] {
-    const walk = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? [join(dir, e.name), ...walk(join(dir, e.name))] : [join(dir, e.name)]))
-    return walk(mount).filter((f) => TEMPORARY.test(f) || /\.(partial|removing)$/.test(f)).map((f) => relative(mount, f))
-  }
+    afterAll(async () => {
+      await server?.stop()
+      unmount(mount)
+    })
 
-  const openAiError = (answer: Answer) => {
-    expect(answer.status, answer.text).toBe(507)
-    expect(Object.keys(answer.json)).toEqual(['error'])
-    expect(answer.json.error).toMatchObject({ type: 'server_error', code: 'insufficient_storage' })
-    expect(answer.json.error.message).toMatch(/disk|full|free/i)
-  }
+    async function call(method: string, path: string, body?: unknown): Promise<Answer> {
+      const form = body instanceof FormData
+      const res = await fetch(`${server.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${TEST_API_KEY}`, ...(body === undefined || form ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : form ? body : JSON.stringify(body),
+      })
+      const text = await res.text()
+      return {
+        status: res.status,
+        text,
+        json: (() => {
+          try {
+            return JSON.parse(text)
+          } catch {
+            return undefined
+          }
+        })(),
+      }
+    }
 
-  it('refuses each write with 507 (Ollama: its own shape), keeps nothing half-written, and serves on; with room again, writes work', async () => {
-    const form = new FormData()
-    form.append('purpose', 'user_data')
-    form.append('file', new Blob([prose(createRng(1), 4000)]), 'manual.txt')
-    const upload = await call('POST', '/v1/files', form)
-    openAiError(upload)
-    expect(upload.json.error.message).toMatch(/never removed to make room/)
-    openAiError(await call('POST', '/api/keys', { label: 'no room' }))
-    openAiError(await call('POST', '/api/mcp/servers', { name: 'no-room', command: 'node' }))
-    const copy = await call('POST', '/api/copy', { source: 'tiny', destination: 'no-room' })
-    expect(copy.status, copy.text).toBe(507)
-    expect(Object.keys(copy.json)).toEqual(['error'])
-    expect(halfWritten()).toEqual([])
-    expect(readFileSync(join(mount, 'models', 'models.json'), 'utf8')).toBe(modelsBefore)
+    function halfWritten(): string[] {
+      const walk = (dir: string): string[] =>
+        readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? [join(dir, e.name), ...walk(join(dir, e.name))] : [join(dir, e.name)]))
+      return walk(mount)
+        .filter((f) => TEMPORARY.test(f) || /\.(partial|removing)$/.test(f))
+        .map((f) => relative(mount, f))
+    }
 
-    const embedded = await call('POST', '/v1/embeddings', { model: 'bert', input: 'still serving' })
-    expect(embedded.status, embedded.text).toBe(200)
-    const chat = await call('POST', '/v1/chat/completions', { model: 'tiny', max_tokens: 2, messages: [{ role: 'user', content: 'once upon a time' }] })
-    expect(chat.status, chat.text).toBe(200)
+    const openAiError = (answer: Answer) => {
+      expect(answer.status, answer.text).toBe(507)
+      expect(Object.keys(answer.json)).toEqual(['error'])
+      expect(answer.json.error).toMatchObject({ type: 'server_error', code: 'insufficient_storage' })
+      expect(answer.json.error.message).toMatch(/disk|full|free/i)
+    }
 
-    rmSync(filler)
-    expect((await call('POST', '/v1/files', form)).status).toBe(200)
-    expect((await call('POST', '/api/keys', { label: 'room again' })).status).toBe(201)
-    expect((await call('POST', '/api/copy', { source: 'tiny', destination: 'room-again' })).status).toBe(200)
-  }, 120_000)
-})
+    it('refuses each write with 507 (Ollama: its own shape), keeps nothing half-written, and serves on; with room again, writes work', async () => {
+      const form = new FormData()
+      form.append('purpose', 'user_data')
+      form.append('file', new Blob([prose(createRng(1), 4000)]), 'manual.txt')
+      const upload = await call('POST', '/v1/files', form)
+      openAiError(upload)
+      expect(upload.json.error.message).toMatch(/never removed to make room/)
+      openAiError(await call('POST', '/api/keys', { label: 'no room' }))
+      openAiError(await call('POST', '/api/mcp/servers', { name: 'no-room', command: 'node' }))
+      const copy = await call('POST', '/api/copy', { source: 'tiny', destination: 'no-room' })
+      expect(copy.status, copy.text).toBe(507)
+      expect(Object.keys(copy.json)).toEqual(['error'])
+      expect(halfWritten()).toEqual([])
+      expect(readFileSync(join(mount, 'models', 'models.json'), 'utf8')).toBe(modelsBefore)
+
+      const embedded = await call('POST', '/v1/embeddings', { model: 'bert', input: 'still serving' })
+      expect(embedded.status, embedded.text).toBe(200)
+      const chat = await call('POST', '/v1/chat/completions', { model: 'tiny', max_tokens: 2, messages: [{ role: 'user', content: 'once upon a time' }] })
+      expect(chat.status, chat.text).toBe(200)
+
+      rmSync(filler)
+      expect((await call('POST', '/v1/files', form)).status).toBe(200)
+      expect((await call('POST', '/api/keys', { label: 'room again' })).status).toBe(201)
+      expect((await call('POST', '/api/copy', { source: 'tiny', destination: 'room-again' })).status).toBe(200)
+    }, 120_000)
+  },
+)
 
 describeIf(canMount, 'needs root (to mount a read-only tmpfs)')('a read-only data folder', () => {
   const mount = join(tmpdir(), `hearth-chaos-ro-${process.pid}`)

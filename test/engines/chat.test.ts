@@ -225,7 +225,13 @@ describe('POST /v1/chat/completions', () => {
       model: 'org/tiny:q8',
       messages: [
         { role: 'developer', content: 'Be brief.' },
-        { role: 'user', content: [{ type: 'text', text: 'Once upon' }, { type: 'text', text: 'a time' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Once upon' },
+            { type: 'text', text: 'a time' },
+          ],
+        },
       ],
       max_completion_tokens: 3,
       top_p: 0.5,
@@ -243,7 +249,13 @@ describe('bad requests get a 4xx OpenAI error body', () => {
     ['empty messages', { model: 'org/tiny:q8', messages: [] }, 400, 'invalid_value', 'messages'],
     ['unknown role', { model: 'org/tiny:q8', messages: [{ role: 'robot', content: 'x' }] }, 400, 'invalid_value', 'messages[0].role'],
     ['content of a wrong type', { model: 'org/tiny:q8', messages: [{ role: 'user', content: 5 }] }, 400, 'invalid_value', 'messages[0].content'],
-    ['part without text', { model: 'org/tiny:q8', messages: [{ role: 'user', content: [{ type: 'text' }] }] }, 400, 'missing_required_parameter', 'messages[0].content[0].text'],
+    [
+      'part without text',
+      { model: 'org/tiny:q8', messages: [{ role: 'user', content: [{ type: 'text' }] }] },
+      400,
+      'missing_required_parameter',
+      'messages[0].content[0].text',
+    ],
     ['temperature above 1', { model: 'org/tiny:q8', messages: hello, temperature: 1.5 }, 400, 'invalid_value', 'temperature'],
     ['negative top_p', { model: 'org/tiny:q8', messages: hello, top_p: -0.1 }, 400, 'invalid_value', 'top_p'],
     ['top_k 0', { model: 'org/tiny:q8', messages: hello, top_k: 0 }, 400, 'invalid_value', 'top_k'],
@@ -252,7 +264,13 @@ describe('bad requests get a 4xx OpenAI error body', () => {
     ['five stops', { model: 'org/tiny:q8', messages: hello, stop: ['a', 'b', 'c', 'd', 'e'] }, 400, 'invalid_value', 'stop'],
     ['empty stop', { model: 'org/tiny:q8', messages: hello, stop: [''] }, 400, 'invalid_value', 'stop[0]'],
     ['stream as a string', { model: 'org/tiny:q8', messages: hello, stream: 'yes' }, 400, 'invalid_value', 'stream'],
-    ['stream_options without stream', { model: 'org/tiny:q8', messages: hello, stream_options: { include_usage: true } }, 400, 'invalid_value', 'stream_options'],
+    [
+      'stream_options without stream',
+      { model: 'org/tiny:q8', messages: hello, stream_options: { include_usage: true } },
+      400,
+      'invalid_value',
+      'stream_options',
+    ],
     ['max_tokens 0', { model: 'org/tiny:q8', messages: hello, max_tokens: 0 }, 400, 'invalid_value', 'max_tokens'],
     ['n = 2', { model: 'org/tiny:q8', messages: hello, n: 2 }, 400, 'unsupported_parameter', 'n'],
     ['unknown model', { model: 'nope', messages: hello }, 404, 'model_not_found', 'model'],
@@ -266,7 +284,7 @@ describe('bad requests get a 4xx OpenAI error body', () => {
     expect(res.headers.get('x-request-id')).toBeTruthy()
   })
 
-  it('serves a max_tokens past the model\'s limit, capped there (agents send 32000 to every model)', async () => {
+  it("serves a max_tokens past the model's limit, capped there (agents send 32000 to every model)", async () => {
     for (const limit of [{ max_tokens: 32000 }, { max_completion_tokens: 1000 }]) {
       const res = await postJson(server, '/v1/chat/completions', { model: 'org/tiny:q8', messages: hello, ...limit })
       expect(res.status).toBe(200)
@@ -282,7 +300,7 @@ describe('bad requests get a 4xx OpenAI error body', () => {
     expect(res.json.usage.prompt_tokens + res.json.usage.completion_tokens).toBeLessThanOrEqual(512)
   })
 
-  it('refuses a prompt that does not fit by itself, with the engine\'s numbers', async () => {
+  it("refuses a prompt that does not fit by itself, with the engine's numbers", async () => {
     const longText = 'the dog and the cat went to the park '.repeat(80)
     const res = await postJson(server, '/v1/chat/completions', { model: 'org/tiny:q8', messages: [{ role: 'user', content: longText }], max_tokens: 5 })
     expect(res.status).toBe(400)
@@ -291,7 +309,14 @@ describe('bad requests get a 4xx OpenAI error body', () => {
   })
 
   it('ignores unknown fields', async () => {
-    const res = await postJson(server, '/v1/chat/completions', { model: 'org/tiny:q8', messages: hello, max_tokens: 2, user: 'x', logit_bias: {}, frobnicate: true })
+    const res = await postJson(server, '/v1/chat/completions', {
+      model: 'org/tiny:q8',
+      messages: hello,
+      max_tokens: 2,
+      user: 'x',
+      logit_bias: {},
+      frobnicate: true,
+    })
     expect(res.status).toBe(200)
   })
 
@@ -300,7 +325,9 @@ describe('bad requests get a 4xx OpenAI error body', () => {
     expect(malformed.status).toBe(400)
     expect(malformed.json.error.code).toBe('invalid_json')
 
-    const wrongType = await postJson(server, '/v1/chat/completions', 'model=x', { headers: { 'content-type': 'text/plain', authorization: `Bearer ${server.apiKey}` } })
+    const wrongType = await postJson(server, '/v1/chat/completions', 'model=x', {
+      headers: { 'content-type': 'text/plain', authorization: `Bearer ${server.apiKey}` },
+    })
     expect(wrongType.status).toBe(400)
     expect(wrongType.json.error.code).toBe('invalid_content_type')
 
@@ -321,7 +348,11 @@ describe('bad requests get a 4xx OpenAI error body', () => {
   })
 
   it('answers unknown routes and methods with a JSON 404', async () => {
-    for (const [method, path] of [['GET', '/v2/models'], ['GET', '/v1/nothing'], ['DELETE', '/v1/chat/completions']] as const) {
+    for (const [method, path] of [
+      ['GET', '/v2/models'],
+      ['GET', '/v1/nothing'],
+      ['DELETE', '/v1/chat/completions'],
+    ] as const) {
       const res = await fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${server.apiKey}` } })
       expect(res.status).toBe(404)
       const { error } = await res.json()
@@ -412,7 +443,7 @@ describe('parallel slots', () => {
     expect(new Set(alone).size).toBe(4)
   })
 
-  it('keeps each request\'s own stop sequences and sampling while they share the context', async () => {
+  it("keeps each request's own stop sequences and sampling while they share the context", async () => {
     const [free, other] = await Promise.all([streamText(prompts[0]!), streamText(prompts[1]!)])
     const stop = free.slice(10, 14)
     const [stopped, untouched] = await Promise.all([streamText(prompts[0]!, { stop }), streamText(prompts[1]!)])
@@ -501,4 +532,3 @@ async function waitForAsync(check: () => Promise<boolean>, timeoutMs = 15_000): 
     await new Promise((r) => setTimeout(r, 50))
   }
 }
-

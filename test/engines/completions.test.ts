@@ -28,7 +28,11 @@ describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('/v
     writeTinyLlama(join(modelsDir, 'plain.gguf'), { contextLength: 512 })
     writeTinyBert(join(modelsDir, 'bert.gguf'))
     if (coderTemplate) {
-      const path = familyModel(join(PROJECT_ROOT, 'test/artifacts/family-models'), { template: 'Qwen-Qwen2.5-7B-Instruct', vocabulary: 'qwen3' }, readFileSync(coderTemplate, 'utf8'))
+      const path = familyModel(
+        join(PROJECT_ROOT, 'test/artifacts/family-models'),
+        { template: 'Qwen-Qwen2.5-7B-Instruct', vocabulary: 'qwen3' },
+        readFileSync(coderTemplate, 'utf8'),
+      )
       copyFileSync(path, join(modelsDir, 'qwen-fim.gguf'))
     }
     server = await startTestServer({ modelsDir })
@@ -72,7 +76,8 @@ describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('/v
     expect(several.choices.map((c) => c.text)[0]).toBe(text.choices[0]!.text)
     expect(several.usage!.prompt_tokens).toBe(ids.length * 2 - 1)
     let streamed = ''
-    for await (const chunk of await client.completions.create({ model: 'plain', prompt: ids, max_tokens: 4, stream: true })) streamed += chunk.choices[0]?.text ?? ''
+    for await (const chunk of await client.completions.create({ model: 'plain', prompt: ids, max_tokens: 4, stream: true }))
+      streamed += chunk.choices[0]?.text ?? ''
     expect(streamed).toBe(text.choices[0]!.text)
   })
 
@@ -93,7 +98,13 @@ describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('/v
 
   it('streams the same text, with usage at the end when asked', async () => {
     const whole = await client.completions.create({ model: 'plain', prompt: 'Once upon a time', max_tokens: 8 })
-    const stream = await client.completions.create({ model: 'plain', prompt: 'Once upon a time', max_tokens: 8, stream: true, stream_options: { include_usage: true } })
+    const stream = await client.completions.create({
+      model: 'plain',
+      prompt: 'Once upon a time',
+      max_tokens: 8,
+      stream: true,
+      stream_options: { include_usage: true },
+    })
     let text = ''
     let finish: string | null = null
     let usage: OpenAI.CompletionUsage | undefined
@@ -108,7 +119,12 @@ describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('/v
   })
 
   itIf(coderTemplate, 'needs the chat templates of ../shared/fixtures')('fills in the middle with suffix on a model with FIM tokens', async () => {
-    const completion = await client.completions.create({ model: 'qwen-fim', prompt: 'def add(a, b):\n    return ', suffix: '\n\nprint(add(1, 2))\n', max_tokens: 5 })
+    const completion = await client.completions.create({
+      model: 'qwen-fim',
+      prompt: 'def add(a, b):\n    return ',
+      suffix: '\n\nprint(add(1, 2))\n',
+      max_tokens: 5,
+    })
     expect(completion.choices[0]!.text.length).toBeGreaterThan(0)
     // Prefix, suffix and the FIM markers are all in the prompt.
     const prefixOnly = await client.completions.create({ model: 'qwen-fim', prompt: 'def add(a, b):\n    return ', max_tokens: 5 })
@@ -140,7 +156,19 @@ describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('/v
     ['17 prompts of token ids', { model: 'plain', prompt: Array.from({ length: 17 }, () => [1, 263]) }, 'prompt', 'invalid_value'],
     ['echo with token ids', { model: 'plain', prompt: [1, 263], echo: true }, 'echo', 'unsupported_parameter'],
     ['suffix with token ids', { model: 'plain', prompt: [1, 263], suffix: 'b' }, 'suffix', 'unsupported_parameter'],
-    ['several prompts of token ids streamed', { model: 'plain', prompt: [[1, 263], [1, 269]], stream: true }, 'prompt', 'invalid_value'],
+    [
+      'several prompts of token ids streamed',
+      {
+        model: 'plain',
+        prompt: [
+          [1, 263],
+          [1, 269],
+        ],
+        stream: true,
+      },
+      'prompt',
+      'invalid_value',
+    ],
   ])('%s is a 400 naming the field', async (_name, body, param, code) => {
     const res = await postJson(server, '/v1/completions', body)
     expect(res.status).toBe(400)

@@ -41,7 +41,10 @@ beforeAll(() => {
   copyFileSync(join(llamaBuild.dir, 'build.json'), join(faultingBuild, 'build.json'))
   for (const program of ['llama-bench', 'llama-quantize', 'ggml-rpc-server']) symlinkSync(programPath(llamaBuild.dir, program), join(faultingBuild, program))
   const wrapper = join(faultingBuild, 'llama-server')
-  writeFileSync(wrapper, `#!/bin/sh\nexec "${process.execPath}" "${join(PROJECT_ROOT, 'test/support/faulting-llama-server.mjs')}" "${programPath(llamaBuild.dir, 'llama-server')}" "$@"\n`)
+  writeFileSync(
+    wrapper,
+    `#!/bin/sh\nexec "${process.execPath}" "${join(PROJECT_ROOT, 'test/support/faulting-llama-server.mjs')}" "${programPath(llamaBuild.dir, 'llama-server')}" "$@"\n`,
+  )
   chmodSync(wrapper, 0o755)
 })
 
@@ -70,7 +73,9 @@ describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('a 
     expect(answer.choices[0]!.message.content).toBeTypeOf('string')
     expect(answer.usage!.completion_tokens).toBeGreaterThan(0)
     const log = server!.output()
-    expect(log).toMatch(/warning: model "tiny" \(Q4_0 weights\) crashed llama\.cpp with SIGILL on its first batch, in the kernels for .*; Hearth runs it without them \(--no-repack\)/)
+    expect(log).toMatch(
+      /warning: model "tiny" \(Q4_0 weights\) crashed llama\.cpp with SIGILL on its first batch, in the kernels for .*; Hearth runs it without them \(--no-repack\)/,
+    )
     const info = await system()
     expect(info.engine.cpu_fallbacks).toEqual([
       expect.objectContaining({ model: 'tiny', weight_type: 'Q4_0', signal: 'SIGILL', phase: 'first batch', recovered: true }),
@@ -78,7 +83,8 @@ describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('a 
     // Later requests go to the engine that runs, with no second crash.
     await ask(client)
     expect(server!.output().match(/crashed llama\.cpp/g)).toHaveLength(1)
-    if (haveChromium) await expectServerPageSays(/Model tiny \(Q4_0 weights\) crashed llama\.cpp with SIGILL on its first batch: it now runs without .*, with slower prompts\./)
+    if (haveChromium)
+      await expectServerPageSays(/Model tiny \(Q4_0 weights\) crashed llama\.cpp with SIGILL on its first batch: it now runs without .*, with slower prompts\./)
   })
 
   it('while loading: loaded again without them', async () => {

@@ -156,7 +156,12 @@ describe('POST /v1/embeddings (tiny generated BERT)', () => {
     expect(vector).toHaveLength(8)
     expect(norm(vector)).toBeCloseTo(1, 5)
     const head = full.slice(0, 8)
-    expect(maxDiff(vector, head.map((x) => x / norm(head)))).toBeLessThanOrEqual(1e-6)
+    expect(
+      maxDiff(
+        vector,
+        head.map((x) => x / norm(head)),
+      ),
+    ).toBeLessThanOrEqual(1e-6)
     expect((await embed({ input: 'hello world', dimensions: 32 })).json.data[0].embedding).toEqual(full)
 
     const tooMany = await embed({ input: 'hello world', dimensions: 33 })
@@ -252,10 +257,7 @@ describe('POST /v1/embeddings (tiny generated BERT)', () => {
 
   it('finishes 2048 inputs in one request while another model keeps answering', async () => {
     await postJson(server, '/v1/chat/completions', { model: 'tiny-chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 })
-    const input = Array.from(
-      { length: 2048 },
-      (_, i) => `sentence ${i} about the small river near the old town, where people walk and talk every day`,
-    )
+    const input = Array.from({ length: 2048 }, (_, i) => `sentence ${i} about the small river near the old town, where people walk and talk every day`)
     const started = performance.now()
     let embeddedAt = 0
     const big = embed({ input }).then((res) => {

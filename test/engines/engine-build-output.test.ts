@@ -73,7 +73,11 @@ $crash" ;; ggml-rpc-server) body="$rpc" ;; *) body="" ;; esac
 done
 `
 
-function buildWith(env: Record<string, string>, args: string[] = [], prepareCache?: (cache: string) => void): { status: number | null; stdout: string; stderr: string; cache: string } {
+function buildWith(
+  env: Record<string, string>,
+  args: string[] = [],
+  prepareCache?: (cache: string) => void,
+): { status: number | null; stdout: string; stderr: string; cache: string } {
   const bin = mkdtempSync(join(tmpdir(), 'hearth-fake-cmake-'))
   writeFileSync(join(bin, 'cmake'), FAKE_CMAKE)
   chmodSync(join(bin, 'cmake'), 0o755)
@@ -83,14 +87,22 @@ function buildWith(env: Record<string, string>, args: string[] = [], prepareCach
   const result = spawnSync(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'main/cli/build-engines.ts'), ...args], {
     cwd: PROJECT_ROOT,
     // The fake builds are recorded in a file of their own, not in the project's record.
-    env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, HEARTH_ENGINE_CACHE: cache, HEARTH_ENGINE_RECORD: join(cache, 'record.json'), HEARTH_ENGINE_GPU: 'none', NODE: process.execPath, ...env },
+    env: {
+      ...process.env,
+      PATH: `${bin}:${process.env.PATH}`,
+      HEARTH_ENGINE_CACHE: cache,
+      HEARTH_ENGINE_RECORD: join(cache, 'record.json'),
+      HEARTH_ENGINE_GPU: 'none',
+      NODE: process.execPath,
+      ...env,
+    },
     encoding: 'utf8',
   })
   return { ...result, cache }
 }
 
 describeIf(haveSources, 'needs the pinned engine sources in the engine cache (npm run build:engines)')('the engine build as a person sees it', () => {
-  it('prints a line per stage, with a count and the time, and none of the build tool\'s own', () => {
+  it("prints a line per stage, with a count and the time, and none of the build tool's own", () => {
     const { status, stdout, stderr, cache } = buildWith({})
     expect(status, stderr).toBe(0)
     const lines = stdout.trim().split('\n')
@@ -129,7 +141,7 @@ describeIf(haveSources, 'needs the pinned engine sources in the engine cache (np
     expect(manifest.selfTest.runs).toHaveLength(31)
   })
 
-  it('runs a GPU\'s build on the CPU alone and on the GPU, and blames no CPU feature for a crash on the GPU', () => {
+  it("runs a GPU's build on the CPU alone and on the GPU, and blames no CPU feature for a crash on the GPU", () => {
     const argsLog = join(mkdtempSync(join(tmpdir(), 'hearth-runner-args-')), 'args')
     const { status, stdout, stderr } = buildWith({ HEARTH_ENGINE_GPU: 'cuda', ARGS_LOG: argsLog })
     expect(status, stderr).toBe(0)
@@ -156,14 +168,18 @@ describeIf(haveSources, 'needs the pinned engine sources in the engine cache (np
     expect(crashing.stdout).not.toContain('building again')
   })
 
-  it('leaves out a portable build\'s CPU backend that crashes, and ggml takes the next best', () => {
+  it("leaves out a portable build's CPU backend that crashes, and ggml takes the next best", () => {
     const { status, stdout, stderr, cache } = buildWith({ CRASH_VARIANT: 'sapphirerapids' }, ['--portable'])
     expect(status, stderr).toBe(0)
     expect(stdout).toMatch(/llama-portable: self-test failed: .* \(killed by SIGILL\)/)
     expect(stdout).toContain('llama-portable: left out the sapphirerapids CPU backend')
     expect(stdout).toMatch(/llama-portable: self-test passed: 15 weight types ran at 1 and 2 threads on its icelake CPU backend/)
     const built = readdirSync(cache).find((f) => /^llama-portable-\w+$/.test(f))!
-    expect(readdirSync(join(cache, built)).filter((f) => f.startsWith('libggml-cpu-')).sort()).toEqual(['libggml-cpu-haswell.so', 'libggml-cpu-icelake.so'])
+    expect(
+      readdirSync(join(cache, built))
+        .filter((f) => f.startsWith('libggml-cpu-'))
+        .sort(),
+    ).toEqual(['libggml-cpu-haswell.so', 'libggml-cpu-icelake.so'])
     expect(JSON.parse(readFileSync(join(cache, built, 'build.json'), 'utf8')).withheld).toEqual(['sapphirerapids'])
   })
 
@@ -177,7 +193,11 @@ describeIf(haveSources, 'needs the pinned engine sources in the engine cache (np
       writeFileSync(join(cache, 'node-llama-cpp-3.0.0.tgz'), 'old')
       // A build last found 40 days ago; one built 40 days ago but found by a server last week
       // (another clone's); one made two days ago for another CPU sharing this home folder.
-      for (const [name, built, used] of [['llama-0000000000000040', 40, 40], ['llama-0000000000000007', 40, 7], ['whisper-0000000000000002', 2, 2]] as const) {
+      for (const [name, built, used] of [
+        ['llama-0000000000000040', 40, 40],
+        ['llama-0000000000000007', 40, 7],
+        ['whisper-0000000000000002', 2, 2],
+      ] as const) {
         mkdirSync(join(cache, name))
         writeFileSync(join(cache, name, 'build.json'), '{}')
         aged(join(cache, name, 'build.json'), built)
@@ -192,7 +212,9 @@ describeIf(haveSources, 'needs the pinned engine sources in the engine cache (np
       mkdirSync(join(cache, 'bench-models'))
     })
     expect(status, stderr).toBe(0)
-    expect(stdout).toMatch(/hearth engines: cache: removed 2 sources no build here needs, 1 build unused for 30 days, 1 leftover of an interrupted build \(3\.15 MB freed\)\n/)
+    expect(stdout).toMatch(
+      /hearth engines: cache: removed 2 sources no build here needs, 1 build unused for 30 days, 1 leftover of an interrupted build \(3\.15 MB freed\)\n/,
+    )
     const left = readdirSync(cache)
     expect(left).not.toContain('src-0123456789ab-patched-000000000000')
     expect(left).not.toContain('node-llama-cpp-3.0.0.tgz')
@@ -200,7 +222,9 @@ describeIf(haveSources, 'needs the pinned engine sources in the engine cache (np
     expect(left).not.toContain('build-llama-00000000000000aa')
     expect(left).toEqual(expect.arrayContaining(['llama-0000000000000007', 'whisper-0000000000000002', 'build-whisper-00000000000000bb', 'bench-models']))
     // Today's sources (links to the real cache here) and builds stay, and the real trees were not touched.
-    const todays = left.filter((n) => /^(llama|whisper)-[0-9a-f]{16}$/.test(n) && (existsSync(join(cache, n, 'llama-server')) || existsSync(join(cache, n, 'whisper-server'))))
+    const todays = left.filter(
+      (n) => /^(llama|whisper)-[0-9a-f]{16}$/.test(n) && (existsSync(join(cache, n, 'llama-server')) || existsSync(join(cache, n, 'whisper-server'))),
+    )
     expect(todays).toHaveLength(2)
     expect(left).toEqual(expect.arrayContaining(sources))
     for (const name of sources) expect(existsSync(join(realCache, name)), name).toBe(true)
@@ -231,7 +255,10 @@ describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('en
     const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-other-home-models-'))
     writeTinyLlama(join(modelsDir, 'chat.gguf'))
     const home = mkdtempSync(join(tmpdir(), 'hearth-other-home-'))
-    const server = await startTestServer({ modelsDir, env: { HOME: home, XDG_CACHE_HOME: undefined, HEARTH_ENGINE_CACHE: undefined, HEARTH_LLAMA_BUILD_DIR: undefined } })
+    const server = await startTestServer({
+      modelsDir,
+      env: { HOME: home, XDG_CACHE_HOME: undefined, HEARTH_ENGINE_CACHE: undefined, HEARTH_LLAMA_BUILD_DIR: undefined },
+    })
     try {
       const chat = await postJson(server, '/v1/chat/completions', { model: 'chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 })
       expect(chat.status, JSON.stringify(chat.json)).toBe(200)

@@ -17,7 +17,8 @@ import { llamaBuild, whisperBuild } from '../support/upstream-servers.ts'
 const cpuHasAmx = /\bamx_int8\b/.test(readFileSync('/proc/cpuinfo', 'utf8'))
 const builtWithAmx = llamaBuild?.cpuFeatures.includes('AMX_INT8') ?? false
 if (!cpuHasAmx) console.warn('*** NOT EXERCISED: this CPU has no AMX (amx_int8 in /proc/cpuinfo), so the AMX kernels of ggml did not run here ***')
-else if (!builtWithAmx) console.warn(`*** NOT EXERCISED: this CPU has AMX but the build left it out (withheld: ${llamaBuild?.withheld?.join(', ') || 'nothing recorded'}) ***`)
+else if (!builtWithAmx)
+  console.warn(`*** NOT EXERCISED: this CPU has AMX but the build left it out (withheld: ${llamaBuild?.withheld?.join(', ') || 'nothing recorded'}) ***`)
 
 const scratch = (name: string) => join(tmpdir(), `hearth-self-test-${name}-${process.pid}`)
 
@@ -25,7 +26,10 @@ describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('ll
   it('runs every weight type llama-quantize makes, at 1 and 2 threads', () => {
     const report = selfTestLlama((p) => programPath(llamaBuild!.dir, p), scratch('llama'))
     expect(report.runs.filter((r) => r.outcome !== 'ran')).toEqual([])
-    expect(report.runs.map((r) => `${r.weightType}@${r.threads}${r.rpc ? ' over rpc' : ''}`)).toEqual([...LLAMA_WEIGHT_TYPES.flatMap((t) => [`${t.name}@1`, `${t.name}@2`]), 'Q8_0@1 over rpc'])
+    expect(report.runs.map((r) => `${r.weightType}@${r.threads}${r.rpc ? ' over rpc' : ''}`)).toEqual([
+      ...LLAMA_WEIGHT_TYPES.flatMap((t) => [`${t.name}@1`, `${t.name}@2`]),
+      'Q8_0@1 over rpc',
+    ])
     expect(selfTestVerdict(report)).toMatch(/^self-test passed: 15 weight types ran at 1 and 2 threads/)
     if (cpuHasAmx && builtWithAmx) {
       const onAmx = [...new Set(report.runs.filter((r) => r.amx).map((r) => r.weightType))]

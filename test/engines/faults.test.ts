@@ -5,7 +5,21 @@
  * (The engine killed mid-request and the client vanishing are in chat.test.ts.)
  */
 import { execFileSync } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, closeSync, rmSync, truncateSync, writeFileSync, writeSync, statSync, utimesSync } from 'node:fs'
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  closeSync,
+  rmSync,
+  truncateSync,
+  writeFileSync,
+  writeSync,
+  statSync,
+  utimesSync,
+} from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -40,7 +54,15 @@ describe('model files changing under a loaded model', () => {
     writeTinyLlama(pristine, { contextLength: 256 })
     copyFileSync(pristine, join(modelsDir, 'victim.gguf'))
     writeTinyBert(join(modelsDir, 'bystander.gguf'))
-    writeFileSync(join(modelsDir, 'models.json'), JSON.stringify({ models: [{ id: 'victim', file: 'victim.gguf' }, { id: 'bystander', file: 'bystander.gguf' }] }))
+    writeFileSync(
+      join(modelsDir, 'models.json'),
+      JSON.stringify({
+        models: [
+          { id: 'victim', file: 'victim.gguf' },
+          { id: 'bystander', file: 'bystander.gguf' },
+        ],
+      }),
+    )
     // Every request checks the model's file, rather than trusting a listing up to a second old.
     server = await startTestServer({ modelsDir, env: { HEARTH_LISTING_MAX_AGE_MS: '0' } })
   })

@@ -174,9 +174,13 @@ function problemWith(c: Case, a: Answer): string | undefined {
   if (c.anthropic) {
     const body = parsed as { type?: unknown; error?: { type?: unknown; message?: unknown } }
     const ok =
-      Object.keys(body ?? {}).sort().join() === 'error,type' &&
+      Object.keys(body ?? {})
+        .sort()
+        .join() === 'error,type' &&
       body.type === 'error' &&
-      Object.keys(body.error ?? {}).sort().join() === 'message,type' &&
+      Object.keys(body.error ?? {})
+        .sort()
+        .join() === 'message,type' &&
       typeof body.error?.type === 'string' &&
       typeof body.error?.message === 'string'
     return ok ? undefined : `status ${a.status} with a body not in Anthropic's error shape: ${a.body.slice(0, 300)}`
@@ -253,7 +257,9 @@ async function expectBatch(cases: Case[], options: { reachesEngine?: boolean } =
   const { failures, ok } = await runBatch(cases)
   expect(failures.slice(0, 20), `${failures.length} bad answers (seed ${SEED})`).toEqual([])
   if (options.reachesEngine) {
-    expect(ok, `only ${ok} of ${cases.length} cases got a 2xx: too few reached the engine (seed ${SEED})`).toBeGreaterThanOrEqual(Math.floor(cases.length * MIN_ENGINE_SHARE))
+    expect(ok, `only ${ok} of ${cases.length} cases got a 2xx: too few reached the engine (seed ${SEED})`).toBeGreaterThanOrEqual(
+      Math.floor(cases.length * MIN_ENGINE_SHARE),
+    )
   }
   await expectHealthy()
 }
@@ -265,17 +271,66 @@ const dataUrl = (bytes: Buffer, type: string) => `data:image/${type};base64,${by
 
 function chatBases() {
   return [
-    { model: 'chat', messages: [{ role: 'system', content: 'Be brief' }, { role: 'user', content: 'Hi' }], max_tokens: 3, temperature: 0.5, top_p: 0.9, top_k: 40, stop: ['\n'], seed: 1, thinking_budget_tokens: 4 },
-    { model: 'plain', messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }, { role: 'assistant', content: 'Hello' }, { role: 'user', content: 'More' }], max_completion_tokens: 2, stream: true, stream_options: { include_usage: true } },
-    { model: 'chat', messages: [{ role: 'developer', content: 'x' }, { role: 'user', content: [{ type: 'text', text: 'What is it?' }, { type: 'image_url', image_url: { url: dataUrl(png, 'png'), detail: 'low' } }] }], max_tokens: 2 },
+    {
+      model: 'chat',
+      messages: [
+        { role: 'system', content: 'Be brief' },
+        { role: 'user', content: 'Hi' },
+      ],
+      max_tokens: 3,
+      temperature: 0.5,
+      top_p: 0.9,
+      top_k: 40,
+      stop: ['\n'],
+      seed: 1,
+      thinking_budget_tokens: 4,
+    },
+    {
+      model: 'plain',
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'Hi' }] },
+        { role: 'assistant', content: 'Hello' },
+        { role: 'user', content: 'More' },
+      ],
+      max_completion_tokens: 2,
+      stream: true,
+      stream_options: { include_usage: true },
+    },
+    {
+      model: 'chat',
+      messages: [
+        { role: 'developer', content: 'x' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'What is it?' },
+            { type: 'image_url', image_url: { url: dataUrl(png, 'png'), detail: 'low' } },
+          ],
+        },
+      ],
+      max_tokens: 2,
+    },
     {
       model: 'chat',
       messages: [
         { role: 'user', content: 'Weather?' },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
+        },
         { role: 'tool', tool_call_id: 'call_1', content: 'Sunny' },
       ],
-      tools: [{ type: 'function', function: { name: 'get_weather', description: 'd', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'] } } }],
+      tools: [
+        {
+          type: 'function',
+          function: {
+            name: 'get_weather',
+            description: 'd',
+            parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'] },
+          },
+        },
+      ],
       tool_choice: { type: 'function', function: { name: 'get_weather' } },
       parallel_tool_calls: false,
       reasoning_effort: 'low',
@@ -284,7 +339,10 @@ function chatBases() {
     {
       model: 'chat',
       messages: [{ role: 'user', content: 'JSON please' }],
-      response_format: { type: 'json_schema', json_schema: { name: 'w', strict: true, schema: { type: 'object', properties: { a: { type: 'string', maxLength: 3 } }, required: ['a'] } } },
+      response_format: {
+        type: 'json_schema',
+        json_schema: { name: 'w', strict: true, schema: { type: 'object', properties: { a: { type: 'string', maxLength: 3 } }, required: ['a'] } },
+      },
       logprobs: true,
       top_logprobs: 2,
       presence_penalty: 0.5,
@@ -298,16 +356,43 @@ function chatBases() {
 function messagesBases() {
   const image = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png.toString('base64') } }
   return [
-    { model: 'chat', max_tokens: 3, system: 'Be brief', messages: [{ role: 'user', content: 'Hi' }], temperature: 0.5, top_p: 0.9, top_k: 40, stop_sequences: ['\n'] },
-    { model: 'chat', max_tokens: 2, stream: true, thinking: { type: 'enabled', budget_tokens: 4 }, messages: [{ role: 'user', content: [image, { type: 'text', text: 'What is it?' }] }] },
+    {
+      model: 'chat',
+      max_tokens: 3,
+      system: 'Be brief',
+      messages: [{ role: 'user', content: 'Hi' }],
+      temperature: 0.5,
+      top_p: 0.9,
+      top_k: 40,
+      stop_sequences: ['\n'],
+    },
+    {
+      model: 'chat',
+      max_tokens: 2,
+      stream: true,
+      thinking: { type: 'enabled', budget_tokens: 4 },
+      messages: [{ role: 'user', content: [image, { type: 'text', text: 'What is it?' }] }],
+    },
     {
       model: 'chat',
       max_tokens: 4,
-      tools: [{ name: 'get_weather', description: 'd', input_schema: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'] } }],
+      tools: [
+        {
+          name: 'get_weather',
+          description: 'd',
+          input_schema: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'] },
+        },
+      ],
       tool_choice: { type: 'tool', name: 'get_weather', disable_parallel_tool_use: true },
       messages: [
         { role: 'user', content: 'Weather?' },
-        { role: 'assistant', content: [{ type: 'thinking', thinking: 'hm', signature: '' }, { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } }] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'thinking', thinking: 'hm', signature: '' },
+            { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } },
+          ],
+        },
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: 'Sunny' }] }] },
       ],
       thinking: { type: 'disabled' },
@@ -317,7 +402,13 @@ function messagesBases() {
 
 const embeddingBases = [
   { model: 'bert', input: ['one two', 'three'], encoding_format: 'float', dimensions: 8 },
-  { model: 'bert', input: [[5, 6, 7], [8, 9]] },
+  {
+    model: 'bert',
+    input: [
+      [5, 6, 7],
+      [8, 9],
+    ],
+  },
   { model: 'bert', input: 'hello there', encoding_format: 'base64' },
 ]
 
@@ -408,14 +499,26 @@ describe('fuzz', () => {
           { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
           { type: 'function_call_output', call_id: 'call_1', output: 'Sunny' },
         ],
-        tools: [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'] } }],
+        tools: [
+          {
+            type: 'function',
+            name: 'get_weather',
+            parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'] },
+          },
+        ],
         tool_choice: { type: 'function', name: 'get_weather' },
         parallel_tool_calls: false,
         max_output_tokens: 6,
         stream: true,
         store: false,
       },
-      { model: 'chat', input: [{ role: 'user', content: [{ type: 'input_image', image_url: dataUrl(png, 'png') }] }], max_output_tokens: 2, text: { format: { type: 'json_object' } }, store: false },
+      {
+        model: 'chat',
+        input: [{ role: 'user', content: [{ type: 'input_image', image_url: dataUrl(png, 'png') }] }],
+        max_output_tokens: 2,
+        text: { format: { type: 'json_object' } },
+        store: false,
+      },
     ]
     const cases = Array.from({ length: n(200) }, (_, i) => {
       const { text, note } = f.mutateJson(bases[i % bases.length])
@@ -474,7 +577,18 @@ describe('fuzz', () => {
       ['GET', (id) => `/api/${id}`],
       ['GET', (id) => `/v1/models?limit=${id}&after=${id}`],
     ]
-    const listings = ['/v1/models', '/api/models', '/api/system', '/api/downloads', '/api/recommended', '/api/server', '/api/requests', '/api/keys', '/health', '/metrics']
+    const listings = [
+      '/v1/models',
+      '/api/models',
+      '/api/system',
+      '/api/downloads',
+      '/api/recommended',
+      '/api/server',
+      '/api/requests',
+      '/api/keys',
+      '/health',
+      '/metrics',
+    ]
     const methods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD', 'TRACE', 'PROPFIND']
     const auth = `Bearer ${server.apiKey}`
     const cases: Case[] = []
@@ -485,7 +599,15 @@ describe('fuzz', () => {
         const path = template(oddId(f))
         cases.push(rawCase(`${method} ${path.slice(0, 100)} #${i}`, httpRequest(method, path, host, { authorization: auth })))
       } else if (kind < 8) {
-        const path = f.pick([...listings, '/v1/chat/completions', '/v1/embeddings', '/v1/audio/translations', '/v1/audio/transcriptions', '/api/models/pull', '/api/keys/regenerate'])
+        const path = f.pick([
+          ...listings,
+          '/v1/chat/completions',
+          '/v1/embeddings',
+          '/v1/audio/translations',
+          '/v1/audio/transcriptions',
+          '/api/models/pull',
+          '/api/keys/regenerate',
+        ])
         const method = f.pick(methods)
         cases.push(rawCase(`${method} ${path} #${i}`, httpRequest(method, path, host, { authorization: auth })))
       } else {
@@ -504,35 +626,89 @@ describe('fuzz', () => {
     const bomb = gzipSync(Buffer.alloc(60 * 1024 * 1024, 32)) // 60 MB of spaces, inflated past the body limit
     const good = JSON.stringify({ model: 'plain', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2 })
     const key = server.apiKey
-    const authorizations = ['Bearer', 'Bearer ', `bearer ${key}`, `Basic ${Buffer.from(`x:${key}`).toString('base64')}`, `Bearer ${key} extra`, key, `Bearer ${'x'.repeat(8000)}`, `Bearer ${key}\u00ff`, 'Bearer \u0000', `Bearer  ${key}  `]
-    const contentTypes = ['application/json; charset=latin1', 'application/json; charset=utf-16', 'application/json; charset=nonsense', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data', 'multipart/form-data; boundary=x', 'application/vnd.api+json', 'application/json;;;', '', 'application/json; charset="utf-8"']
+    const authorizations = [
+      'Bearer',
+      'Bearer ',
+      `bearer ${key}`,
+      `Basic ${Buffer.from(`x:${key}`).toString('base64')}`,
+      `Bearer ${key} extra`,
+      key,
+      `Bearer ${'x'.repeat(8000)}`,
+      `Bearer ${key}\u00ff`,
+      'Bearer \u0000',
+      `Bearer  ${key}  `,
+    ]
+    const contentTypes = [
+      'application/json; charset=latin1',
+      'application/json; charset=utf-16',
+      'application/json; charset=nonsense',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data',
+      'multipart/form-data; boundary=x',
+      'application/vnd.api+json',
+      'application/json;;;',
+      '',
+      'application/json; charset="utf-8"',
+    ]
     const cases: Case[] = []
     for (let i = 0; i < n(160); i++) {
       const kind = f.int(8)
       const path = f.pick(['/v1/chat/completions', '/v1/embeddings', '/api/keys'])
       if (kind === 0) {
-        cases.push(rawCase(`authorization #${i}`, httpRequest('POST', path, host, { authorization: f.pick(authorizations), 'content-type': 'application/json' }, good)))
+        cases.push(
+          rawCase(`authorization #${i}`, httpRequest('POST', path, host, { authorization: f.pick(authorizations), 'content-type': 'application/json' }, good)),
+        )
       } else if (kind === 1) {
-        cases.push(rawCase(`content-type #${i}`, httpRequest('POST', path, host, { authorization: `Bearer ${key}`, 'content-type': f.pick(contentTypes) }, good)))
+        cases.push(
+          rawCase(`content-type #${i}`, httpRequest('POST', path, host, { authorization: `Bearer ${key}`, 'content-type': f.pick(contentTypes) }, good)),
+        )
       } else if (kind === 2) {
         const encoding = f.pick(['gzip', 'deflate', 'br', 'identity', 'xyz', 'gzip, gzip'])
         const body = f.chance(0.5) ? gzipSync(good) : Buffer.from(f.string())
-        cases.push(rawCase(`content-encoding ${encoding} #${i}`, httpRequest('POST', path, host, { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-encoding': encoding }, body)))
+        cases.push(
+          rawCase(
+            `content-encoding ${encoding} #${i}`,
+            httpRequest('POST', path, host, { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-encoding': encoding }, body),
+          ),
+        )
       } else if (kind === 3) {
-        cases.push(rawCase(`gzip bomb #${i}`, httpRequest('POST', path, host, { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-encoding': 'gzip' }, bomb)))
+        cases.push(
+          rawCase(
+            `gzip bomb #${i}`,
+            httpRequest('POST', path, host, { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-encoding': 'gzip' }, bomb),
+          ),
+        )
       } else if (kind === 4) {
         const hostHeader = f.pick(['evil.example', '', 'localhost:99999', '[::1', '127.0.0.1:1:2', 'LOCALHOST.', '127.0.0.1.nip.io', '0x7f.1'])
         cases.push(rawCase(`host '${hostHeader}' #${i}`, httpRequest('GET', '/v1/models', hostHeader, { authorization: `Bearer ${key}` })))
       } else if (kind === 5) {
         const expect = f.pick(['100-continue', 'something-else', '100-continue, x'])
-        cases.push(rawCase(`expect ${expect} #${i}`, httpRequest('POST', path, host, { authorization: `Bearer ${key}`, 'content-type': 'application/json', expect }, good), { mayClose: true }))
+        cases.push(
+          rawCase(
+            `expect ${expect} #${i}`,
+            httpRequest('POST', path, host, { authorization: `Bearer ${key}`, 'content-type': 'application/json', expect }, good),
+            { mayClose: true },
+          ),
+        )
       } else if (kind === 6) {
         const many: Record<string, string> = { authorization: `Bearer ${key}` }
         for (let h = 0; h < f.pick([10, 200, 2000]); h++) many[`x-h${h}`] = 'v'.repeat(f.pick([1, 100]))
         cases.push(rawCase(`many headers #${i}`, httpRequest('GET', '/v1/models', host, many)))
       } else {
         const origin = f.pick(['https://evil.example', 'null', 'chrome-extension://abc', 'http://localhost:1'])
-        cases.push(rawCase(`origin ${origin} #${i}`, httpRequest(f.pick(['POST', 'OPTIONS', 'DELETE']), path, host, { authorization: `Bearer ${key}`, origin, 'access-control-request-method': 'POST', 'content-type': 'application/json' }, good)))
+        cases.push(
+          rawCase(
+            `origin ${origin} #${i}`,
+            httpRequest(
+              f.pick(['POST', 'OPTIONS', 'DELETE']),
+              path,
+              host,
+              { authorization: `Bearer ${key}`, origin, 'access-control-request-method': 'POST', 'content-type': 'application/json' },
+              good,
+            ),
+          ),
+        )
       }
     }
     await expectBatch(cases)
@@ -541,7 +717,15 @@ describe('fuzz', () => {
   it('raw bytes: invalid UTF-8, truncated bodies, broken framing', async () => {
     const f = new Fuzz(SEED + 5)
     const auth = { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json' }
-    const invalidUtf8 = [Buffer.from([0xff]), Buffer.from([0xfe, 0xff]), Buffer.from([0xc3]), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from([0xf8, 0x88, 0x80, 0x80, 0x80]), Buffer.from([0xc0, 0xaf]), Buffer.from([0xe2, 0x82])]
+    const invalidUtf8 = [
+      Buffer.from([0xff]),
+      Buffer.from([0xfe, 0xff]),
+      Buffer.from([0xc3]),
+      Buffer.from([0xed, 0xa0, 0x80]),
+      Buffer.from([0xf8, 0x88, 0x80, 0x80, 0x80]),
+      Buffer.from([0xc0, 0xaf]),
+      Buffer.from([0xe2, 0x82]),
+    ]
     const cases: Case[] = []
     for (let i = 0; i < n(320); i++) {
       const kind = f.int(7)
@@ -562,7 +746,13 @@ describe('fuzz', () => {
         // A body shorter than its Content-Length, then the client stops sending.
         const body = JSON.stringify(chatBases()[0])
         const cut = f.int(body.length)
-        cases.push(rawCase(`truncated body at ${cut} #${i}`, httpRequest('POST', '/v1/chat/completions', host, { ...auth, 'content-length': String(body.length) }, body.slice(0, cut)), { mayClose: true, endAfterSend: true }))
+        cases.push(
+          rawCase(
+            `truncated body at ${cut} #${i}`,
+            httpRequest('POST', '/v1/chat/completions', host, { ...auth, 'content-length': String(body.length) }, body.slice(0, cut)),
+            { mayClose: true, endAfterSend: true },
+          ),
+        )
       } else if (kind === 3) {
         const request = f.pick([
           'GET / HTTP/9.9\r\n\r\n',
@@ -586,7 +776,12 @@ describe('fuzz', () => {
       } else {
         // Random bytes as a JSON body.
         const body = Buffer.from(Array.from({ length: f.pick([1, 16, 1024, 65536]) }, () => f.int(256)))
-        cases.push(rawCase(`random body #${i}`, httpRequest('POST', f.pick(['/v1/chat/completions', '/v1/embeddings', '/api/keys', '/api/models/pull']), host, auth, body)))
+        cases.push(
+          rawCase(
+            `random body #${i}`,
+            httpRequest('POST', f.pick(['/v1/chat/completions', '/v1/embeddings', '/api/keys', '/api/models/pull']), host, auth, body),
+          ),
+        )
       }
     }
     await expectBatch(cases)
@@ -606,7 +801,18 @@ describe('fuzz', () => {
         note = m.note
       } else if (kind === 2) {
         const b64 = png.toString('base64')
-        const bad = f.pick([b64.slice(0, -1), b64.replace(/=+$/, ''), `${b64}$$$`, b64.replace(/\+/g, '-').replace(/\//g, '_'), b64.match(/.{1,76}/g)!.join('\n'), ` ${b64}`, '====', 'A', b64.slice(0, 10), `${b64}AAAA`])
+        const bad = f.pick([
+          b64.slice(0, -1),
+          b64.replace(/=+$/, ''),
+          `${b64}$$$`,
+          b64.replace(/\+/g, '-').replace(/\//g, '_'),
+          b64.match(/.{1,76}/g)!.join('\n'),
+          ` ${b64}`,
+          '====',
+          'A',
+          b64.slice(0, 10),
+          `${b64}AAAA`,
+        ])
         url = `data:image/png;base64,${bad}`
         note = 'bad base64'
       } else if (kind === 3) {
@@ -627,7 +833,10 @@ describe('fuzz', () => {
         url = dataUrl(png, 'png')
         note = 'two images, or an image to a model without vision'
       }
-      const parts: unknown[] = [{ type: 'text', text: 'What is it?' }, { type: 'image_url', image_url: { url } }]
+      const parts: unknown[] = [
+        { type: 'text', text: 'What is it?' },
+        { type: 'image_url', image_url: { url } },
+      ]
       if (kind === 4 && f.chance(0.5)) parts.push({ type: 'image_url', image_url: { url } })
       const model = kind === 4 && parts.length === 2 ? 'plain' : 'chat'
       const body = JSON.stringify({ model, messages: [{ role: 'user', content: parts }], max_tokens: 2, stream: f.chance(0.3) })
@@ -677,12 +886,14 @@ describe('fuzz', () => {
         }
         const form = new FormData()
         for (const [k, v] of Object.entries(fields)) form.append(k, v)
-        if (f.chance(0.95)) form.append('file', new Blob([new Uint8Array(audio)]), f.pick(['a.ogg', '../../../etc/passwd', 'x.mp3', '', 'C:\\x.wav', '\u0000.wav']))
+        if (f.chance(0.95))
+          form.append('file', new Blob([new Uint8Array(audio)]), f.pick(['a.ogg', '../../../etc/passwd', 'x.mp3', '', 'C:\\x.wav', '\u0000.wav']))
         const route = f.pick(['/v1/audio/translations', '/v1/audio/transcriptions'])
         cases.push(fetchCase(`audio #${i} ${route.slice(10)} ${note}`, 'POST', route, { body: form }))
       } else {
         const boundary = 'fuzzboundary'
-        const part = (headers: string, body: Buffer | string) => Buffer.concat([Buffer.from(`--${boundary}\r\n${headers}\r\n\r\n`), typeof body === 'string' ? Buffer.from(body) : body, Buffer.from('\r\n')])
+        const part = (headers: string, body: Buffer | string) =>
+          Buffer.concat([Buffer.from(`--${boundary}\r\n${headers}\r\n\r\n`), typeof body === 'string' ? Buffer.from(body) : body, Buffer.from('\r\n')])
         const file = part('Content-Disposition: form-data; name="file"; filename="a.ogg"\r\nContent-Type: application/octet-stream', AUDIO)
         const model = part('Content-Disposition: form-data; name="model"', 'whisper')
         const end = Buffer.from(`--${boundary}--\r\n`)
@@ -692,22 +903,69 @@ describe('fuzz', () => {
           ['no boundary parameter', 'multipart/form-data', Buffer.concat([model, file, end])],
           ['empty body', `multipart/form-data; boundary=${boundary}`, Buffer.alloc(0)],
           ['part without disposition', `multipart/form-data; boundary=${boundary}`, Buffer.concat([part('Content-Type: text/plain', 'x'), model, file, end])],
-          ['file as a text field', `multipart/form-data; boundary=${boundary}`, Buffer.concat([model, part('Content-Disposition: form-data; name="file"', 'not a file'), end])],
+          [
+            'file as a text field',
+            `multipart/form-data; boundary=${boundary}`,
+            Buffer.concat([model, part('Content-Disposition: form-data; name="file"', 'not a file'), end]),
+          ],
           ['two files', `multipart/form-data; boundary=${boundary}`, Buffer.concat([model, file, file, end])],
-          ['200 parts', `multipart/form-data; boundary=${boundary}`, Buffer.concat([...Array.from({ length: 200 }, (_, k) => part(`Content-Disposition: form-data; name="f${k}"`, 'v')), model, file, end])],
-          ['huge field', `multipart/form-data; boundary=${boundary}`, Buffer.concat([model, part('Content-Disposition: form-data; name="prompt"', 'p'.repeat(100_000)), file, end])],
-          ['LF only', `multipart/form-data; boundary=${boundary}`, Buffer.from(`--${boundary}\nContent-Disposition: form-data; name="model"\n\nwhisper\n--${boundary}--\n`)],
+          [
+            '200 parts',
+            `multipart/form-data; boundary=${boundary}`,
+            Buffer.concat([...Array.from({ length: 200 }, (_, k) => part(`Content-Disposition: form-data; name="f${k}"`, 'v')), model, file, end]),
+          ],
+          [
+            'huge field',
+            `multipart/form-data; boundary=${boundary}`,
+            Buffer.concat([model, part('Content-Disposition: form-data; name="prompt"', 'p'.repeat(100_000)), file, end]),
+          ],
+          [
+            'LF only',
+            `multipart/form-data; boundary=${boundary}`,
+            Buffer.from(`--${boundary}\nContent-Disposition: form-data; name="model"\n\nwhisper\n--${boundary}--\n`),
+          ],
           ['random bytes', `multipart/form-data; boundary=${boundary}`, Buffer.from(Array.from({ length: 2048 }, () => f.int(256)))],
-          ['nested multipart', `multipart/form-data; boundary=${boundary}`, Buffer.concat([model, part('Content-Disposition: form-data; name="file"; filename="a"\r\nContent-Type: multipart/mixed; boundary=inner', '--inner\r\n\r\nx\r\n--inner--'), end])],
+          [
+            'nested multipart',
+            `multipart/form-data; boundary=${boundary}`,
+            Buffer.concat([
+              model,
+              part(
+                'Content-Disposition: form-data; name="file"; filename="a"\r\nContent-Type: multipart/mixed; boundary=inner',
+                '--inner\r\n\r\nx\r\n--inner--',
+              ),
+              end,
+            ]),
+          ],
           ['json to the upload route', 'application/json', Buffer.from('{"model":"whisper","file":"AAAA"}')],
-          ['invalid utf-8 field', `multipart/form-data; boundary=${boundary}`, Buffer.concat([part('Content-Disposition: form-data; name="model"', Buffer.from([0xff, 0xfe])), file, end])],
+          [
+            'invalid utf-8 field',
+            `multipart/form-data; boundary=${boundary}`,
+            Buffer.concat([part('Content-Disposition: form-data; name="model"', Buffer.from([0xff, 0xfe])), file, end]),
+          ],
         ]
         const [note, contentType, body] = f.pick(variants)
-        cases.push(rawCase(`multipart ${note} #${i}`, httpRequest('POST', '/v1/audio/translations', host, { authorization: `Bearer ${server.apiKey}`, 'content-type': contentType }, body), { mayClose: true }))
+        cases.push(
+          rawCase(
+            `multipart ${note} #${i}`,
+            httpRequest('POST', '/v1/audio/translations', host, { authorization: `Bearer ${server.apiKey}`, 'content-type': contentType }, body),
+            { mayClose: true },
+          ),
+        )
       }
     }
     // A declared size over the limit is refused before the body arrives.
-    cases.push(rawCase('declared 30 MB upload', httpRequest('POST', '/v1/audio/translations', host, { authorization: `Bearer ${server.apiKey}`, 'content-type': 'multipart/form-data; boundary=x', 'content-length': String(30 * 1024 * 1024) }), { mayClose: true }))
+    cases.push(
+      rawCase(
+        'declared 30 MB upload',
+        httpRequest('POST', '/v1/audio/translations', host, {
+          authorization: `Bearer ${server.apiKey}`,
+          'content-type': 'multipart/form-data; boundary=x',
+          'content-length': String(30 * 1024 * 1024),
+        }),
+        { mayClose: true },
+      ),
+    )
     await expectBatch(cases, { reachesEngine: true })
     // Scratch files of the uploads are gone, the failed ones included.
     const scratch = join(dataDir, 'tmp')
@@ -719,11 +977,24 @@ describe('fuzz', () => {
     const body = JSON.stringify(chatBases()[0])
     const trickle = { chunkBytes: 1, delayMs: 400 }
     const slow = [
-      rawRequest(server.url, `POST /v1/chat/completions HTTP/1.1\r\nHost: ${host}\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nX-Padding: ${'p'.repeat(200)}\r\n\r\n`, { trickle, timeoutMs: 40_000 }),
-      rawRequest(server.url, httpRequest('POST', '/v1/chat/completions', host, { authorization: auth, 'content-type': 'application/json' }, body), { trickle: { chunkBytes: 4, delayMs: 400 }, timeoutMs: 40_000 }),
       rawRequest(
         server.url,
-        httpRequest('POST', '/v1/audio/translations', host, { authorization: auth, 'content-type': 'multipart/form-data; boundary=b' }, Buffer.concat([Buffer.from('--b\r\nContent-Disposition: form-data; name="file"; filename="a.ogg"\r\n\r\n'), AUDIO])),
+        `POST /v1/chat/completions HTTP/1.1\r\nHost: ${host}\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nX-Padding: ${'p'.repeat(200)}\r\n\r\n`,
+        { trickle, timeoutMs: 40_000 },
+      ),
+      rawRequest(server.url, httpRequest('POST', '/v1/chat/completions', host, { authorization: auth, 'content-type': 'application/json' }, body), {
+        trickle: { chunkBytes: 4, delayMs: 400 },
+        timeoutMs: 40_000,
+      }),
+      rawRequest(
+        server.url,
+        httpRequest(
+          'POST',
+          '/v1/audio/translations',
+          host,
+          { authorization: auth, 'content-type': 'multipart/form-data; boundary=b' },
+          Buffer.concat([Buffer.from('--b\r\nContent-Disposition: form-data; name="file"; filename="a.ogg"\r\n\r\n'), AUDIO]),
+        ),
         { trickle: { chunkBytes: 16, delayMs: 400 }, timeoutMs: 40_000 },
       ),
     ]
@@ -745,8 +1016,21 @@ describe('fuzz', () => {
 
   it('ends where it started: the same engines, no stray files, the server serving', async () => {
     await expectHealthy()
-    expect(readdirSync(modelsDir).filter((name) => !name.startsWith('.')).sort()).toEqual(
-      ['ggml-tiny-whisper.bin', 'mmproj-tiny-llama-chat.gguf', 'models.json', 'tiny-bert.gguf', 'tiny-llama-chat.gguf', 'tiny-llama-plain.gguf', 'tiny-models.json', 'tiny-reranker.gguf'].sort(),
+    expect(
+      readdirSync(modelsDir)
+        .filter((name) => !name.startsWith('.'))
+        .sort(),
+    ).toEqual(
+      [
+        'ggml-tiny-whisper.bin',
+        'mmproj-tiny-llama-chat.gguf',
+        'models.json',
+        'tiny-bert.gguf',
+        'tiny-llama-chat.gguf',
+        'tiny-llama-plain.gguf',
+        'tiny-models.json',
+        'tiny-reranker.gguf',
+      ].sort(),
     )
     const scratch = join(dataDir, 'tmp')
     expect(existsSync(scratch) ? readdirSync(scratch) : []).toEqual([])

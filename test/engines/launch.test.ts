@@ -70,7 +70,10 @@ describe('npm run launch', () => {
 
   it('gives Claude Code the running server, its key and the model, in its environment only', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'hearth-launch-data-'))
-    const { code, stdout, stderr } = await launch(['claude', '--port', port(), '--api-key', server.apiKey, '--data-dir', dataDir, '--', '-p', 'hello'], `${agentsBin}:${systemPath}`)
+    const { code, stdout, stderr } = await launch(
+      ['claude', '--port', port(), '--api-key', server.apiKey, '--data-dir', dataDir, '--', '-p', 'hello'],
+      `${agentsBin}:${systemPath}`,
+    )
     expect(code, stderr).toBe(0)
     const got = printed(stdout)
     expect(got.env).toMatchObject({
@@ -89,20 +92,28 @@ describe('npm run launch', () => {
   it('gives Codex a provider on its command line, and OpenCode a config file inside the data folder', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'hearth-launch-data-'))
     const codex = printed((await launch(['codex', '--port', port(), '--api-key', server.apiKey, '--data-dir', dataDir], `${agentsBin}:${systemPath}`)).stdout)
-    expect(codex.argv).toContain(`model_providers.hearth={ name = "Hearth", base_url = "${server.url}/v1", env_key = "HEARTH_AGENT_KEY", wire_api = "responses" }`)
+    expect(codex.argv).toContain(
+      `model_providers.hearth={ name = "Hearth", base_url = "${server.url}/v1", env_key = "HEARTH_AGENT_KEY", wire_api = "responses" }`,
+    )
     expect(codex.argv).toContain('model_context_window=2048')
     expect(codex.env.HEARTH_AGENT_KEY).toBe(server.apiKey)
-    const opencode = printed((await launch(['opencode', '--port', port(), '--api-key', server.apiKey, '--data-dir', dataDir], `${agentsBin}:${systemPath}`)).stdout)
+    const opencode = printed(
+      (await launch(['opencode', '--port', port(), '--api-key', server.apiKey, '--data-dir', dataDir], `${agentsBin}:${systemPath}`)).stdout,
+    )
     expect(opencode.env.OPENCODE_CONFIG).toBe(join(dataDir, 'agents', 'opencode.json'))
     const config = JSON.parse(readFileSync(opencode.env.OPENCODE_CONFIG!, 'utf8'))
-    expect(config).toMatchObject({ model: 'hearth/tiny', provider: { hearth: { options: { baseURL: `${server.url}/v1` }, models: { tiny: { limit: { context: 2048 } } } } } })
+    expect(config).toMatchObject({
+      model: 'hearth/tiny',
+      provider: { hearth: { options: { baseURL: `${server.url}/v1` }, models: { tiny: { limit: { context: 2048 } } } } },
+    })
     expect(JSON.stringify(config)).not.toContain(server.apiKey) // the key stays in the environment
   })
 
-  it('gives Continue, Kilo, Cline and Aider their setup in the data folder or their environment, with the model\'s limits', async () => {
+  it("gives Continue, Kilo, Cline and Aider their setup in the data folder or their environment, with the model's limits", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'hearth-launch-data-'))
     const agentsDir = join(dataDir, 'agents')
-    const run = async (agent: string) => printed((await launch([agent, '--port', port(), '--api-key', server.apiKey, '--data-dir', dataDir], `${agentsBin}:${systemPath}`)).stdout)
+    const run = async (agent: string) =>
+      printed((await launch([agent, '--port', port(), '--api-key', server.apiKey, '--data-dir', dataDir], `${agentsBin}:${systemPath}`)).stdout)
     const continueRun = await run('continue')
     expect(continueRun.argv).toEqual(['--config', join(agentsDir, 'continue.yaml')])
     expect(JSON.parse(readFileSync(join(agentsDir, 'continue.yaml'), 'utf8'))).toMatchObject({
@@ -111,15 +122,25 @@ describe('npm run launch', () => {
       models: [{ provider: 'openai', model: 'tiny', apiBase: `${server.url}/v1`, defaultCompletionOptions: { contextLength: 2048, maxTokens: 512 } }],
     })
     const kilo = await run('kilo')
-    expect(JSON.parse(kilo.env.KILO_CONFIG_CONTENT!)).toMatchObject({ model: 'hearth/tiny', provider: { hearth: { options: { baseURL: `${server.url}/v1` }, models: { tiny: { limit: { context: 2048, output: 2048 } } } } } })
+    expect(JSON.parse(kilo.env.KILO_CONFIG_CONTENT!)).toMatchObject({
+      model: 'hearth/tiny',
+      provider: { hearth: { options: { baseURL: `${server.url}/v1` }, models: { tiny: { limit: { context: 2048, output: 2048 } } } } },
+    })
     expect(kilo.env.HEARTH_AGENT_KEY).toBe(server.apiKey)
     const cline = await run('cline')
     expect(cline.argv).toEqual(['--data-dir', join(agentsDir, 'cline'), '-P', 'openai-compatible', '-m', 'tiny'])
-    expect(JSON.parse(readFileSync(join(agentsDir, 'cline/settings/providers.json'), 'utf8')).providers['openai-compatible'].settings).toMatchObject({ baseUrl: `${server.url}/v1`, model: 'tiny', contextWindow: 2048 })
+    expect(JSON.parse(readFileSync(join(agentsDir, 'cline/settings/providers.json'), 'utf8')).providers['openai-compatible'].settings).toMatchObject({
+      baseUrl: `${server.url}/v1`,
+      model: 'tiny',
+      contextWindow: 2048,
+    })
     const aider = await run('aider')
     expect(aider.argv.slice(0, 2)).toEqual(['--model', 'openai/tiny'])
     expect(aider.env).toMatchObject({ AIDER_OPENAI_API_BASE: `${server.url}/v1`, AIDER_OPENAI_API_KEY: server.apiKey })
-    expect(JSON.parse(readFileSync(join(agentsDir, 'aider.model.metadata.json'), 'utf8'))['openai/tiny']).toMatchObject({ max_input_tokens: 2048, max_output_tokens: 2048 })
+    expect(JSON.parse(readFileSync(join(agentsDir, 'aider.model.metadata.json'), 'utf8'))['openai/tiny']).toMatchObject({
+      max_input_tokens: 2048,
+      max_output_tokens: 2048,
+    })
     expect(aider.argv.join(' ')).not.toContain(server.apiKey) // the key stays out of the process list
   })
 

@@ -93,30 +93,36 @@ describe('model lifecycle', () => {
 
   // A container's --memory or a systemd unit's MemoryMax: the kernel kills what grows past the cap
   // however much the machine has free, so the plan counts the cap.
-  itIf(noCgroups === undefined, 'needs a memory cgroup (root, cgroup v1 or v2)')("plans within a memory cgroup's cap, refusing with 503 what would not fit there", async () => {
-    for (const [roomMiB, fits] of [[120, true], [20, false]] as const) {
-      const memory = makeMemoryCgroup(`hearth-lifecycle-${process.pid}-${roomMiB}`)
-      try {
-        server = await startTestServer({ modelsDir, memory })
-        const cap = memory.usageBytes() + roomMiB * MiB
-        memory.cap(cap)
-        const system = await get('/api/system')
-        expect(system.memory.total_bytes).toBe(cap)
-        // What the group holds moves a little (the server's heap, its page cache): the room, give or take.
-        expect(system.memory.free_bytes).toBeLessThan((roomMiB + 32) * MiB)
-        expect(system.memory.budget_bytes).toBeLessThan((roomMiB + 32) * MiB)
-        const res = await postJson(server, '/v1/chat/completions', { model: 'one', messages: hello, max_tokens: 2 })
-        if (fits) expect(res.status, JSON.stringify(res.json)).toBe(200)
-        else {
-          expect(res.status).toBe(503)
-          expect(res.json.error).toMatchObject({ code: 'insufficient_memory' })
+  itIf(noCgroups === undefined, 'needs a memory cgroup (root, cgroup v1 or v2)')(
+    "plans within a memory cgroup's cap, refusing with 503 what would not fit there",
+    async () => {
+      for (const [roomMiB, fits] of [
+        [120, true],
+        [20, false],
+      ] as const) {
+        const memory = makeMemoryCgroup(`hearth-lifecycle-${process.pid}-${roomMiB}`)
+        try {
+          server = await startTestServer({ modelsDir, memory })
+          const cap = memory.usageBytes() + roomMiB * MiB
+          memory.cap(cap)
+          const system = await get('/api/system')
+          expect(system.memory.total_bytes).toBe(cap)
+          // What the group holds moves a little (the server's heap, its page cache): the room, give or take.
+          expect(system.memory.free_bytes).toBeLessThan((roomMiB + 32) * MiB)
+          expect(system.memory.budget_bytes).toBeLessThan((roomMiB + 32) * MiB)
+          const res = await postJson(server, '/v1/chat/completions', { model: 'one', messages: hello, max_tokens: 2 })
+          if (fits) expect(res.status, JSON.stringify(res.json)).toBe(200)
+          else {
+            expect(res.status).toBe(503)
+            expect(res.json.error).toMatchObject({ code: 'insufficient_memory' })
+          }
+          expect(memory.oomKills()).toBe(0)
+        } finally {
+          await server?.stop()
+          server = undefined
+          memory.remove()
         }
-        expect(memory.oomKills()).toBe(0)
-      } finally {
-        await server?.stop()
-        server = undefined
-        memory.remove()
       }
-    }
-  })
+    },
+  )
 })

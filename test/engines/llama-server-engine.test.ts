@@ -51,8 +51,22 @@ describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('th
       gpu_backend: llamaBuild!.gpu,
       not_built: whisperBuild ? [] : [expect.stringMatching(/^whisper\.cpp is not built for this machine.*npm run build:engines/)],
       self_tests: [
-        { engine: 'llama.cpp', passed: true, verdict: expect.stringMatching(/^self-test passed: 15 weight types ran at 1 and 2 threads/), withheld: llamaBuild!.withheld ?? [] },
-        ...(whisperBuild ? [{ engine: 'whisper.cpp', passed: true, verdict: expect.stringMatching(/^self-test passed: 11 weight types/), withheld: whisperBuild.withheld ?? [] }] : []),
+        {
+          engine: 'llama.cpp',
+          passed: true,
+          verdict: expect.stringMatching(/^self-test passed: 15 weight types ran at 1 and 2 threads/),
+          withheld: llamaBuild!.withheld ?? [],
+        },
+        ...(whisperBuild
+          ? [
+              {
+                engine: 'whisper.cpp',
+                passed: true,
+                verdict: expect.stringMatching(/^self-test passed: 11 weight types/),
+                withheld: whisperBuild.withheld ?? [],
+              },
+            ]
+          : []),
       ],
       cpu_fallbacks: [],
     })
@@ -62,14 +76,17 @@ describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('th
   })
 
   // A GPU build keeps the file mapped (its weights live in the GPU's memory).
-  itIf(llamaBuild?.gpu === 'none', 'a GPU build keeps the model file mapped; only a CPU build reads its weights in', { elsewhere: true })('holds its weights in its own memory, on huge pages where Linux has them (a CPU decode reads every weight each token)', async () => {
-    const [pid] = engineProcessIds(server.process.pid)
-    // The model file is read in, not mapped: nothing of it is left in the engine's address space.
-    expect(readFileSync(`/proc/${pid}/maps`, 'utf8')).not.toContain('chat.gguf')
-    expect(readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')).toContain('GLIBC_TUNABLES=glibc.malloc.hugetlb=1')
-    const hugePages = Number(/^AnonHugePages:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1])
-    if (!readFileSync('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8').includes('[never]')) expect(hugePages).toBeGreaterThan(0)
-  })
+  itIf(llamaBuild?.gpu === 'none', 'a GPU build keeps the model file mapped; only a CPU build reads its weights in', { elsewhere: true })(
+    'holds its weights in its own memory, on huge pages where Linux has them (a CPU decode reads every weight each token)',
+    async () => {
+      const [pid] = engineProcessIds(server.process.pid)
+      // The model file is read in, not mapped: nothing of it is left in the engine's address space.
+      expect(readFileSync(`/proc/${pid}/maps`, 'utf8')).not.toContain('chat.gguf')
+      expect(readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')).toContain('GLIBC_TUNABLES=glibc.malloc.hugetlb=1')
+      const hugePages = Number(/^AnonHugePages:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1])
+      if (!readFileSync('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8').includes('[never]')) expect(hugePages).toBeGreaterThan(0)
+    },
+  )
 
   it('reuses the first turn of a conversation for the second, and says how much in usage', async () => {
     const first = await turn(`${WORDS} first`)
@@ -146,7 +163,7 @@ describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('th
     expect(parkedFiles().length).toBeLessThanOrEqual(2)
   })
 
-  it('brings back conversations that share nothing from llama-server\'s RAM cache, parking nothing on disk', async () => {
+  it("brings back conversations that share nothing from llama-server's RAM cache, parking nothing on disk", async () => {
     // Three projects: each its own system prompt, so a slot's prompt is swapped in memory by llama-server.
     const project = (name: string, ...more: string[]) =>
       client.chat.completions.create({
@@ -206,7 +223,10 @@ describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('ll
       reads++
       raw += Buffer.from(chunk).toString('utf8')
     }
-    const events = raw.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => JSON.parse(e.slice(6)) as { content?: string })
+    const events = raw
+      .split('\n\n')
+      .filter((e) => e.startsWith('data: '))
+      .map((e) => JSON.parse(e.slice(6)) as { content?: string })
     return { text: events.map((e) => e.content ?? '').join(''), reads, events: events.length }
   }
 
@@ -241,7 +261,11 @@ describe('without engine builds', () => {
 
       const form = new FormData()
       form.append('model', 'whisper')
-      form.append('file', new Blob([new Uint8Array(wavFile(new Float32Array(16_000), { sampleRate: 16_000, encoding: 'int', bitsPerSample: 16 }))]), 'silence.wav')
+      form.append(
+        'file',
+        new Blob([new Uint8Array(wavFile(new Float32Array(16_000), { sampleRate: 16_000, encoding: 'int', bitsPerSample: 16 }))]),
+        'silence.wav',
+      )
       const speech = await fetch(`${server.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${server.apiKey}` }, body: form })
       expect(speech.status).toBe(503)
       const speechError = (await speech.json()).error

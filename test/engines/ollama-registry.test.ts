@@ -9,13 +9,32 @@
  * link a blob Ollama's own store has instead of downloading it, and list such a model once.
  */
 import { spawn } from 'node:child_process'
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs'
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { ModelFolder } from '../../models/catalog/model-folder.ts'
 import { isDownloadError, type DownloadError } from '../../models/downloads/download-error.ts'
-import { ollamaProgressLine, pullOllamaModel, type OllamaPullEvent, type OllamaPullOptions, type PulledOllamaModel } from '../../models/downloads/ollama-pull.ts'
+import {
+  ollamaProgressLine,
+  pullOllamaModel,
+  type OllamaPullEvent,
+  type OllamaPullOptions,
+  type PulledOllamaModel,
+} from '../../models/downloads/ollama-pull.ts'
 import { kv, writeGguf } from '../../models/writers/gguf-writer.ts'
 import { ollamaProgram, runOllama, startOllamaServe, type OllamaServe } from '../support/ollama-program.ts'
 import { PROJECT_ROOT } from '../support/server-process.ts'
@@ -46,10 +65,22 @@ function ollamaCli(args: string[], home = ollamaHome, serve = ollama) {
   return runOllama(args, { host: serve.url, home, timeoutMs: 180_000 })
 }
 
-async function pull(model: string, modelsDir: string, extra: Partial<OllamaPullOptions> = {}): Promise<{ events: OllamaPullEvent[]; model: PulledOllamaModel; ms: number }> {
+async function pull(
+  model: string,
+  modelsDir: string,
+  extra: Partial<OllamaPullOptions> = {},
+): Promise<{ events: OllamaPullEvent[]; model: PulledOllamaModel; ms: number }> {
   const events: OllamaPullEvent[] = []
   const started = performance.now()
-  const run = pullOllamaModel(name(model), { modelsDir, insecure: true, ollamaStores: [], parts: PARTS, headerProbeBytes: HEADER_PROBE, retry: { attempts: 1, baseDelayMs: 10, idleTimeoutMs: 10_000 }, ...extra })
+  const run = pullOllamaModel(name(model), {
+    modelsDir,
+    insecure: true,
+    ollamaStores: [],
+    parts: PARTS,
+    headerProbeBytes: HEADER_PROBE,
+    retry: { attempts: 1, baseDelayMs: 10, idleTimeoutMs: 10_000 },
+    ...extra,
+  })
   while (true) {
     const next = await run.next()
     if (next.done) return { events, model: next.value, ms: Math.round(performance.now() - started) }
@@ -113,7 +144,11 @@ describeIf(missing.length === 0, whyNot)('pulling Ollama models by name from a r
         { name: 'mm.0.weight', shape: [64, 64], type: 'F32', data: filler(64 * 64) },
       ],
     })
-    for (const [model, file] of [['tiny', 'tiny.gguf'], ['unknown-arch', 'unknown-arch.gguf'], ['vision-inside', 'vision-inside.gguf']] as const) {
+    for (const [model, file] of [
+      ['tiny', 'tiny.gguf'],
+      ['unknown-arch', 'unknown-arch.gguf'],
+      ['vision-inside', 'vision-inside.gguf'],
+    ] as const) {
       const modelfile = join(ggufs, `Modelfile-${model}`)
       writeFileSync(modelfile, `FROM ${join(ggufs, file)}\n${model === 'tiny' ? 'SYSTEM "You are brief."\nPARAMETER temperature 0.5\n' : ''}`)
       const created = await ollamaCli(['create', name(model), '-f', modelfile])
@@ -122,7 +157,9 @@ describeIf(missing.length === 0, whyNot)('pulling Ollama models by name from a r
       expect(pushed.code, `ollama push ${name(model)}: ${pushed.stderr.slice(-500)}`).toBe(0)
     }
     const layerOf = (model: string) => {
-      const manifest = JSON.parse(readFileSync(join(ollamaHome, 'models/manifests', registry.host, 'library', model, '1'), 'utf8')) as { layers: Array<{ mediaType: string; digest: string; size: number }> }
+      const manifest = JSON.parse(readFileSync(join(ollamaHome, 'models/manifests', registry.host, 'library', model, '1'), 'utf8')) as {
+        layers: Array<{ mediaType: string; digest: string; size: number }>
+      }
       return manifest.layers.find((l) => l.mediaType === 'application/vnd.ollama.image.model')!
     }
     blobs.tiny = layerOf('tiny')
@@ -157,7 +194,9 @@ describeIf(missing.length === 0, whyNot)('pulling Ollama models by name from a r
     expect(Object.keys(ours).sort()).toEqual(Object.keys(theirs).sort())
     for (const [path, bytes] of Object.entries(theirs)) expect(ours[path]!.equals(bytes), path).toBe(true)
     expect(Object.keys(ours).some((p) => p.startsWith(join('manifests', registry.host, 'library', 'tiny')))).toBe(true)
-    console.log(`[registry pull] ${name('tiny')}: ${model.size} bytes in ${Object.keys(ours).length - 1} blobs, ${fetched} bytes through the link, ${ms} ms; the same ${Object.keys(theirs).length} files as ollama pull`)
+    console.log(
+      `[registry pull] ${name('tiny')}: ${model.size} bytes in ${Object.keys(ours).length - 1} blobs, ${fetched} bytes through the link, ${ms} ms; the same ${Object.keys(theirs).length} files as ollama pull`,
+    )
 
     // Ollama's progress lines, in Ollama's order.
     const lines = events.map(ollamaProgressLine)
@@ -176,7 +215,9 @@ describeIf(missing.length === 0, whyNot)('pulling Ollama models by name from a r
   it('fetches a large blob in parallel ranges', async () => {
     const models = freshModels('parallel')
     await pull('tiny', models)
-    const gets = requestsFor(blobs.tiny.digest).slice(-32).filter((r) => r.method === 'GET' && r.range)
+    const gets = requestsFor(blobs.tiny.digest)
+      .slice(-32)
+      .filter((r) => r.method === 'GET' && r.range)
     const expected = Math.ceil(blobs.tiny.size / Math.max(PARTS.minPartBytes, Math.floor(blobs.tiny.size / PARTS.count)))
     expect(expected).toBeGreaterThan(4)
     // Its first bytes come first (the header probe); every part then asks for its own range.
@@ -209,7 +250,9 @@ describeIf(missing.length === 0, whyNot)('pulling Ollama models by name from a r
     expect(second).toBeLessThan(blobs.tiny.size)
     expect(readdirSync(blobsDir).filter((f) => f.includes('partial'))).toEqual([])
     expect(files(join(models, 'ollama'))[join('blobs', `sha256-${hex}`)]!.equals(files(ollamaPulledStore)[join('blobs', `sha256-${hex}`)]!)).toBe(true)
-    console.log(`[registry pull] cut after ${first} bytes; the second pull fetched ${second} bytes (${model.downloaded} of the model's ${blobs.tiny.size}) in ${ms} ms`)
+    console.log(
+      `[registry pull] cut after ${first} bytes; the second pull fetched ${second} bytes (${model.downloaded} of the model's ${blobs.tiny.size}) in ${ms} ms`,
+    )
   })
 
   it('refuses a blob that is not its digest, and keeps nothing of it', async () => {
@@ -266,11 +309,15 @@ describeIf(missing.length === 0, whyNot)('pulling Ollama models by name from a r
   it('pulls by name from the command line, in Ollama’s lines', async () => {
     const models = freshModels('cli')
     const run = await new Promise<{ code: number | null; out: string }>((done) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'main/cli/models.ts'), 'pull', '--insecure', name('tiny'), '--models-dir', models], {
-        cwd: PROJECT_ROOT,
-        env: { ...process.env, HOME: root, OLLAMA_MODELS: join(root, 'no-ollama-store') },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      })
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', join(PROJECT_ROOT, 'main/cli/models.ts'), 'pull', '--insecure', name('tiny'), '--models-dir', models],
+        {
+          cwd: PROJECT_ROOT,
+          env: { ...process.env, HOME: root, OLLAMA_MODELS: join(root, 'no-ollama-store') },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      )
       let out = ''
       child.stdout.on('data', (d: Buffer) => (out += d))
       child.stderr.on('data', (d: Buffer) => (out += d))
@@ -280,7 +327,11 @@ describeIf(missing.length === 0, whyNot)('pulling Ollama models by name from a r
     expect(run.out).toMatch(/^pulling manifest\n/)
     expect(run.out).toContain(`pulling ${blobs.tiny.digest.slice(7, 19)} 100%`)
     expect(run.out).toMatch(/verifying sha256 digest\nwriting manifest\nsuccess\n/)
-    expect(files(join(models, 'ollama'))[join('manifests', registry.host, 'library', 'tiny', '1')]!.equals(files(ollamaPulledStore)[join('manifests', registry.host, 'library', 'tiny', '1')]!)).toBe(true)
+    expect(
+      files(join(models, 'ollama'))[join('manifests', registry.host, 'library', 'tiny', '1')]!.equals(
+        files(ollamaPulledStore)[join('manifests', registry.host, 'library', 'tiny', '1')]!,
+      ),
+    ).toBe(true)
   })
 
   it('links a blob Ollama’s own store has instead of downloading it, writes nothing there, and lists the model once', async () => {
@@ -309,7 +360,11 @@ describeIf(missing.length === 0, whyNot)('pulling Ollama models by name from a r
       const pulled = await runOllama(['pull', '--insecure', name('tiny')], { host: hearth.ollamaUrl!, home: join(root, 'cli-home'), timeoutMs: 180_000 })
       expect(pulled.code, pulled.stderr.slice(-500)).toBe(0)
       expect(pulled.stderr + pulled.stdout).toContain('success')
-      expect(files(join(models, 'ollama'))[join('manifests', registry.host, 'library', 'tiny', '1')]!.equals(files(ollamaPulledStore)[join('manifests', registry.host, 'library', 'tiny', '1')]!)).toBe(true)
+      expect(
+        files(join(models, 'ollama'))[join('manifests', registry.host, 'library', 'tiny', '1')]!.equals(
+          files(ollamaPulledStore)[join('manifests', registry.host, 'library', 'tiny', '1')]!,
+        ),
+      ).toBe(true)
       const listed = await runOllama(['list'], { host: hearth.ollamaUrl!, home: join(root, 'cli-home'), timeoutMs: 60_000 })
       expect(listed.stdout).toContain(`${registry.host}/library/tiny:1`)
       // Ollama's JavaScript client: the stream of lines, and a name the registry lacks as Ollama says it.
@@ -318,11 +373,19 @@ describeIf(missing.length === 0, whyNot)('pulling Ollama models by name from a r
       for await (const line of await client.pull({ model: name('tiny'), insecure: true, stream: true })) statuses.push(line.status)
       expect(statuses[0]).toBe('pulling manifest')
       expect(statuses.at(-1)).toBe('success')
-      expect(await client.pull({ model: name('nothing-here'), insecure: true }).catch((e: unknown) => e)).toMatchObject({ status_code: 404, error: expect.stringContaining('file does not exist') })
+      expect(await client.pull({ model: name('nothing-here'), insecure: true }).catch((e: unknown) => e)).toMatchObject({
+        status_code: 404,
+        error: expect.stringContaining('file does not exist'),
+      })
       const answer = await client.chat({ model: name('tiny'), messages: [{ role: 'user', content: 'Hello' }] })
       expect(answer.done).toBe(true)
       // Its Modelfile came with it: the system prompt leads every conversation.
-      expect(hearth.engines.flatMap((e) => e.jobs).at(-1)).toMatchObject({ messages: [{ role: 'system', content: 'You are brief.' }, { role: 'user', content: 'Hello' }] })
+      expect(hearth.engines.flatMap((e) => e.jobs).at(-1)).toMatchObject({
+        messages: [
+          { role: 'system', content: 'You are brief.' },
+          { role: 'user', content: 'Hello' },
+        ],
+      })
     } finally {
       await hearth.stop()
     }

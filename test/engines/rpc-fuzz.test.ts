@@ -42,37 +42,46 @@ describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')("ll
   const status = async () => (await fetch(`${lender.url}/api/lend`, { headers: { authorization: `Bearer ${TEST_API_KEY}` } })).json()
   const target: FuzzTarget = { connect: () => tunnel(lender.url), deaths: async () => (await status()).crashes }
 
-  it('never kills the rpc-server with the fixed seed, has lending back within 5 s on any other, and takes every well-formed command', async () => {
-    const log = (line: string) => console.log(line)
-    const share = RANDOM_SEEDS.length ? 0.6 : 1
-    const fixed = await fuzzRpc(target, { seeds: [FIXED_SEED], budgetMs: SECONDS * share * 1000, log })
-    const random = RANDOM_SEEDS.length ? await fuzzRpc(target, { seeds: RANDOM_SEEDS, budgetMs: SECONDS * (1 - share) * 1000, log }) : undefined
-    const reports = [fixed, ...(random ? [random] : [])]
-    console.log(summary(reports))
-    // Every command of the protocol was sent, well formed and corrupted.
-    const all = Object.keys(Cmd)
-    expect(Object.keys(fixed.sent).sort()).toEqual([...all].sort())
-    expect(Object.keys(fixed.corruptedBy).sort()).toEqual([...all].sort())
-    for (const report of reports) {
-      expect(report.wrongfullyRefused, `well-formed commands refused (seeds ${report.seeds.join(', ')})`).toEqual([])
-      for (const crash of report.crashes) expect(crash.recoveryMs, `lending back after ${crash.message} (seed ${crash.seed})`).toBeLessThan(RECOVERY_LIMIT_MS)
-    }
-    expect(fixed.crashes.map((c) => c.message), `the rpc-server died on the fixed seed ${FIXED_SEED}`).toEqual([])
-    // Lending is on, and a borrower is answered.
-    const after = await status()
-    expect(after).toMatchObject({ running: true, state: 'running' })
-    expect(after.crashes).toBe(reports.reduce((n, r) => n + r.crashes.length + r.unattributedDeaths, 0))
-    const sock = await tunnel(lender.url)
-    sock.write(frame(Cmd.HELLO, body.hello()))
-    expect(await new Reader(sock).answer(ANSWER_SIZE.HELLO!, 5_000)).toBeDefined()
-    sock.destroy()
-  }, (SECONDS + 90) * 1000)
+  it(
+    'never kills the rpc-server with the fixed seed, has lending back within 5 s on any other, and takes every well-formed command',
+    async () => {
+      const log = (line: string) => console.log(line)
+      const share = RANDOM_SEEDS.length ? 0.6 : 1
+      const fixed = await fuzzRpc(target, { seeds: [FIXED_SEED], budgetMs: SECONDS * share * 1000, log })
+      const random = RANDOM_SEEDS.length ? await fuzzRpc(target, { seeds: RANDOM_SEEDS, budgetMs: SECONDS * (1 - share) * 1000, log }) : undefined
+      const reports = [fixed, ...(random ? [random] : [])]
+      console.log(summary(reports))
+      // Every command of the protocol was sent, well formed and corrupted.
+      const all = Object.keys(Cmd)
+      expect(Object.keys(fixed.sent).sort()).toEqual([...all].sort())
+      expect(Object.keys(fixed.corruptedBy).sort()).toEqual([...all].sort())
+      for (const report of reports) {
+        expect(report.wrongfullyRefused, `well-formed commands refused (seeds ${report.seeds.join(', ')})`).toEqual([])
+        for (const crash of report.crashes) expect(crash.recoveryMs, `lending back after ${crash.message} (seed ${crash.seed})`).toBeLessThan(RECOVERY_LIMIT_MS)
+      }
+      expect(
+        fixed.crashes.map((c) => c.message),
+        `the rpc-server died on the fixed seed ${FIXED_SEED}`,
+      ).toEqual([])
+      // Lending is on, and a borrower is answered.
+      const after = await status()
+      expect(after).toMatchObject({ running: true, state: 'running' })
+      expect(after.crashes).toBe(reports.reduce((n, r) => n + r.crashes.length + r.unattributedDeaths, 0))
+      const sock = await tunnel(lender.url)
+      sock.write(frame(Cmd.HELLO, body.hello()))
+      expect(await new Reader(sock).answer(ANSWER_SIZE.HELLO!, 5_000)).toBeDefined()
+      sock.destroy()
+    },
+    (SECONDS + 90) * 1000,
+  )
 })
 
 /** A connection to the lender's rpc-server through its tunnel, as a borrower makes it. */
 function tunnel(base: string): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const req = request(new URL('/api/lend/connect', base), { headers: { connection: 'Upgrade', upgrade: 'hearth-rpc', authorization: `Bearer ${TEST_API_KEY}` } })
+    const req = request(new URL('/api/lend/connect', base), {
+      headers: { connection: 'Upgrade', upgrade: 'hearth-rpc', authorization: `Bearer ${TEST_API_KEY}` },
+    })
     req.on('upgrade', (_res, socket, head) => {
       if (head.length > 0) socket.unshift(head)
       resolve(socket)
@@ -89,7 +98,9 @@ function tunnel(base: string): Promise<Socket> {
 function summary(reports: FuzzReport[]): string {
   const lines = reports.map((r) => {
     const recoveries = r.crashes.map((c) => c.recoveryMs).sort((a, b) => a - b)
-    const recovery = recoveries.length ? `, lending back in ${recoveries[0]!.toFixed(0)}–${recoveries.at(-1)!.toFixed(0)} ms (median ${recoveries[Math.floor(recoveries.length / 2)]!.toFixed(0)})` : ''
+    const recovery = recoveries.length
+      ? `, lending back in ${recoveries[0]!.toFixed(0)}–${recoveries.at(-1)!.toFixed(0)} ms (median ${recoveries[Math.floor(recoveries.length / 2)]!.toFixed(0)})`
+      : ''
     return (
       `rpc fuzz, seed${r.seeds.length > 1 ? 's' : ''} ${r.seeds.join(', ')}: ${r.messages} messages (${r.corrupted} corrupted) in ${r.sessions} sessions, ${r.seconds.toFixed(1)} s; ` +
       `${Object.keys(r.sent).length} commands; ${r.taken} well-formed taken, ${r.wrongfullyRefused.length} refused; ${r.refused} sessions ended by a refusal; ` +

@@ -84,116 +84,123 @@ interface Answer {
   cachedTokens: number
 }
 
-describeIf(smollm && gemma && llamaBuild, 'needs llama.cpp built here (npm run build:engines) and the trained models (npm run models:fetch)')('the same greedy answer, however the batches fell', () => {
-  let server: TestServer
-  let headers: Record<string, string>
+describeIf(smollm && gemma && llamaBuild, 'needs llama.cpp built here (npm run build:engines) and the trained models (npm run models:fetch)')(
+  'the same greedy answer, however the batches fell',
+  () => {
+    let server: TestServer
+    let headers: Record<string, string>
 
-  beforeAll(async () => {
-    // Requantized once for the run, into the run's scratch folder; the second name of each file is
-    // a hard link (another path: an engine and a slot cache of its own).
-    const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-same-answer-'))
-    const quantize = programPath(llamaBuild!.dir, 'llama-quantize')
-    for (const { id, type, source } of MODELS) {
-      const file = join(modelsDir, `${id}.gguf`)
-      if (source === 'gemma') copyFileSync(gemma!, file)
-      else if (type === 'Q4_1') copyFileSync(smollm!, file)
-      else execFileSync(quantize, ['--allow-requantize', smollm!, file, type, '2'], { stdio: 'ignore' })
-      linkSync(file, join(modelsDir, `${id}-fresh.gguf`))
-    }
-    // Two slots, each engine on one thread, as a person's first start on a small machine runs.
-    server = await startTestServer({ modelsDir, threads: 1, args: ['--parallel', '2'] })
-    headers = { 'content-type': 'application/json', authorization: `Bearer ${server.apiKey}` }
-  }, 180_000)
+    beforeAll(async () => {
+      // Requantized once for the run, into the run's scratch folder; the second name of each file is
+      // a hard link (another path: an engine and a slot cache of its own).
+      const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-same-answer-'))
+      const quantize = programPath(llamaBuild!.dir, 'llama-quantize')
+      for (const { id, type, source } of MODELS) {
+        const file = join(modelsDir, `${id}.gguf`)
+        if (source === 'gemma') copyFileSync(gemma!, file)
+        else if (type === 'Q4_1') copyFileSync(smollm!, file)
+        else execFileSync(quantize, ['--allow-requantize', smollm!, file, type, '2'], { stdio: 'ignore' })
+        linkSync(file, join(modelsDir, `${id}-fresh.gguf`))
+      }
+      // Two slots, each engine on one thread, as a person's first start on a small machine runs.
+      server = await startTestServer({ modelsDir, threads: 1, args: ['--parallel', '2'] })
+      headers = { 'content-type': 'application/json', authorization: `Bearer ${server.apiKey}` }
+    }, 180_000)
 
-  afterAll(async () => {
-    await server?.stop()
-  })
-
-  async function ask(model: string, messages: Message[]): Promise<Answer> {
-    const res = await fetch(`${server.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ model, messages, max_tokens: MAX_TOKENS, temperature: 0, logprobs: true, top_logprobs: 3 }),
+    afterAll(async () => {
+      await server?.stop()
     })
-    const body = await res.json()
-    expect(res.status, JSON.stringify(body)).toBe(200)
-    return {
-      text: body.choices[0].message.content,
-      logprobs: body.choices[0].logprobs,
-      promptTokens: body.usage.prompt_tokens,
-      cachedTokens: body.usage.prompt_tokens_details?.cached_tokens ?? 0,
+
+    async function ask(model: string, messages: Message[]): Promise<Answer> {
+      const res = await fetch(`${server.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ model, messages, max_tokens: MAX_TOKENS, temperature: 0, logprobs: true, top_logprobs: 3 }),
+      })
+      const body = await res.json()
+      expect(res.status, JSON.stringify(body)).toBe(200)
+      return {
+        text: body.choices[0].message.content,
+        logprobs: body.choices[0].logprobs,
+        promptTokens: body.usage.prompt_tokens,
+        cachedTokens: body.usage.prompt_tokens_details?.cached_tokens ?? 0,
+      }
     }
-  }
 
-  /** The model unloaded (llama-server saves its slots to the data folder), so the next request loads it again. */
-  async function unload(model: string): Promise<void> {
-    const res = await fetch(`${server.url}/api/generate`, { method: 'POST', headers, body: JSON.stringify({ model, prompt: '', keep_alive: 0 }) })
-    expect(res.status, await res.text()).toBe(200)
-  }
+    /** The model unloaded (llama-server saves its slots to the data folder), so the next request loads it again. */
+    async function unload(model: string): Promise<void> {
+      const res = await fetch(`${server.url}/api/generate`, { method: 'POST', headers, body: JSON.stringify({ model, prompt: '', keep_alive: 0 }) })
+      expect(res.status, await res.text()).toBe(200)
+    }
 
-  function expectSame(got: Answer, want: Answer, what: string): void {
-    expect(got.text, what).toBe(want.text)
-    expect(got.logprobs, `${what}: logprobs`).toEqual(want.logprobs)
-  }
+    function expectSame(got: Answer, want: Answer, what: string): void {
+      expect(got.text, what).toBe(want.text)
+      expect(got.logprobs, `${what}: logprobs`).toEqual(want.logprobs)
+    }
 
-  const first: Message[] = [
-    { role: 'system', content: SYSTEM },
-    { role: 'user', content: FIRST },
-  ]
-  const second: Message[] = [{ role: 'user', content: SECOND }]
+    const first: Message[] = [
+      { role: 'system', content: SYSTEM },
+      { role: 'user', content: FIRST },
+    ]
+    const second: Message[] = [{ role: 'user', content: SECOND }]
 
-  it.each(MODELS)('$type ($id): fresh, cached, beside another stream, split into turns, reloaded', async ({ id }) => {
-    const fresh = `${id}-fresh`
+    it.each(MODELS)(
+      '$type ($id): fresh, cached, beside another stream, split into turns, reloaded',
+      async ({ id }) => {
+        const fresh = `${id}-fresh`
 
-    // Fresh: the whole prompt in one batch.
-    const alone = await ask(id, first)
-    expect(alone.text.length).toBeGreaterThan(0)
-    expect(alone.cachedTokens).toBe(0)
-    expect(alone.promptTokens).toBeGreaterThan(200)
+        // Fresh: the whole prompt in one batch.
+        const alone = await ask(id, first)
+        expect(alone.text.length).toBeGreaterThan(0)
+        expect(alone.cachedTokens).toBe(0)
+        expect(alone.promptTokens).toBeGreaterThan(200)
 
-    // The same request again: read back from the slot's cache, its last prompt token computed alone.
-    const again = await ask(id, first)
-    expect(again.cachedTokens).toBeGreaterThan(alone.promptTokens / 2)
-    expectSame(again, alone, 'read back from the prompt cache')
+        // The same request again: read back from the slot's cache, its last prompt token computed alone.
+        const again = await ask(id, first)
+        expect(again.cachedTokens).toBeGreaterThan(alone.promptTokens / 2)
+        expectSame(again, alone, 'read back from the prompt cache')
 
-    // Two at once: the second request arrives while the first streams, so its prompt is read in a
-    // batch with the first's next token and the two then decode together.
-    const poem = fetch(`${server.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ model: id, messages: second, max_tokens: MAX_TOKENS, temperature: 0, logprobs: true, top_logprobs: 3, stream: true }),
-    })
-    const reader = (await poem).body!.getReader()
-    const decoder = new TextDecoder()
-    let streamed = decoder.decode((await reader.read()).value, { stream: true })
-    const beside = ask(id, first)
-    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) streamed += decoder.decode(chunk.value, { stream: true })
-    expectSame(await beside, alone, 'beside another stream')
-    const poemEvents = streamed
-      .split('\n')
-      .filter((line) => line.startsWith('data: ') && line !== 'data: [DONE]')
-      .map((line) => JSON.parse(line.slice('data: '.length)))
-    const poemText = poemEvents.map((e) => e.choices?.[0]?.delta?.content ?? '').join('')
-    const poemLogprobs = poemEvents.flatMap((e) => e.choices?.[0]?.logprobs?.content ?? [])
+        // Two at once: the second request arrives while the first streams, so its prompt is read in a
+        // batch with the first's next token and the two then decode together.
+        const poem = fetch(`${server.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ model: id, messages: second, max_tokens: MAX_TOKENS, temperature: 0, logprobs: true, top_logprobs: 3, stream: true }),
+        })
+        const reader = (await poem).body!.getReader()
+        const decoder = new TextDecoder()
+        let streamed = decoder.decode((await reader.read()).value, { stream: true })
+        const beside = ask(id, first)
+        for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) streamed += decoder.decode(chunk.value, { stream: true })
+        expectSame(await beside, alone, 'beside another stream')
+        const poemEvents = streamed
+          .split('\n')
+          .filter((line) => line.startsWith('data: ') && line !== 'data: [DONE]')
+          .map((line) => JSON.parse(line.slice('data: '.length)))
+        const poemText = poemEvents.map((e) => e.choices?.[0]?.delta?.content ?? '').join('')
+        const poemLogprobs = poemEvents.flatMap((e) => e.choices?.[0]?.logprobs?.content ?? [])
 
-    // A second turn: its first part is the first turn's, cached; computed whole by the other engine.
-    const turns: Message[] = [...first, { role: 'assistant', content: alone.text }, { role: 'user', content: NEXT_TURN }]
-    const byTurns = await ask(id, turns)
-    expect(byTurns.cachedTokens).toBeGreaterThan(alone.promptTokens / 2)
-    const whole = await ask(fresh, turns)
-    expect(whole.cachedTokens).toBe(0)
-    expectSame(byTurns, whole, 'a second turn on the cached first, against the conversation computed whole')
+        // A second turn: its first part is the first turn's, cached; computed whole by the other engine.
+        const turns: Message[] = [...first, { role: 'assistant', content: alone.text }, { role: 'user', content: NEXT_TURN }]
+        const byTurns = await ask(id, turns)
+        expect(byTurns.cachedTokens).toBeGreaterThan(alone.promptTokens / 2)
+        const whole = await ask(fresh, turns)
+        expect(whole.cachedTokens).toBe(0)
+        expectSame(byTurns, whole, 'a second turn on the cached first, against the conversation computed whole')
 
-    // The poem asked alone, on the engine that computed the conversation (its system prompt differs,
-    // so little is cached): the same as it was beside the other stream.
-    const poemAlone = await ask(fresh, second)
-    expect(poemText).toBe(poemAlone.text)
-    expect(poemLogprobs).toEqual((poemAlone.logprobs as { content: unknown[] }).content)
+        // The poem asked alone, on the engine that computed the conversation (its system prompt differs,
+        // so little is cached): the same as it was beside the other stream.
+        const poemAlone = await ask(fresh, second)
+        expect(poemText).toBe(poemAlone.text)
+        expect(poemLogprobs).toEqual((poemAlone.logprobs as { content: unknown[] }).content)
 
-    // Unloaded and loaded again: the slots come back from the data folder.
-    await unload(id)
-    expectSame(await ask(id, first), alone, 'read back from disk after a reload')
-    await unload(id)
-    await unload(fresh)
-  }, 120_000)
-})
+        // Unloaded and loaded again: the slots come back from the data folder.
+        await unload(id)
+        expectSame(await ask(id, first), alone, 'read back from disk after a reload')
+        await unload(id)
+        await unload(fresh)
+      },
+      120_000,
+    )
+  },
+)

@@ -31,8 +31,7 @@ afterAll(async () => {
   await server?.stop()
 })
 
-const get = (path: string, headers: Record<string, string> = {}) =>
-  fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${key}`, ...headers } })
+const get = (path: string, headers: Record<string, string> = {}) => fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${key}`, ...headers } })
 
 describe('GET /api/server', () => {
   it('says where the server listens, that it is local only, and where the key is', async () => {

@@ -75,7 +75,8 @@ async function judge(what: string, res: Response, body?: string): Promise<string
   tally.requests++
   tally.byStatus.set(String(res.status), (tally.byStatus.get(String(res.status)) ?? 0) + 1)
   if (res.ok) {
-    if (text.includes('"error"') && res.headers.get('content-type')?.startsWith('text/event-stream')) tally.unexpected.push(`${what}: stream error ${text.slice(-300)}`)
+    if (text.includes('"error"') && res.headers.get('content-type')?.startsWith('text/event-stream'))
+      tally.unexpected.push(`${what}: stream error ${text.slice(-300)}`)
     return text
   }
   let code: string | undefined
@@ -141,116 +142,123 @@ async function readStream(res: Response, abortAfterEvents?: number, controller?:
 }
 
 describe('soak', () => {
-  it(`serves ${SECONDS} s of mixed traffic within bounds`, async () => {
-    const pid = server.process.pid!
-    const started = Date.now()
-    const deadline = started + SECONDS * 1000
-    const samples: Array<{ t: number; rss: number; fds: number; engines: number[] }> = []
-    const sampler = setInterval(() => {
-      samples.push({ t: (Date.now() - started) / 1000, rss: residentBytes(pid) ?? 0, fds: openFileCount(pid) ?? 0, engines: engineProcessIds(pid) })
-    }, 1_000)
+  it(
+    `serves ${SECONDS} s of mixed traffic within bounds`,
+    async () => {
+      const pid = server.process.pid!
+      const started = Date.now()
+      const deadline = started + SECONDS * 1000
+      const samples: Array<{ t: number; rss: number; fds: number; engines: number[] }> = []
+      const sampler = setInterval(() => {
+        samples.push({ t: (Date.now() - started) / 1000, rss: residentBytes(pid) ?? 0, fds: openFileCount(pid) ?? 0, engines: engineProcessIds(pid) })
+      }, 1_000)
 
-    const clients = [
-      loop('chat', deadline, async (i) => {
-        await judge('chat', await post('/v1/chat/completions', chatBody(i)))
-      }),
-      loop('chat stream', deadline, async (i) => {
-        const res = await post('/v1/chat/completions', chatBody(i, { stream: true, stream_options: { include_usage: true } }))
-        await judge('chat stream', res, res.ok ? await readStream(res) : undefined)
-      }),
-      loop('chat stream, client leaves', deadline, async (i) => {
-        const controller = new AbortController()
-        const res = await post('/v1/chat/completions', chatBody(i, { stream: true, max_tokens: 400 }), server.apiKey, controller.signal)
-        if (!res.ok) return void (await judge('leaver', res))
-        tally.requests++
-        await readStream(res, 3 + (i % 5), controller)
-      }),
-      loop(
-        'vision',
-        deadline,
-        async (i) => {
-          const content = [{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${png.toString('base64')}` } }]
-          await judge('vision', await post('/v1/chat/completions', { model: 'chat', messages: [{ role: 'user', content }], max_tokens: 4 + (i % 4) }))
-        },
-        500,
-      ),
-      loop('embeddings', deadline, async (i) => {
-        const input = Array.from({ length: 1 + (i % 8) }, (_, k) => `sentence ${i} ${k} about a river and a town`)
-        await judge('embeddings', await post('/v1/embeddings', { model: 'bert', input, encoding_format: i % 2 ? 'base64' : 'float' }))
-      }),
-      loop('translation', deadline, async (i) => {
-        const form = new FormData()
-        form.append('model', 'whisper')
-        form.append('file', new Blob([new Uint8Array(AUDIO)]), 'speech.ogg')
-        if (i % 2) form.append('stream', 'true')
-        const res = await fetch(`${server.url}/v1/audio/translations`, { method: 'POST', headers: { authorization: `Bearer ${server.apiKey}` }, body: form })
-        await judge('translation', res)
-      }),
-      loop(
-        'listings',
-        deadline,
-        async (i) => {
-          const path = ['/v1/models', '/health', '/metrics', '/api/models', '/v1/models/chat'][i % 5]!
-          await judge(path, await fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${server.apiKey}` } }))
-        },
-        100,
-      ),
-      loop(
-        'limited key',
-        deadline,
-        async () => {
-          await judge('limited key', await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${limitedKey}` } }))
-        },
-        500,
-      ),
-      loop(
-        'burst',
-        deadline,
-        async (i) => {
-          // More at once than the chat model's slots plus its queue: some get 503 overloaded.
-          const burst = Array.from({ length: 12 }, (_, k) => post('/v1/chat/completions', chatBody(i * 12 + k, { max_tokens: 24 })))
-          await Promise.all(burst.map(async (r) => judge('burst', await r)))
-        },
-        4_000,
-      ),
-    ]
-    await Promise.all(clients)
-    // Let the last answers settle, then look once more.
-    await new Promise((r) => setTimeout(r, 2_000))
-    clearInterval(sampler)
-    const end = { rss: residentBytes(pid) ?? 0, fds: openFileCount(pid) ?? 0, engines: engineProcessIds(pid) }
+      const clients = [
+        loop('chat', deadline, async (i) => {
+          await judge('chat', await post('/v1/chat/completions', chatBody(i)))
+        }),
+        loop('chat stream', deadline, async (i) => {
+          const res = await post('/v1/chat/completions', chatBody(i, { stream: true, stream_options: { include_usage: true } }))
+          await judge('chat stream', res, res.ok ? await readStream(res) : undefined)
+        }),
+        loop('chat stream, client leaves', deadline, async (i) => {
+          const controller = new AbortController()
+          const res = await post('/v1/chat/completions', chatBody(i, { stream: true, max_tokens: 400 }), server.apiKey, controller.signal)
+          if (!res.ok) return void (await judge('leaver', res))
+          tally.requests++
+          await readStream(res, 3 + (i % 5), controller)
+        }),
+        loop(
+          'vision',
+          deadline,
+          async (i) => {
+            const content = [
+              { type: 'text', text: 'What is this?' },
+              { type: 'image_url', image_url: { url: `data:image/png;base64,${png.toString('base64')}` } },
+            ]
+            await judge('vision', await post('/v1/chat/completions', { model: 'chat', messages: [{ role: 'user', content }], max_tokens: 4 + (i % 4) }))
+          },
+          500,
+        ),
+        loop('embeddings', deadline, async (i) => {
+          const input = Array.from({ length: 1 + (i % 8) }, (_, k) => `sentence ${i} ${k} about a river and a town`)
+          await judge('embeddings', await post('/v1/embeddings', { model: 'bert', input, encoding_format: i % 2 ? 'base64' : 'float' }))
+        }),
+        loop('translation', deadline, async (i) => {
+          const form = new FormData()
+          form.append('model', 'whisper')
+          form.append('file', new Blob([new Uint8Array(AUDIO)]), 'speech.ogg')
+          if (i % 2) form.append('stream', 'true')
+          const res = await fetch(`${server.url}/v1/audio/translations`, { method: 'POST', headers: { authorization: `Bearer ${server.apiKey}` }, body: form })
+          await judge('translation', res)
+        }),
+        loop(
+          'listings',
+          deadline,
+          async (i) => {
+            const path = ['/v1/models', '/health', '/metrics', '/api/models', '/v1/models/chat'][i % 5]!
+            await judge(path, await fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${server.apiKey}` } }))
+          },
+          100,
+        ),
+        loop(
+          'limited key',
+          deadline,
+          async () => {
+            await judge('limited key', await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${limitedKey}` } }))
+          },
+          500,
+        ),
+        loop(
+          'burst',
+          deadline,
+          async (i) => {
+            // More at once than the chat model's slots plus its queue: some get 503 overloaded.
+            const burst = Array.from({ length: 12 }, (_, k) => post('/v1/chat/completions', chatBody(i * 12 + k, { max_tokens: 24 })))
+            await Promise.all(burst.map(async (r) => judge('burst', await r)))
+          },
+          4_000,
+        ),
+      ]
+      await Promise.all(clients)
+      // Let the last answers settle, then look once more.
+      await new Promise((r) => setTimeout(r, 2_000))
+      clearInterval(sampler)
+      const end = { rss: residentBytes(pid) ?? 0, fds: openFileCount(pid) ?? 0, engines: engineProcessIds(pid) }
 
-    const warm = samples.filter((s) => s.t >= Math.min(15, SECONDS / 4))
-    const baseline = warm[0] ?? samples[0]!
-    const maxRss = Math.max(...warm.map((s) => s.rss), end.rss)
-    const maxFds = Math.max(...warm.map((s) => s.fds), end.fds)
-    const statuses = [...tally.byStatus].map(([s, k]) => `${s}×${k}`).join(' ')
-    console.log(
-      `soak: ${tally.requests} requests in ${SECONDS} s (${statuses}; ${tally.disconnects} clients left mid-stream); ` +
-        `server RSS ${(baseline.rss / MB).toFixed(0)} MB after warm-up, max ${(maxRss / MB).toFixed(0)} MB, end ${(end.rss / MB).toFixed(0)} MB; ` +
-        `open files ${baseline.fds} after warm-up, max ${maxFds}, end ${end.fds}; engines ${end.engines.length}`,
-    )
+      const warm = samples.filter((s) => s.t >= Math.min(15, SECONDS / 4))
+      const baseline = warm[0] ?? samples[0]!
+      const maxRss = Math.max(...warm.map((s) => s.rss), end.rss)
+      const maxFds = Math.max(...warm.map((s) => s.fds), end.fds)
+      const statuses = [...tally.byStatus].map(([s, k]) => `${s}×${k}`).join(' ')
+      console.log(
+        `soak: ${tally.requests} requests in ${SECONDS} s (${statuses}; ${tally.disconnects} clients left mid-stream); ` +
+          `server RSS ${(baseline.rss / MB).toFixed(0)} MB after warm-up, max ${(maxRss / MB).toFixed(0)} MB, end ${(end.rss / MB).toFixed(0)} MB; ` +
+          `open files ${baseline.fds} after warm-up, max ${maxFds}, end ${end.fds}; engines ${end.engines.length}`,
+      )
 
-    expect(tally.unexpected.slice(0, 20)).toEqual([])
-    expect(tally.requests).toBeGreaterThan(SECONDS * 5)
-    expect(tally.byStatus.get('200') ?? 0).toBeGreaterThan(SECONDS * 4)
-    // The same three engines from warm-up to the end: none crashed, none was replaced.
-    expect(baseline.engines).toHaveLength(3)
-    for (const s of warm) expect(s.engines).toEqual(baseline.engines)
-    expect(end.engines).toEqual(baseline.engines)
-    expect(maxRss - baseline.rss).toBeLessThan(RSS_GROWTH_BOUND)
-    expect(maxFds - baseline.fds).toBeLessThan(FD_GROWTH_BOUND)
-    expect(end.fds - baseline.fds).toBeLessThan(10)
+      expect(tally.unexpected.slice(0, 20)).toEqual([])
+      expect(tally.requests).toBeGreaterThan(SECONDS * 5)
+      expect(tally.byStatus.get('200') ?? 0).toBeGreaterThan(SECONDS * 4)
+      // The same three engines from warm-up to the end: none crashed, none was replaced.
+      expect(baseline.engines).toHaveLength(3)
+      for (const s of warm) expect(s.engines).toEqual(baseline.engines)
+      expect(end.engines).toEqual(baseline.engines)
+      expect(maxRss - baseline.rss).toBeLessThan(RSS_GROWTH_BOUND)
+      expect(maxFds - baseline.fds).toBeLessThan(FD_GROWTH_BOUND)
+      expect(end.fds - baseline.fds).toBeLessThan(10)
 
-    // Still answering, and the metrics saw the traffic.
-    expect((await post('/v1/chat/completions', chatBody(0))).status).toBe(200)
-    const metrics = await (await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${server.apiKey}` } })).text()
-    expect(metrics).toMatch(/^hearth_audio_seconds_total\{model="whisper"\} [1-9]/m)
-    expect(metrics).toMatch(/^hearth_tokens_total\{model="chat",type="completion"\} [1-9]/m)
-    expect(metrics).toMatch(/^hearth_http_requests_total\{method="POST",route="\/v1\/chat\/completions",status="503"\} [1-9]/m)
-    // When it stops, no engine process is left behind.
-    await server.stop()
-    await new Promise((r) => setTimeout(r, 500))
-    for (const engine of end.engines) expect(isRunning(engine), `engine ${engine} still running`).toBe(false)
-  }, (SECONDS + 90) * 1000)
+      // Still answering, and the metrics saw the traffic.
+      expect((await post('/v1/chat/completions', chatBody(0))).status).toBe(200)
+      const metrics = await (await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${server.apiKey}` } })).text()
+      expect(metrics).toMatch(/^hearth_audio_seconds_total\{model="whisper"\} [1-9]/m)
+      expect(metrics).toMatch(/^hearth_tokens_total\{model="chat",type="completion"\} [1-9]/m)
+      expect(metrics).toMatch(/^hearth_http_requests_total\{method="POST",route="\/v1\/chat\/completions",status="503"\} [1-9]/m)
+      // When it stops, no engine process is left behind.
+      await server.stop()
+      await new Promise((r) => setTimeout(r, 500))
+      for (const engine of end.engines) expect(isRunning(engine), `engine ${engine} still running`).toBe(false)
+    },
+    (SECONDS + 90) * 1000,
+  )
 })

@@ -47,7 +47,9 @@ describeIf(stories, 'needs the shared fixtures (../shared/fixtures)')('stories26
     expect(words.length).toBeGreaterThan(8)
     // TinyStories vocabulary: most words are common English story words.
     const common = new Set(
-      'a the and was he she they it to of in on saw big little day said his her with is were had very an ran so went happy wanted one time there once upon girl boy mom friend play bird tree park asked jack'.split(' '),
+      'a the and was he she they it to of in on saw big little day said his her with is were had very an ran so went happy wanted one time there once upon girl boy mom friend play bird tree park asked jack'.split(
+        ' ',
+      ),
     )
     expect(words.filter((w) => common.has(w)).length / words.length).toBeGreaterThan(0.3)
     expect(a.usage!.prompt_tokens).toBe(46)

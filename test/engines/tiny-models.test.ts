@@ -96,7 +96,10 @@ describeIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('ti
 
       const url = `data:image/png;base64,${readFileSync(pngPath).toString('base64')}`
       const ask = (content: unknown) => post(server, '/v1/chat/completions', { messages: [{ role: 'user', content }], max_tokens: 8, temperature: 0 })
-      const withImage = await ask([{ type: 'image_url', image_url: { url } }, { type: 'text', text: 'Describe it.' }])
+      const withImage = await ask([
+        { type: 'image_url', image_url: { url } },
+        { type: 'text', text: 'Describe it.' },
+      ])
       const textOnly = await ask([{ type: 'text', text: 'Describe it.' }])
       expect(withImage.choices[0].message.content.trim().length).toBeGreaterThan(0)
       expect(withImage.usage.prompt_tokens).toBeGreaterThan(textOnly.usage.prompt_tokens)

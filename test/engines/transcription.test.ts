@@ -32,7 +32,12 @@ beforeAll(async () => {
   writeTinyLlama(join(modelsDir, 'tiny-chat.gguf'), { contextLength: 512 })
   writeFileSync(
     join(modelsDir, 'models.json'),
-    JSON.stringify({ models: [{ id: WHISPER, file: 'ggml-tiny-whisper.bin' }, { id: 'chat-tiny', file: 'tiny-chat.gguf' }] }),
+    JSON.stringify({
+      models: [
+        { id: WHISPER, file: 'ggml-tiny-whisper.bin' },
+        { id: 'chat-tiny', file: 'tiny-chat.gguf' },
+      ],
+    }),
   )
   server = await startTestServer({ modelsDir, args: ['--max-audio-minutes', String(MAX_AUDIO_MINUTES)] })
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: server.apiKey, maxRetries: 0 })
@@ -78,7 +83,7 @@ describe('through the official openai client', () => {
     )
   })
 
-  it('verbose_json: segments with the engine\'s tokens and probabilities, and word timings when asked', async () => {
+  it("verbose_json: segments with the engine's tokens and probabilities, and word timings when asked", async () => {
     const verbose = await client.audio.transcriptions.create({
       model: WHISPER,
       file: await toFile(speech(), 'speech.flac'),
@@ -112,7 +117,12 @@ describe('through the official openai client', () => {
   it('include logprobs: every token with its log probability, adding up to the text', async () => {
     const json = await client.audio.transcriptions.create({ model: WHISPER, file: await toFile(speech(), 'speech.flac'), include: ['logprobs'] })
     expect(json.text).toBe(EXPECTED_TEXT)
-    expect(json.logprobs!.map((l) => l.token).join('').trim()).toBe(EXPECTED_TEXT)
+    expect(
+      json
+        .logprobs!.map((l) => l.token)
+        .join('')
+        .trim(),
+    ).toBe(EXPECTED_TEXT)
     for (const entry of json.logprobs!) {
       expect(entry.logprob).toBeLessThanOrEqual(0)
       expect(entry.bytes).toEqual([...Buffer.from(entry.token!, 'utf8')])

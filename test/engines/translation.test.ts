@@ -17,7 +17,9 @@ import { postJson, PROJECT_ROOT, readResponse, startTestServer, type TestServer 
 import { writeTinyBert, writeTinyLlama, writeTinyWhisper } from '../support/tiny-models.ts'
 
 const FIXTURES = join(PROJECT_ROOT, 'test/fixtures/audio')
-const FIXTURE_NAMES = readdirSync(FIXTURES).filter((n) => n.startsWith('speech')).sort()
+const FIXTURE_NAMES = readdirSync(FIXTURES)
+  .filter((n) => n.startsWith('speech'))
+  .sort()
 const SPEECH_SECONDS = 2.37
 const WHISPER = 'whisper-tiny'
 const EXPECTED_TEXT = 'hello world.'
@@ -128,13 +130,49 @@ describe('requests refused before any audio reaches the engine', () => {
     ['temperature above 1', { file: speech, fields: { model: WHISPER, temperature: '1.5' } }, 400, 'invalid_value', 'temperature'],
     ['temperature not a number', { file: speech, fields: { model: WHISPER, temperature: 'warm' } }, 400, 'invalid_value', 'temperature'],
     ['stream not a boolean', { file: speech, fields: { model: WHISPER, stream: 'sure' } }, 400, 'invalid_value', 'stream'],
-    ['stream_options without stream', { file: speech, fields: { model: WHISPER, 'stream_options[include_usage]': 'true' } }, 400, 'invalid_value', 'stream_options'],
-    ['stream_options that is not JSON', { file: speech, fields: { model: WHISPER, stream: 'true', stream_options: 'usage' } }, 400, 'invalid_value', 'stream_options'],
+    [
+      'stream_options without stream',
+      { file: speech, fields: { model: WHISPER, 'stream_options[include_usage]': 'true' } },
+      400,
+      'invalid_value',
+      'stream_options',
+    ],
+    [
+      'stream_options that is not JSON',
+      { file: speech, fields: { model: WHISPER, stream: 'true', stream_options: 'usage' } },
+      400,
+      'invalid_value',
+      'stream_options',
+    ],
     ['an empty file', { file: { bytes: new Uint8Array(0) }, fields: { model: WHISPER } }, 400, 'unsupported_audio_format', 'file'],
-    ['a truncated MP3', { file: { bytes: fixture('speech.mp3').subarray(0, 5000), name: 'speech.mp3', type: 'audio/mpeg' }, fields: { model: WHISPER } }, 400, 'unsupported_audio_format', 'file'],
-    ['a truncated WAV', { file: { bytes: fixture('speech-s16.wav').subarray(0, 30000), name: 'a.wav', type: 'audio/wav' }, fields: { model: WHISPER } }, 400, 'unsupported_audio_format', 'file'],
-    ['a PNG named .mp3', { file: { bytes: pngFile(), name: 'song.mp3', type: 'audio/mpeg' }, fields: { model: WHISPER } }, 400, 'unsupported_audio_format', 'file'],
-    ['text', { file: { bytes: Buffer.from('just some text, not audio at all'), name: 'a.wav' }, fields: { model: WHISPER } }, 400, 'unsupported_audio_format', 'file'],
+    [
+      'a truncated MP3',
+      { file: { bytes: fixture('speech.mp3').subarray(0, 5000), name: 'speech.mp3', type: 'audio/mpeg' }, fields: { model: WHISPER } },
+      400,
+      'unsupported_audio_format',
+      'file',
+    ],
+    [
+      'a truncated WAV',
+      { file: { bytes: fixture('speech-s16.wav').subarray(0, 30000), name: 'a.wav', type: 'audio/wav' }, fields: { model: WHISPER } },
+      400,
+      'unsupported_audio_format',
+      'file',
+    ],
+    [
+      'a PNG named .mp3',
+      { file: { bytes: pngFile(), name: 'song.mp3', type: 'audio/mpeg' }, fields: { model: WHISPER } },
+      400,
+      'unsupported_audio_format',
+      'file',
+    ],
+    [
+      'text',
+      { file: { bytes: Buffer.from('just some text, not audio at all'), name: 'a.wav' }, fields: { model: WHISPER } },
+      400,
+      'unsupported_audio_format',
+      'file',
+    ],
   ]
   it.each(cases)('%s', async (_name, upload, status, code, param) => {
     const res = await translate(upload)
@@ -225,7 +263,12 @@ describe('through the official openai client', () => {
   })
 
   it('sends the raw content types for text formats', async () => {
-    for (const [format, type] of [['text', 'text/plain'], ['srt', 'application/x-subrip'], ['vtt', 'text/vtt'], ['json', 'application/json']]) {
+    for (const [format, type] of [
+      ['text', 'text/plain'],
+      ['srt', 'application/x-subrip'],
+      ['vtt', 'text/vtt'],
+      ['json', 'application/json'],
+    ]) {
       const res = await translate({ file: { bytes: fixture('speech.webm') }, fields: { model: WHISPER, response_format: format! } })
       expect(res.status).toBe(200)
       expect(res.headers.get('content-type')).toBe(`${type}; charset=utf-8`)

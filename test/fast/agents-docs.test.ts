@@ -29,7 +29,14 @@ function documented(id: string): Map<string, string> {
 /** What the launch gives the agent, as the docs write it: each config file by name, and the command line. */
 function rendered(agent: AgentSetup): Map<string, string> {
   const dir = mkdtempSync(join(tmpdir(), `hearth-docs-${agent.id}-`))
-  const launch = agent.launch({ url: 'http://127.0.0.1:8181', key: '$KEY', model: 'qwen2.5-coder-7b', contextLength: 32768, maxCompletionTokens: 8192, configDir: dir })
+  const launch = agent.launch({
+    url: 'http://127.0.0.1:8181',
+    key: '$KEY',
+    model: 'qwen2.5-coder-7b',
+    contextLength: 32768,
+    maxCompletionTokens: 8192,
+    configDir: dir,
+  })
   const files = readdirSync(dir, { recursive: true, encoding: 'utf8' })
     .filter((f) => /\.(json|ya?ml)$/.test(f))
     .sort()

@@ -150,9 +150,7 @@ describe('sniffAudioFormat', () => {
   })
 
   it('reads 64-bit float WAV, FLAC behind an ID3v2 tag and MPEG-2 program streams', async () => {
-    expect(sniffAudioFormat(wavFile(new Float32Array(100), { sampleRate: 22_050, encoding: 'float', bitsPerSample: 64 }))).toEqual(
-      wav('pcm-float', 64, 22_050),
-    )
+    expect(sniffAudioFormat(wavFile(new Float32Array(100), { sampleRate: 22_050, encoding: 'float', bitsPerSample: 64 }))).toEqual(wav('pcm-float', 64, 22_050))
     expect(sniffAudioFormat(withId3v2Tag(await readFixture('speech.flac')))).toEqual({ container: 'flac', codec: 'flac' })
     expect(sniffAudioFormat(mpeg2ProgramStream(await readFixture('speech.mpga')))).toEqual({ container: 'mpeg-ps', codec: 'mpeg-audio' })
   })

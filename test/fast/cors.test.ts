@@ -61,7 +61,13 @@ describe('allowed origins', () => {
 
 describe('other origins', () => {
   it('refuses their preflights with 403 and the error body, and no CORS headers', async () => {
-    for (const origin of ['https://evil.example', 'http://localhost.evil.example:3000', 'http://localhost:80@evil.example', 'https://app.example.com.evil.example', 'null']) {
+    for (const origin of [
+      'https://evil.example',
+      'http://localhost.evil.example:3000',
+      'http://localhost:80@evil.example',
+      'https://app.example.com.evil.example',
+      'null',
+    ]) {
       const res = await preflight(server, origin)
       expect(res.status, origin).toBe(403)
       expect(res.headers.get('access-control-allow-origin')).toBeNull()
@@ -99,7 +105,16 @@ describe('origin patterns', () => {
     for (const o of ['chrome-extension://abc', 'http://localhost:1', 'https://a.example.com', 'https://a.b.example.com', 'moz-extension://1234']) {
       expect(allowed(o), o).toBe(true)
     }
-    for (const o of ['chrome-extension://', 'http://localhost', 'http://localhost:1/x', 'http://localhost:1@evil', 'https://example.com', 'https://evil.com/.example.com', 'moz-extension://12345', 'https://evil.com#.example.com']) {
+    for (const o of [
+      'chrome-extension://',
+      'http://localhost',
+      'http://localhost:1/x',
+      'http://localhost:1@evil',
+      'https://example.com',
+      'https://evil.com/.example.com',
+      'moz-extension://12345',
+      'https://evil.com#.example.com',
+    ]) {
       expect(allowed(o), o).toBe(false)
     }
     expect(originMatcher(['*'])('https://anything.example')).toBe(true)

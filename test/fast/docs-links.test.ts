@@ -10,7 +10,13 @@ import { describe, expect, it } from 'vitest'
 const ROOT = resolve(import.meta.dirname, '../..')
 const README_MAX_LINES = 200
 
-const FILES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)]
+const FILES = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => `docs/${f}`),
+]
 
 interface Link {
   line: number
@@ -127,8 +133,14 @@ describe('documentation links', () => {
     const pages = FILES.filter((f) => f.startsWith('docs/') && f !== 'docs/README.md')
     const fromIndex = new Set(linksOf('docs/README.md').map((l) => `docs/${l.target.split('#')[0]}`))
     const fromReadme = new Set(linksOf('README.md').map((l) => l.target.split('#')[0]))
-    expect(pages.filter((p) => !fromIndex.has(p)), 'pages missing from the index in docs/README.md').toEqual([])
-    expect(pages.filter((p) => !fromReadme.has(p)), "pages missing from README.md's Documentation section").toEqual([])
+    expect(
+      pages.filter((p) => !fromIndex.has(p)),
+      'pages missing from the index in docs/README.md',
+    ).toEqual([])
+    expect(
+      pages.filter((p) => !fromReadme.has(p)),
+      "pages missing from README.md's Documentation section",
+    ).toEqual([])
   })
 
   it.each(FILES)('%s: every relative link leads to a file, and every #anchor to a heading there', (file) => {

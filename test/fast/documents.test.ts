@@ -204,7 +204,12 @@ describe('the store', () => {
     const added = []
     for (let i = 0; i < 4; i++) added.push(await store.add({ ...doc, name: `${i}.txt` }, `text ${i}`, Buffer.from(`${i}`)))
     expect(store.get(added[0]!.id)).toBeUndefined()
-    expect(readdirSync(dir).sort()).toEqual(added.slice(1).map((d) => d.id).sort())
+    expect(readdirSync(dir).sort()).toEqual(
+      added
+        .slice(1)
+        .map((d) => d.id)
+        .sort(),
+    )
     const reopened = await DocumentStore.open(dir, { maxDocuments: 3, maxBytes: 1e9 })
     expect(reopened.list().map((d) => d.name)).toEqual(['1.txt', '2.txt', '3.txt'])
     expect(await reopened.text(added[3]!.id)).toBe('text 3')
@@ -243,7 +248,9 @@ const bagOfWords: Script = (job, context) => {
   const dimensions = 64
   const vectors = new Float32Array(job.inputs.length * dimensions)
   job.inputs.forEach((input, i) => {
-    for (const word of String(input).toLowerCase().match(/[a-z]+/g) ?? []) {
+    for (const word of String(input)
+      .toLowerCase()
+      .match(/[a-z]+/g) ?? []) {
       if (STOP_WORDS.has(word)) continue
       let h = 0
       for (const c of word) h = (h * 31 + c.charCodeAt(0)) >>> 0
@@ -273,7 +280,18 @@ const citing: Script = (job, context) => {
   if (job.type !== 'chat') return bagOfWords(job, context)
   const text = 'Alpha is [1], beta is [2]; [9] names nothing.'
   context.emit({ type: 'text', text })
-  return { type: 'chat', text, reasoning: '', toolCalls: [], logprobs: undefined, finishReason: 'stop', reasoningTokens: 0, promptTokens: 7, completionTokens: 12, timings: { promptMs: 1, promptPerSecond: 7000, predictedMs: 5, predictedPerSecond: 1000 } }
+  return {
+    type: 'chat',
+    text,
+    reasoning: '',
+    toolCalls: [],
+    logprobs: undefined,
+    finishReason: 'stop',
+    reasoningTokens: 0,
+    promptTokens: 7,
+    completionTokens: 12,
+    timings: { promptMs: 1, promptPerSecond: 7000, predictedMs: 5, predictedPerSecond: 1000 },
+  }
 }
 
 /** The user message the engine was given last. */
@@ -293,7 +311,15 @@ describe('/v1/files and documents in chats', () => {
     modelsDir = mkdtempSync(join(tmpdir(), 'hearth-documents-'))
     writeTinyLlama(join(modelsDir, 'tiny.gguf'), { contextLength: 2048 })
     writeTinyBert(join(modelsDir, 'bert.gguf'), { contextLength: 512 })
-    writeFileSync(join(modelsDir, 'models.json'), JSON.stringify({ models: [{ id: 'tiny', file: 'tiny.gguf' }, { id: 'bert', file: 'bert.gguf' }] }))
+    writeFileSync(
+      join(modelsDir, 'models.json'),
+      JSON.stringify({
+        models: [
+          { id: 'tiny', file: 'tiny.gguf' },
+          { id: 'bert', file: 'bert.gguf' },
+        ],
+      }),
+    )
     const bareModelsDir = mkdtempSync(join(tmpdir(), 'hearth-documents-bare-'))
     writeTinyLlama(join(bareModelsDir, 'tiny.gguf'), { contextLength: 2048 })
     server = await startInProcessServer({ modelsDir, script: citing })
@@ -316,8 +342,21 @@ describe('/v1/files and documents in chats', () => {
   it('keeps PDF, Word, text and Markdown files through the official client: upload, list, get, content, delete', async () => {
     const pdfBytes = minimalPdf([['One.'], ['Two.'], ['Three.']])
     const pdf = await client.files.create({ file: await toFile(pdfBytes, 'paper.pdf'), purpose: 'user_data' })
-    expect(pdf).toEqual({ id: expect.stringMatching(/^file-[0-9a-f]{24}$/), object: 'file', bytes: pdfBytes.length, created_at: expect.any(Number), expires_at: null, filename: 'paper.pdf', purpose: 'user_data', status: 'processed', status_details: null })
-    const docx = await client.files.create({ file: await toFile(minimalDocx(['Dear reader,', 'Goodbye.']), 'C:\\Users\\me\\letter.docx'), purpose: 'assistants' })
+    expect(pdf).toEqual({
+      id: expect.stringMatching(/^file-[0-9a-f]{24}$/),
+      object: 'file',
+      bytes: pdfBytes.length,
+      created_at: expect.any(Number),
+      expires_at: null,
+      filename: 'paper.pdf',
+      purpose: 'user_data',
+      status: 'processed',
+      status_details: null,
+    })
+    const docx = await client.files.create({
+      file: await toFile(minimalDocx(['Dear reader,', 'Goodbye.']), 'C:\\Users\\me\\letter.docx'),
+      purpose: 'assistants',
+    })
     expect(docx).toMatchObject({ filename: 'letter.docx', purpose: 'assistants' })
     const note = await client.files.create({ file: await toFile(Buffer.from('# Hi'), 'a.md'), purpose: 'user_data' })
 
@@ -337,7 +376,7 @@ describe('/v1/files and documents in chats', () => {
     expect((await client.files.delete(note.id).catch((e: unknown) => e)) instanceof OpenAI.NotFoundError).toBe(true)
   })
 
-  it("lets each key see only the files it uploaded, in lists, reads and chats", async () => {
+  it('lets each key see only the files it uploaded, in lists, reads and chats', async () => {
     const made = await postJson(server, '/api/keys', { label: 'robot' })
     expect(made.status).toBe(201)
     const robot = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: made.json.key, maxRetries: 0 })
@@ -346,7 +385,10 @@ describe('/v1/files and documents in chats', () => {
     expect((await client.files.list()).data.map((f) => f.id)).not.toContain(mine.id)
     expect(await client.files.retrieve(mine.id).catch((e: unknown) => e)).toBeInstanceOf(OpenAI.NotFoundError)
     expect(await client.files.delete(mine.id).catch((e: unknown) => e)).toBeInstanceOf(OpenAI.NotFoundError)
-    const borrowed = await postJson(server, '/v1/chat/completions', { model: 'tiny', messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: mine.id } }] }] })
+    const borrowed = await postJson(server, '/v1/chat/completions', {
+      model: 'tiny',
+      messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: mine.id } }] }],
+    })
     expect([borrowed.status, borrowed.json.error.code]).toEqual([404, 'file_not_found'])
     expect((await robot.files.retrieve(mine.id)).filename).toBe('robot.txt')
   })
@@ -377,7 +419,16 @@ describe('/v1/files and documents in chats', () => {
     const b = await client.files.create({ file: await toFile(Buffer.from('Beta facts.'), 'b.txt'), purpose: 'user_data' })
     const response = await client.responses.create({
       model: 'tiny',
-      input: [{ role: 'user', content: [{ type: 'input_file', file_id: a.id }, { type: 'input_file', file_id: b.id }, { type: 'input_text', text: 'What are the facts?' }] }],
+      input: [
+        {
+          role: 'user',
+          content: [
+            { type: 'input_file', file_id: a.id },
+            { type: 'input_file', file_id: b.id },
+            { type: 'input_text', text: 'What are the facts?' },
+          ],
+        },
+      ],
     })
     const question = lastQuestion(server)
     expect(question).toContain('[1] a.txt\nAlpha facts.')
@@ -392,12 +443,42 @@ describe('/v1/files and documents in chats', () => {
     ])
 
     // Asked for, the texts the model was given come first, as a file search's results.
-    const shown = await client.responses.create({ model: 'tiny', include: ['file_search_call.results'], input: [{ role: 'user', content: [{ type: 'input_file', file_id: a.id }, { type: 'input_text', text: 'And?' }] }] })
-    expect(shown.output[0]).toEqual({ type: 'file_search_call', id: expect.stringMatching(/^fs_/), status: 'completed', queries: [], results: [{ file_id: a.id, filename: 'a.txt', text: 'Alpha facts.', score: null, attributes: { citation: 1 } }] })
+    const shown = await client.responses.create({
+      model: 'tiny',
+      include: ['file_search_call.results'],
+      input: [
+        {
+          role: 'user',
+          content: [
+            { type: 'input_file', file_id: a.id },
+            { type: 'input_text', text: 'And?' },
+          ],
+        },
+      ],
+    })
+    expect(shown.output[0]).toEqual({
+      type: 'file_search_call',
+      id: expect.stringMatching(/^fs_/),
+      status: 'completed',
+      queries: [],
+      results: [{ file_id: a.id, filename: 'a.txt', text: 'Alpha facts.', score: null, attributes: { citation: 1 } }],
+    })
     expect(response.output.some((i) => i.type === 'file_search_call')).toBe(false)
 
     // Streamed, the same citations come as their own events before the text is done.
-    const stream = await client.responses.create({ model: 'tiny', stream: true, input: [{ role: 'user', content: [{ type: 'input_file', file_id: a.id }, { type: 'input_text', text: 'And now?' }] }] })
+    const stream = await client.responses.create({
+      model: 'tiny',
+      stream: true,
+      input: [
+        {
+          role: 'user',
+          content: [
+            { type: 'input_file', file_id: a.id },
+            { type: 'input_text', text: 'And now?' },
+          ],
+        },
+      ],
+    })
     const events = []
     for await (const event of stream) events.push(event)
     const added = events.filter((e) => e.type === 'response.output_text.annotation.added')
@@ -411,10 +492,20 @@ describe('/v1/files and documents in chats', () => {
     const pdf = minimalPdf([['Alpha facts, in a PDF.']])
     const b = await client.files.create({ file: await toFile(Buffer.from('Beta facts.'), 'b.txt'), purpose: 'user_data' })
     const documents = [
-      { type: 'document' as const, source: { type: 'base64' as const, media_type: 'application/pdf' as const, data: pdf.toString('base64') }, title: 'Alpha report', citations: { enabled: true } },
+      {
+        type: 'document' as const,
+        source: { type: 'base64' as const, media_type: 'application/pdf' as const, data: pdf.toString('base64') },
+        title: 'Alpha report',
+        citations: { enabled: true },
+      },
       { type: 'document' as const, source: { type: 'file' as const, file_id: b.id }, title: 'Beta notes', citations: { enabled: true } },
     ]
-    const message = await anthropic.beta.messages.create({ model: 'tiny', max_tokens: 50, betas: ['files-api-2025-04-14'], messages: [{ role: 'user', content: [...documents, { type: 'text', text: 'What are the facts?' }] }] } as never) as unknown as Anthropic.Beta.BetaMessage
+    const message = (await anthropic.beta.messages.create({
+      model: 'tiny',
+      max_tokens: 50,
+      betas: ['files-api-2025-04-14'],
+      messages: [{ role: 'user', content: [...documents, { type: 'text', text: 'What are the facts?' }] }],
+    } as never)) as unknown as Anthropic.Beta.BetaMessage
     const question = lastQuestion(server)
     expect(question).toContain('Alpha facts, in a PDF.')
     // A file by id keeps the name it was uploaded under; its title names it in the citations.
@@ -422,31 +513,68 @@ describe('/v1/files and documents in chats', () => {
     // 'Alpha is [1], beta is [2]; [9] names nothing.' cut after each citation.
     const blocks = message.content as Anthropic.Beta.BetaTextBlock[]
     expect(blocks.map((b) => b.text)).toEqual(['Alpha is [1]', ', beta is [2]', '; [9] names nothing.'])
-    expect(blocks[0]!.citations).toEqual([{ type: 'char_location', cited_text: 'Alpha facts, in a PDF.', document_index: 0, document_title: 'Alpha report', start_char_index: 0, end_char_index: 22 }])
-    expect(blocks[1]!.citations).toEqual([expect.objectContaining({ type: 'char_location', cited_text: 'Beta facts.', document_index: 1, document_title: 'Beta notes' })])
+    expect(blocks[0]!.citations).toEqual([
+      {
+        type: 'char_location',
+        cited_text: 'Alpha facts, in a PDF.',
+        document_index: 0,
+        document_title: 'Alpha report',
+        start_char_index: 0,
+        end_char_index: 22,
+      },
+    ])
+    expect(blocks[1]!.citations).toEqual([
+      expect.objectContaining({ type: 'char_location', cited_text: 'Beta facts.', document_index: 1, document_title: 'Beta notes' }),
+    ])
     expect(blocks[2]!.citations ?? []).toEqual([])
 
     // Streamed: the text as it comes, its citations closing the block.
-    const stream = anthropic.beta.messages.stream({ model: 'tiny', max_tokens: 50, betas: ['files-api-2025-04-14'], messages: [{ role: 'user', content: [...documents, { type: 'text', text: 'Again?' }] }] } as never)
+    const stream = anthropic.beta.messages.stream({
+      model: 'tiny',
+      max_tokens: 50,
+      betas: ['files-api-2025-04-14'],
+      messages: [{ role: 'user', content: [...documents, { type: 'text', text: 'Again?' }] }],
+    } as never)
     const final = await stream.finalMessage()
     const text = final.content[0] as Anthropic.Beta.BetaTextBlock
     expect(text.text).toBe('Alpha is [1], beta is [2]; [9] names nothing.')
     expect(text.citations?.map((c) => (c as { document_index: number }).document_index)).toEqual([0, 1])
 
     // Without citations asked for, a text document is read as it is, and nothing is cited.
-    const plain = await anthropic.messages.create({ model: 'tiny', max_tokens: 50, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'Gamma facts.' } }, { type: 'text', text: 'Gamma?' }] }] })
+    const plain = await anthropic.messages.create({
+      model: 'tiny',
+      max_tokens: 50,
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'Gamma facts.' } },
+            { type: 'text', text: 'Gamma?' },
+          ],
+        },
+      ],
+    })
     expect(lastQuestion(server)).toContain('Gamma facts.')
     expect((plain.content[0] as Anthropic.TextBlock).citations ?? null).toBeNull()
     // count_tokens reads the documents too.
-    const counted = await anthropic.messages.countTokens({ model: 'tiny', messages: [{ role: 'user', content: [documents[0]!, { type: 'text', text: 'Count?' }] }] })
+    const counted = await anthropic.messages.countTokens({
+      model: 'tiny',
+      messages: [{ role: 'user', content: [documents[0]!, { type: 'text', text: 'Count?' }] }],
+    })
     expect(counted.input_tokens).toBeGreaterThan(0)
   })
 
   it("refuses the document blocks it cannot read, naming Anthropic's field", async () => {
     const anthropic = new Anthropic({ baseURL: server.url, apiKey: server.apiKey, maxRetries: 0 })
-    const refused = async (block: object) => (await anthropic.messages.create({ model: 'tiny', max_tokens: 5, messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }, block as never] }] }).catch((e: unknown) => e)) as InstanceType<typeof Anthropic.APIError>
+    const refused = async (block: object) =>
+      (await anthropic.messages
+        .create({ model: 'tiny', max_tokens: 5, messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }, block as never] }] })
+        .catch((e: unknown) => e)) as InstanceType<typeof Anthropic.APIError>
     const url = await refused({ type: 'document', source: { type: 'url', url: 'https://example.com/a.pdf' } })
-    expect([url.status, url.error]).toEqual([400, { type: 'error', error: { type: 'invalid_request_error', message: expect.stringContaining('fetches nothing from the network') } }])
+    expect([url.status, url.error]).toEqual([
+      400,
+      { type: 'error', error: { type: 'invalid_request_error', message: expect.stringContaining('fetches nothing from the network') } },
+    ])
     const image = await refused({ type: 'document', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } })
     expect(image.status).toBe(400)
     expect(image.message).toContain('messages[0].content[1].source.media_type')
@@ -459,11 +587,33 @@ describe('/v1/files and documents in chats', () => {
     const data = `data:text/plain;base64,${Buffer.from('Gamma facts, sent inline.').toString('base64')}`
     const before = (await client.files.list()).data.length
     for (let turn = 0; turn < 2; turn++) {
-      const chat = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: data, filename: 'gamma.txt' } }, { type: 'text', text: 'Gamma?' }] }] })
+      const chat = await client.chat.completions.create({
+        model: 'tiny',
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'file', file: { file_data: data, filename: 'gamma.txt' } },
+              { type: 'text', text: 'Gamma?' },
+            ],
+          },
+        ],
+      })
       expect(chat.choices[0]!.message.content).toContain('[1]')
       expect(lastQuestion(server)).toContain('[1] gamma.txt\nGamma facts, sent inline.')
     }
-    const response = await client.responses.create({ model: 'tiny', input: [{ role: 'user', content: [{ type: 'input_file', file_data: data, filename: 'gamma.txt' }, { type: 'input_text', text: 'Gamma?' }] }] })
+    const response = await client.responses.create({
+      model: 'tiny',
+      input: [
+        {
+          role: 'user',
+          content: [
+            { type: 'input_file', file_data: data, filename: 'gamma.txt' },
+            { type: 'input_text', text: 'Gamma?' },
+          ],
+        },
+      ],
+    })
     const files = (await client.files.list()).data
     expect(files.length).toBe(before + 1)
     const items = await client.responses.inputItems.list(response.id)
@@ -477,7 +627,18 @@ describe('/v1/files and documents in chats', () => {
   it('retrieves the part of a long document that answers the question, within the counted budget, and embeds it once', async () => {
     const long = await client.files.create({ file: await toFile(Buffer.from(longText()), 'long.txt'), purpose: 'user_data' })
     const ask = () =>
-      client.responses.create({ model: 'tiny', input: [{ role: 'user', content: [{ type: 'input_file', file_id: long.id }, { type: 'input_text', text: 'What colour did the keeper paint the lighthouse door?' }] }] })
+      client.responses.create({
+        model: 'tiny',
+        input: [
+          {
+            role: 'user',
+            content: [
+              { type: 'input_file', file_id: long.id },
+              { type: 'input_text', text: 'What colour did the keeper paint the lighthouse door?' },
+            ],
+          },
+        ],
+      })
     const response = await ask()
     const question = lastQuestion(server)
     expect(question).toMatch(/^Use these excerpts from the attached documents[^\n]*\n\n\[1\] long\.txt \(part \d+\)\n/)
@@ -504,7 +665,18 @@ describe('/v1/files and documents in chats', () => {
     const withReranker = await startInProcessServer({ modelsDir: rerankDir })
     try {
       const question = 'What colour did the keeper paint the lighthouse door?'
-      const body = { model: 'tiny', messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: Buffer.from(longText()).toString('base64'), filename: 'long.txt' } }, { type: 'text', text: question }] }] }
+      const body = {
+        model: 'tiny',
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'file', file: { file_data: Buffer.from(longText()).toString('base64'), filename: 'long.txt' } },
+              { type: 'text', text: question },
+            ],
+          },
+        ],
+      }
       expect((await postJson(withReranker, '/v1/chat/completions', body)).status).toBe(200)
       const judge = withReranker.engines.find((e) => e.model.id === 'judge')!
       const [job] = judge.jobs as RerankJob[]
@@ -520,10 +692,23 @@ describe('/v1/files and documents in chats', () => {
   })
 
   it('finds the parts by their words when the folder has no embedding model, and says which one to download', async () => {
-    const body = { model: 'tiny', messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: Buffer.from(longText()).toString('base64'), filename: 'long.txt' } }, { type: 'text', text: 'What is the secret colour?' }] }] }
+    const body = {
+      model: 'tiny',
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'file', file: { file_data: Buffer.from(longText()).toString('base64'), filename: 'long.txt' } },
+            { type: 'text', text: 'What is the secret colour?' },
+          ],
+        },
+      ],
+    }
     const res = await postJson(bare, '/v1/chat/completions', body)
     expect(res.status).toBe(200)
-    expect(res.headers.get('warning')).toMatch(/^299 hearth "No embedding model in the models folder: the documents' parts were found by their words alone \(with nomic-embed-text-v1\.5/)
+    expect(res.headers.get('warning')).toMatch(
+      /^299 hearth "No embedding model in the models folder: the documents' parts were found by their words alone \(with nomic-embed-text-v1\.5/,
+    )
     const question = lastQuestion(bare)
     expect(question.indexOf('the secret colour of the keeper')).toBeGreaterThan(0)
     expect(question.length).toBeLessThan(longText().length / 2)
@@ -541,28 +726,91 @@ describe('/v1/files and documents in chats', () => {
 
   /** Mistakes in a Responses request's file parts, as its own field names. */
   const responsesCases = (fileId: string): Array<[string, unknown, number, string | undefined, string | null]> => {
-    const part = (file: object, earlier: object[] = []) => ({ model: 'tiny', instructions: 'Answer from the file.', input: [...earlier, { role: 'user', content: [{ type: 'input_text', text: 'x' }, { type: 'input_file', ...file }] }] })
-    const turn = [{ role: 'user', content: 'Hello' }, { role: 'assistant', content: 'Hi' }]
+    const part = (file: object, earlier: object[] = []) => ({
+      model: 'tiny',
+      instructions: 'Answer from the file.',
+      input: [
+        ...earlier,
+        {
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'x' },
+            { type: 'input_file', ...file },
+          ],
+        },
+      ],
+    })
+    const turn = [
+      { role: 'user', content: 'Hello' },
+      { role: 'assistant', content: 'Hi' },
+    ]
     return [
       ['/v1/responses', part({ file_id: 'file-000000000000000000000000' }), 404, 'file_not_found', 'input[0].content[1].file_id'],
       ['/v1/responses', part({}, turn), 400, 'missing_required_parameter', 'input[2].content[1]'],
       ['/v1/responses', part({ file_id: fileId, file_data: 'QQ==' }), 400, 'invalid_value', 'input[0].content[1]'],
       ['/v1/responses', part({ file_data: 'not base64!' }, turn), 400, 'invalid_value', 'input[2].content[1].file_data'],
-      ['/v1/responses', { model: 'tiny', input: [{ role: 'system', content: [{ type: 'input_file', file_id: fileId }] }, { role: 'user', content: 'x' }] }, 400, 'invalid_value', 'input[0].content[0]'],
+      [
+        '/v1/responses',
+        {
+          model: 'tiny',
+          input: [
+            { role: 'system', content: [{ type: 'input_file', file_id: fileId }] },
+            { role: 'user', content: 'x' },
+          ],
+        },
+        400,
+        'invalid_value',
+        'input[0].content[0]',
+      ],
     ]
   }
 
   it('refuses files it cannot read in a chat by name, never with a 500', async () => {
     const a = await client.files.create({ file: await toFile(Buffer.from('Alpha.'), 'a.txt'), purpose: 'user_data' })
-    const part = (file: unknown) => ({ model: 'tiny', messages: [{ role: 'user', content: [{ type: 'file', file }, { type: 'text', text: 'x' }] }] })
+    const part = (file: unknown) => ({
+      model: 'tiny',
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'file', file },
+            { type: 'text', text: 'x' },
+          ],
+        },
+      ],
+    })
     const cases: Array<[string, unknown, number, string | undefined, string | null]> = [
       ['/v1/chat/completions', part({ file_id: 'file-000000000000000000000000' }), 404, 'file_not_found', 'messages[0].content[0].file.file_id'],
       ['/v1/chat/completions', part({}), 400, 'missing_required_parameter', 'messages[0].content[0].file'],
       ['/v1/chat/completions', part({ file_id: a.id, file_data: 'QQ==' }), 400, 'invalid_value', 'messages[0].content[0].file'],
       ['/v1/chat/completions', part({ file_data: 'not base64!' }), 400, 'invalid_value', 'messages[0].content[0].file.file_data'],
-      ['/v1/chat/completions', part({ file_data: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 0]).toString('base64'), filename: 'p.png' }), 400, 'unsupported_document_type', 'messages[0].content[0].file.file_data'],
-      ['/v1/chat/completions', { model: 'tiny', messages: [{ role: 'system', content: [{ type: 'file', file: { file_id: a.id } }] }, { role: 'user', content: 'x' }] }, 400, 'invalid_value', 'messages[0].content[0].file'],
-      ['/v1/responses', { model: 'tiny', input: [{ role: 'user', content: [{ type: 'input_file', file_url: 'https://example.com/a.pdf' }] }] }, 400, 'unsupported_parameter', 'input[0].content[0].file_url'],
+      [
+        '/v1/chat/completions',
+        part({ file_data: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 0]).toString('base64'), filename: 'p.png' }),
+        400,
+        'unsupported_document_type',
+        'messages[0].content[0].file.file_data',
+      ],
+      [
+        '/v1/chat/completions',
+        {
+          model: 'tiny',
+          messages: [
+            { role: 'system', content: [{ type: 'file', file: { file_id: a.id } }] },
+            { role: 'user', content: 'x' },
+          ],
+        },
+        400,
+        'invalid_value',
+        'messages[0].content[0].file',
+      ],
+      [
+        '/v1/responses',
+        { model: 'tiny', input: [{ role: 'user', content: [{ type: 'input_file', file_url: 'https://example.com/a.pdf' }] }] },
+        400,
+        'unsupported_parameter',
+        'input[0].content[0].file_url',
+      ],
       // the same mistakes through /v1/responses name its own fields, whatever comes before them
       ...responsesCases(a.id),
     ]

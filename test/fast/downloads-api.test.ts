@@ -173,7 +173,13 @@ describe('POST /api/models/import and DELETE /api/models/{id}', () => {
   it('imports by copy and by hard link, answering with the model as /api/models lists it', async () => {
     const copied = await api('POST', '/api/models/import', { path: join(payloadDir, 'bert.gguf'), mode: 'copy', id: 'org/bert:f32' })
     expect(copied.status).toBe(201)
-    expect(copied.json).toMatchObject({ id: 'org/bert:f32', object: 'model', capabilities: ['embeddings'], kind: 'embedding', file: join(modelsDir, 'bert.gguf') })
+    expect(copied.json).toMatchObject({
+      id: 'org/bert:f32',
+      object: 'model',
+      capabilities: ['embeddings'],
+      kind: 'embedding',
+      file: join(modelsDir, 'bert.gguf'),
+    })
     const listed = (await api('GET', '/api/models')).json.models.find((m: { id: string }) => m.id === 'org/bert:f32')
     expect(Object.keys(copied.json).sort()).toEqual(Object.keys(listed).sort())
 
@@ -227,7 +233,15 @@ describe('GET /api/recommended', () => {
     const models = res.json.models as Array<Record<string, unknown>>
     expect(models.length).toBeGreaterThanOrEqual(3)
     for (const m of models) {
-      expect(m).toMatchObject({ id: expect.any(String), file: expect.any(String), kind: expect.any(String), source: expect.stringMatching(/^hf:\/\//), size_bytes: expect.any(Number), description: expect.any(String), installed: false })
+      expect(m).toMatchObject({
+        id: expect.any(String),
+        file: expect.any(String),
+        kind: expect.any(String),
+        source: expect.stringMatching(/^hf:\/\//),
+        size_bytes: expect.any(Number),
+        description: expect.any(String),
+        installed: false,
+      })
     }
     expect(models.map((m) => m.kind)).toEqual(expect.arrayContaining(['chat', 'embedding', 'speech']))
   })
@@ -275,8 +289,13 @@ class StandInRegistry {
     const modelLayer = layer(model, 'application/vnd.ollama.image.model')
     this.modelDigest = modelLayer.digest
     const system = layer(Buffer.from('You are brief.'), 'application/vnd.ollama.image.system')
-    const config = layer(Buffer.from(JSON.stringify({ model_format: 'gguf', model_family: 'llama', model_families: ['llama'], file_type: 'F32' })), 'application/vnd.docker.container.image.v1+json')
-    this.manifest = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.docker.distribution.manifest.v2+json', config, layers: [modelLayer, system] }))
+    const config = layer(
+      Buffer.from(JSON.stringify({ model_format: 'gguf', model_family: 'llama', model_families: ['llama'], file_type: 'F32' })),
+      'application/vnd.docker.container.image.v1+json',
+    )
+    this.manifest = Buffer.from(
+      JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.docker.distribution.manifest.v2+json', config, layers: [modelLayer, system] }),
+    )
   }
 
   get total(): number {
@@ -302,7 +321,8 @@ class StandInRegistry {
 
   private async answer(url: string, range: string | undefined, res: import('node:http').ServerResponse): Promise<void> {
     const path = new URL(url, 'http://x').pathname
-    if (path === '/v2/library/tiny/manifests/1') return void res.writeHead(200, { 'content-type': 'application/vnd.docker.distribution.manifest.v2+json' }).end(this.manifest)
+    if (path === '/v2/library/tiny/manifests/1')
+      return void res.writeHead(200, { 'content-type': 'application/vnd.docker.distribution.manifest.v2+json' }).end(this.manifest)
     const digest = /^\/v2\/library\/tiny\/blobs\/(sha256:[0-9a-f]{64})$/.exec(path)?.[1]
     const bytes = digest ? this.blobs.get(digest) : undefined
     if (!bytes) return void res.writeHead(404).end()
@@ -311,7 +331,7 @@ class StandInRegistry {
     const end = m && m[2] ? Math.min(Number(m[2]), bytes.length - 1) : bytes.length - 1
     res.writeHead(m ? 206 : 200, { 'content-length': end - start + 1, ...(m ? { 'content-range': `bytes ${start}-${end}/${bytes.length}` } : {}) })
     const counter = digest === this.modelDigest ? this.modelBytesSent.push(0) - 1 : undefined
-    for (let at = start; at <= end && !res.destroyed; ) {
+    for (let at = start; at <= end && !res.destroyed;) {
       const hold = digest === this.modelDigest ? this.hold : undefined
       if (hold && at >= hold.at) {
         await Promise.race([hold.released, new Promise((r) => res.once('close', r))])
@@ -348,7 +368,15 @@ describe('POST /api/models/pull by Ollama name', () => {
     const pulled = await api('POST', '/api/models/pull', { source: name(), insecure: true })
     expect(pulled.status).toBe(202)
     const download = pulled.json.download
-    expect(download).toMatchObject({ kind: 'registry', registry: registry.host, source: name(), model_id: name(), file: join('ollama/manifests', registry.host, 'library/tiny/1'), mmproj: null, error: null })
+    expect(download).toMatchObject({
+      kind: 'registry',
+      registry: registry.host,
+      source: name(),
+      model_id: name(),
+      file: join('ollama/manifests', registry.host, 'library/tiny/1'),
+      mmproj: null,
+      error: null,
+    })
     const listed = await api('GET', '/api/downloads')
     expect(listed.json.downloads[0]).toMatchObject({ id: download.id, kind: 'registry' })
 
@@ -387,7 +415,12 @@ describe('POST /api/models/pull by Ollama name', () => {
     const first = (await api('POST', '/api/models/pull', { source: name(), insecure: true })).json.download
     await expect.poll(async () => (await api('GET', `/api/downloads/${first.id}`)).json.bytes, { timeout: 10_000 }).toBeGreaterThanOrEqual(6 * 1024 * 1024)
     const cancelled = await api('DELETE', `/api/downloads/${first.id}`)
-    expect(cancelled.json).toMatchObject({ id: first.id, state: 'cancelled', error_code: 'cancelled', error: expect.stringMatching(/kept: pull .* again to resume/) })
+    expect(cancelled.json).toMatchObject({
+      id: first.id,
+      state: 'cancelled',
+      error_code: 'cancelled',
+      error: expect.stringMatching(/kept: pull .* again to resume/),
+    })
     const modelBlob = registry.modelDigest.replace(':', '-')
     expect(readdirSync(blobsDir())).toEqual(expect.arrayContaining([`${modelBlob}-partial`, `${modelBlob}-partial-0`]))
     // What reached the client before the cancel is on disk, to the byte its part file says.
@@ -431,7 +464,11 @@ describe('POST /api/models/pull by Ollama name', () => {
     const job = await stopping.pull({ source: name(), insecure: true })
     await expect.poll(() => job.snapshot().bytes, { timeout: 10_000 }).toBeGreaterThanOrEqual(5 * 1024 * 1024)
     await stopping.shutdown()
-    expect(job.snapshot()).toMatchObject({ state: 'failed', errorCode: 'network', error: expect.stringMatching(/interrupted \(the server stopped\); pull .* again to resume/) })
+    expect(job.snapshot()).toMatchObject({
+      state: 'failed',
+      errorCode: 'network',
+      error: expect.stringMatching(/interrupted \(the server stopped\); pull .* again to resume/),
+    })
     const kept = JSON.parse(readFileSync(join(dir, 'ollama/blobs', `${registry.modelDigest.replace(':', '-')}-partial-0`), 'utf8')).Completed as number
     expect(kept).toBeGreaterThanOrEqual(5 * 1024 * 1024)
 

@@ -73,7 +73,10 @@ describe('hf:// and URL references', () => {
 
   it('reads hub web links as hub files and keeps other https URLs as they are', () => {
     const blob = parseModelSource('https://huggingface.co/ggerganov/whisper.cpp/blob/main/ggml-base.bin', 'source', endpoint)
-    expect(blob).toMatchObject({ source: 'hf://ggerganov/whisper.cpp/ggml-base.bin', url: 'https://huggingface.co/ggerganov/whisper.cpp/resolve/main/ggml-base.bin' })
+    expect(blob).toMatchObject({
+      source: 'hf://ggerganov/whisper.cpp/ggml-base.bin',
+      url: 'https://huggingface.co/ggerganov/whisper.cpp/resolve/main/ggml-base.bin',
+    })
     const plain = parseModelSource('https://example.com/models/My%20Model.Q4.gguf?download=1', 'source', endpoint)
     expect(plain).toMatchObject({ fileName: 'My_Model.Q4.gguf', hub: undefined })
   })
@@ -133,7 +136,13 @@ describe('DownloadManager', () => {
     hub.put('org/vlm-GGUF/mmproj-vlm.gguf', mmproj)
     const job = await manager().pull({ source: 'hf://org/vlm-GGUF/vlm.gguf', mmproj: 'hf://org/vlm-GGUF/mmproj-vlm.gguf' })
     const done = await job.finished
-    expect(done).toMatchObject({ state: 'done', file: 'vlm.gguf', mmproj: 'mmproj-vlm.gguf', bytes: llama.length + mmproj.length, total: llama.length + mmproj.length })
+    expect(done).toMatchObject({
+      state: 'done',
+      file: 'vlm.gguf',
+      mmproj: 'mmproj-vlm.gguf',
+      bytes: llama.length + mmproj.length,
+      total: llama.length + mmproj.length,
+    })
     expect(catalog().models[0]).toMatchObject({ id: 'vlm', file: 'vlm.gguf', mmproj: 'mmproj-vlm.gguf', mmproj_source: 'hf://org/vlm-GGUF/mmproj-vlm.gguf' })
     const { models } = await folder.scan()
     expect(models.find((m) => m.id === 'vlm')?.capabilities).toEqual(['chat', 'vision'])
@@ -156,7 +165,9 @@ describe('DownloadManager', () => {
   it('keeps the partial file when the retries run out, and a later pull resumes it', async () => {
     const cutAt = 700_000
     hub.put('org/flaky-GGUF/flaky.gguf', llama, { cutAfter: cutAt, cuts: 10, chunkSize: 16 * 1024 })
-    const first = await (await manager({ retry: { attempts: 0, baseDelayMs: 1, idleTimeoutMs: 5000 } }).pull({ source: 'hf://org/flaky-GGUF/flaky.gguf' })).finished
+    const first = await (
+      await manager({ retry: { attempts: 0, baseDelayMs: 1, idleTimeoutMs: 5000 } }).pull({ source: 'hf://org/flaky-GGUF/flaky.gguf' })
+    ).finished
     expect(first).toMatchObject({ state: 'failed', errorCode: 'network' })
     expect(first.error).toMatch(/pull the same source again to resume/)
     const kept = partials().filter((f) => f.endsWith('.part'))
@@ -279,10 +290,7 @@ describe('DownloadManager', () => {
 
 describe('catalog writer', () => {
   it('adds and removes entries atomically, keeping other entries, unknown keys and top-level keys', async () => {
-    writeFileSync(
-      join(modelsDir, 'models.json'),
-      JSON.stringify({ comment: 'mine', models: [{ id: 'a', file: 'a.gguf', ttl: 60, future_key: { x: 1 } }] }),
-    )
+    writeFileSync(join(modelsDir, 'models.json'), JSON.stringify({ comment: 'mine', models: [{ id: 'a', file: 'a.gguf', ttl: 60, future_key: { x: 1 } }] }))
     await addCatalogEntry(modelsDir, { id: 'b', file: 'b.gguf' })
     await Promise.all([addCatalogEntry(modelsDir, { id: 'c', file: 'c.gguf' }), addCatalogEntry(modelsDir, { id: 'd', file: 'd.gguf' })])
     expect(catalog()).toEqual({
@@ -341,7 +349,11 @@ describe('import and remove', () => {
       [join(payloadDir, 'notes.gguf'), /not a model file/],
     ]
     for (const [path, message] of cases) {
-      await expect(importModel(folder, { path, mode: 'copy' })).rejects.toMatchObject({ code: 'invalid_value', param: 'path', message: expect.stringMatching(message) })
+      await expect(importModel(folder, { path, mode: 'copy' })).rejects.toMatchObject({
+        code: 'invalid_value',
+        param: 'path',
+        message: expect.stringMatching(message),
+      })
     }
   })
 
@@ -351,7 +363,12 @@ describe('import and remove', () => {
     writeTinyMmproj(join(modelsDir, 'mmproj-shared.gguf'), { textEmbd: 64 })
     writeFileSync(
       join(modelsDir, 'models.json'),
-      JSON.stringify({ models: [{ id: 'a', file: 'a.gguf', mmproj: 'mmproj-shared.gguf' }, { id: 'b', file: 'b.gguf', mmproj: 'mmproj-shared.gguf' }] }),
+      JSON.stringify({
+        models: [
+          { id: 'a', file: 'a.gguf', mmproj: 'mmproj-shared.gguf' },
+          { id: 'b', file: 'b.gguf', mmproj: 'mmproj-shared.gguf' },
+        ],
+      }),
     )
     expect((await removeModel(folder, 'a')).files).toEqual(['a.gguf'])
     expect(existsSync(join(modelsDir, 'mmproj-shared.gguf'))).toBe(true)
@@ -362,7 +379,15 @@ describe('import and remove', () => {
   it('removes a catalog entry whose file is missing, and never a file outside the folder', async () => {
     const outside = join(payloadDir, 'outside.gguf')
     writeTinyLlama(outside)
-    writeFileSync(join(modelsDir, 'models.json'), JSON.stringify({ models: [{ id: 'ghost', file: 'ghost.gguf' }, { id: 'escape', file: '../outside.gguf' }] }))
+    writeFileSync(
+      join(modelsDir, 'models.json'),
+      JSON.stringify({
+        models: [
+          { id: 'ghost', file: 'ghost.gguf' },
+          { id: 'escape', file: '../outside.gguf' },
+        ],
+      }),
+    )
     expect(await removeModel(folder, 'ghost')).toEqual({ id: 'ghost', files: [] })
     await removeModel(folder, 'escape')
     expect(existsSync(outside)).toBe(true)

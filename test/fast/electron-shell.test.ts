@@ -21,10 +21,12 @@ const electron = vi.hoisted(() => {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { EventEmitter } = require('node:events') as typeof import('node:events')
   const calls: string[] = []
-  const record = (name: string) => (...args: unknown[]) => {
-    calls.push(name)
-    return args
-  }
+  const record =
+    (name: string) =>
+    (...args: unknown[]) => {
+      calls.push(name)
+      return args
+    }
   const app = Object.assign(new EventEmitter(), {
     lock: true,
     requestSingleInstanceLock: () => {
@@ -317,7 +319,7 @@ describe('the app:// protocol', () => {
     expect(page.status).toBe(200)
     expect(page.headers.get('content-security-policy')).toBe(APP_CSP)
     expect(APP_CSP).toContain("script-src 'self'")
-    expect(APP_CSP).toContain('connect-src \'self\' http://127.0.0.1:*')
+    expect(APP_CSP).toContain("connect-src 'self' http://127.0.0.1:*")
     // The web UI's policy, with the embedded server as the one other origin the page may reach.
     expect(APP_CSP.replace(' http://127.0.0.1:*', '')).toBe(WEB_UI_CSP)
     expect(await page.text()).toContain('<title>Hearth</title>')
@@ -338,10 +340,22 @@ describe('IPC handlers', () => {
       actions: {
         serverState: () => ({ running: true, url: 'http://127.0.0.1:8181', lan: false, ollama: false, ollamaUrl: undefined, lend: false, error: undefined }),
         apiKey: async () => 'key',
-        setServerRunning: async (running: boolean) => (done.push(`running ${running}`), { running, url: undefined, lan: false, ollama: false, ollamaUrl: undefined, lend: false, error: undefined }),
-        setLanAccess: async (lan: boolean) => (done.push(`lan ${lan}`), { running: true, url: 'x', lan, ollama: false, ollamaUrl: undefined, lend: false, error: undefined }),
-        setOllamaPort: async (on: boolean) => (done.push(`ollama ${on}`), { running: true, url: 'x', lan: false, ollama: on, ollamaUrl: undefined, lend: false, error: undefined }),
-        setLending: async (on: boolean) => (done.push(`lend ${on}`), { running: true, url: 'x', lan: false, ollama: false, ollamaUrl: undefined, lend: on, error: undefined }),
+        setServerRunning: async (running: boolean) => (
+          done.push(`running ${running}`),
+          { running, url: undefined, lan: false, ollama: false, ollamaUrl: undefined, lend: false, error: undefined }
+        ),
+        setLanAccess: async (lan: boolean) => (
+          done.push(`lan ${lan}`),
+          { running: true, url: 'x', lan, ollama: false, ollamaUrl: undefined, lend: false, error: undefined }
+        ),
+        setOllamaPort: async (on: boolean) => (
+          done.push(`ollama ${on}`),
+          { running: true, url: 'x', lan: false, ollama: on, ollamaUrl: undefined, lend: false, error: undefined }
+        ),
+        setLending: async (on: boolean) => (
+          done.push(`lend ${on}`),
+          { running: true, url: 'x', lan: false, ollama: false, ollamaUrl: undefined, lend: on, error: undefined }
+        ),
         preferences: () => ({ keepRunningInTray: true }),
         setKeepRunningInTray: async (keep: boolean) => (done.push(`keep ${keep}`), { keepRunningInTray: keep }),
         pickModelFile: async () => '/a.gguf',
@@ -403,7 +417,15 @@ describe('the embedded server', () => {
     const server = new EmbeddedServer(settings(mkdtempSync(join(tmpdir(), 'hearth-emb-'))), fake.start, () => undefined)
     const seen: boolean[] = []
     server.onChange((s) => seen.push(s.lan))
-    expect(await server.start()).toEqual({ running: true, url: 'http://127.0.0.1:8181', lan: false, ollama: false, ollamaUrl: undefined, lend: false, error: undefined })
+    expect(await server.start()).toEqual({
+      running: true,
+      url: 'http://127.0.0.1:8181',
+      lan: false,
+      ollama: false,
+      ollamaUrl: undefined,
+      lend: false,
+      error: undefined,
+    })
     expect(fake.started[0]).toMatchObject({ host: '127.0.0.1', corsOrigins: [APP_ORIGIN] })
     electron.calls.length = 0
     const lan = await server.setLan(true)
@@ -510,7 +532,15 @@ describe('startup and shutdown', () => {
     electron.module.app.quit()
     await vi.waitFor(() => expect(electron.calls).toContain('app.exited'))
     // The hidden page still hears that the server stopped.
-    expect(electron.calls).toEqual(['window.hide', 'app.quit', 'server.close', `webContents.send ${Channel.ServerState}`, 'tray.destroy', 'app.quit', 'app.exited'])
+    expect(electron.calls).toEqual([
+      'window.hide',
+      'app.quit',
+      'server.close',
+      `webContents.send ${Channel.ServerState}`,
+      'tray.destroy',
+      'app.quit',
+      'app.exited',
+    ])
   })
 
   it('quits with the window when the tray setting is off', async () => {
@@ -546,12 +576,15 @@ describe('startup and shutdown', () => {
 
   it('builds the tray menu from the server state', () => {
     const clicked: string[] = []
-    const menu = trayMenu({ running: false, url: undefined, lan: false, ollama: false, ollamaUrl: undefined, lend: false, error: 'port taken' }, {
-      openWindow: () => clicked.push('open'),
-      setServerRunning: (r) => clicked.push(`run ${r}`),
-      copyAddress: () => clicked.push('copy'),
-      quit: () => clicked.push('quit'),
-    })
+    const menu = trayMenu(
+      { running: false, url: undefined, lan: false, ollama: false, ollamaUrl: undefined, lend: false, error: 'port taken' },
+      {
+        openWindow: () => clicked.push('open'),
+        setServerRunning: (r) => clicked.push(`run ${r}`),
+        copyAddress: () => clicked.push('copy'),
+        quit: () => clicked.push('quit'),
+      },
+    )
     expect(menu[0]!.label).toBe('Hearth — server stopped: port taken')
     const item = (label: string) => menu.find((m) => m.label === label)!
     expect(item('Copy the API address').enabled).toBe(false)
@@ -567,7 +600,19 @@ describe('the preload bridge', () => {
     await import('../../preload/preload.ts')
     const bridge = electron.exposed.hearth as Record<string, (...args: any[]) => any>
     expect(Object.keys(bridge).sort()).toEqual(
-      ['copyText', 'getApiKey', 'getPreferences', 'getServerState', 'onServerState', 'pickModelFile', 'setKeepRunningInTray', 'setLanAccess', 'setLending', 'setOllamaPort', 'setServerRunning'].sort(),
+      [
+        'copyText',
+        'getApiKey',
+        'getPreferences',
+        'getServerState',
+        'onServerState',
+        'pickModelFile',
+        'setKeepRunningInTray',
+        'setLanAccess',
+        'setLending',
+        'setOllamaPort',
+        'setServerRunning',
+      ].sort(),
     )
     expect(Object.values(bridge).every((f) => typeof f === 'function')).toBe(true)
     expect(await bridge.setLanAccess!('yes')).toEqual({ channel: Channel.SetLanAccess, args: [false] })
@@ -611,7 +656,7 @@ describe('npm start without Electron', () => {
       (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }),
     )
     expect(result.code).toBe(1)
-    expect(result.stderr).toContain("binary is not installed")
+    expect(result.stderr).toContain('binary is not installed')
     expect(result.stderr).toContain('npm run serve')
     expect(result.stderr).toContain('ELECTRON_OVERRIDE_DIST_PATH')
     expect(performance.now() - started).toBeLessThan(20_000)

@@ -15,7 +15,11 @@ import { parseChatRequest } from '../../main/server/protocols/openai/chat-comple
 import { Notices } from '../../main/server/services/pipeline/request-notices.ts'
 import { parseResponsesRequest, responsesRequestSchema } from '../../main/server/protocols/responses/responses-request.ts'
 
-const SCHEMAS: Record<Dialect, { shape: Record<string, unknown> }> = { chat: chatRequestSchema, responses: responsesRequestSchema, messages: messagesRequestSchema }
+const SCHEMAS: Record<Dialect, { shape: Record<string, unknown> }> = {
+  chat: chatRequestSchema,
+  responses: responsesRequestSchema,
+  messages: messagesRequestSchema,
+}
 const MINIMAL: Record<Dialect, Record<string, unknown>> = {
   chat: { model: 'm', messages: [{ role: 'user', content: 'hi' }] },
   responses: { model: 'm', input: 'hi' },

@@ -41,7 +41,14 @@ describe('image data URLs', () => {
   })
 
   it('refuses URLs that would have to be fetched or read', async () => {
-    for (const url of ['http://example.com/a.png', 'https://example.com/a.png', 'file:///etc/passwd', '', 'data:text/plain;base64,AAAA', 'data:image/png,rawbytes']) {
+    for (const url of [
+      'http://example.com/a.png',
+      'https://example.com/a.png',
+      'file:///etc/passwd',
+      '',
+      'data:text/plain;base64,AAAA',
+      'data:image/png,rawbytes',
+    ]) {
       const e = await refused(() => parseImageDataUrl(url), 'not_data_url')
       expect(e.message).toContain('data:image/')
     }
@@ -70,7 +77,13 @@ describe('image formats', () => {
     expect(sniffImageFormat(await makeWebp())).toBe('webp')
     expect(sniffImageFormat(await makeAnimatedGif())).toBe('gif')
     expect(sniffImageFormat(makeBmp())).toBe('bmp')
-    expect(sniffImageFormat(await sharp(await makePng()).tiff().toBuffer())).toBeUndefined()
+    expect(
+      sniffImageFormat(
+        await sharp(await makePng())
+          .tiff()
+          .toBuffer(),
+      ),
+    ).toBeUndefined()
     expect(sniffImageFormat(Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>'))).toBeUndefined()
     expect(sniffImageFormat(Buffer.alloc(0))).toBeUndefined()
   })
@@ -116,14 +129,19 @@ describe('normalizeImage', () => {
   })
 
   it('applies the EXIF orientation', async () => {
-    const sideways = await sharp(testPixels(48, 40), { raw: { width: 48, height: 40, channels: 3 } }).jpeg().withMetadata({ orientation: 6 }).toBuffer()
+    const sideways = await sharp(testPixels(48, 40), { raw: { width: 48, height: 40, channels: 3 } })
+      .jpeg()
+      .withMetadata({ orientation: 6 })
+      .toBuffer()
     const image = await normalizeImage(sideways, { maxSide: 64 })
     expect([image.width, image.height]).toEqual([40, 48])
     expect(image.source).toMatchObject({ width: 40, height: 48 })
   })
 
   it('puts transparent pixels on white', async () => {
-    const clear = await sharp({ create: { width: 8, height: 8, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } }).png().toBuffer()
+    const clear = await sharp({ create: { width: 8, height: 8, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } })
+      .png()
+      .toBuffer()
     const image = await normalizeImage(clear, { maxSide: 64 })
     const { data, info } = await sharp(pngOf(image.dataUrl)).raw().toBuffer({ resolveWithObject: true })
     expect(info.channels).toBe(3)
@@ -141,7 +159,15 @@ describe('normalizeImage', () => {
 
   it('refuses bytes that are not an accepted image', async () => {
     await refused(normalizeImage(Buffer.from('hello, I am text'), { maxSide: 64 }), 'unsupported_format')
-    await refused(normalizeImage(await sharp(await makePng()).tiff().toBuffer(), { maxSide: 64 }), 'unsupported_format')
+    await refused(
+      normalizeImage(
+        await sharp(await makePng())
+          .tiff()
+          .toBuffer(),
+        { maxSide: 64 },
+      ),
+      'unsupported_format',
+    )
     await refused(normalizeImage(Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>'), { maxSide: 64 }), 'unsupported_format')
   })
 

@@ -25,7 +25,9 @@ function sourceFiles(dir: string): string[] {
 function importsOf(file: string): Import[] {
   const text = readFileSync(join(ROOT, file), 'utf8')
   const found: Import[] = []
-  for (const m of text.matchAll(/^\s*(import|export)\s+(type\s+)?[^'"]*?from\s+['"]([^'"]+)['"]|^\s*import\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/gm)) {
+  for (const m of text.matchAll(
+    /^\s*(import|export)\s+(type\s+)?[^'"]*?from\s+['"]([^'"]+)['"]|^\s*import\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/gm,
+  )) {
     const spec = m[3] ?? m[4] ?? m[5]!
     const typeOnly = m[2] !== undefined
     const target = spec.startsWith('.') ? relative(ROOT, resolve(ROOT, dirname(file), spec)) : spec

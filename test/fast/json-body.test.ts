@@ -39,7 +39,13 @@ function post(body: Buffer | string, headers: Record<string, string> = {}, chunk
   const bytes = Buffer.from(body)
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: '127.0.0.1', port: to, path: '/echo', method: 'POST', headers: { 'content-type': 'application/json', ...(chunked ? {} : { 'content-length': bytes.byteLength }), ...headers } },
+      {
+        host: '127.0.0.1',
+        port: to,
+        path: '/echo',
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(chunked ? {} : { 'content-length': bytes.byteLength }), ...headers },
+      },
       (res) => {
         const chunks: Buffer[] = []
         res.on('data', (c: Buffer) => chunks.push(c))

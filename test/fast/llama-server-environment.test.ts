@@ -8,7 +8,9 @@ describe('llama-server’s environment', () => {
   })
 
   it('adds to the tunables a person set, and leaves their own huge-page choice alone', () => {
-    expect(hugePagesEnvironment({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' }, 'linux')).toEqual({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1' })
+    expect(hugePagesEnvironment({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' }, 'linux')).toEqual({
+      GLIBC_TUNABLES: 'glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1',
+    })
     expect(hugePagesEnvironment({ GLIBC_TUNABLES: 'glibc.malloc.hugetlb=0' }, 'linux')).toEqual({})
   })
 

@@ -51,15 +51,15 @@ describe('skips in the tests', () => {
       "it.todo('later')",
       "describe.only('suite', () => {})",
       "xit('test', () => {})",
-      'it(\'test\', async ({ skip }) => { if (!mounted) skip() })',
+      "it('test', async ({ skip }) => { if (!mounted) skip() })",
     ]
     for (const line of silent) expect(silentSkips('x.ts', line), line).toHaveLength(1)
     const loud = [
       "describeIf(llamaBuild, 'needs llama.cpp built here')('suite', () => {})",
       "itIf(ffmpeg, 'needs ffmpeg')('test', async () => {})",
       "if (!mounted) skipTest(skip, 'needs a tmpfs')",
-      "// describe.skipIf(x) in a comment",
-      "const skipped = list.filter((t) => t.skipped)",
+      '// describe.skipIf(x) in a comment',
+      'const skipped = list.filter((t) => t.skipped)',
     ]
     for (const line of loud) expect(silentSkips('x.ts', line), line).toEqual([])
   })

@@ -70,7 +70,15 @@ describe('the settings file', () => {
     const listing = res.body as McpServersListing
     expect(listing).toMatchObject({ permission: 'manage', config_file: join(dataDir, 'mcp.json'), config_error: null })
     const byName = Object.fromEntries(listing.servers.map((s) => [s.name, s]))
-    expect(byName.local).toMatchObject({ transport: 'stdio', command: process.execPath, env_names: ['TEST_TOKEN'], enabled: true, state: 'stopped', timeout_seconds: 60, tools: [] })
+    expect(byName.local).toMatchObject({
+      transport: 'stdio',
+      command: process.execPath,
+      env_names: ['TEST_TOKEN'],
+      enabled: true,
+      state: 'stopped',
+      timeout_seconds: 60,
+      tools: [],
+    })
     expect(byName.web).toMatchObject({ transport: 'http', url: web.url, header_names: ['Authorization'], state: 'stopped' })
     expect(byName.off).toMatchObject({ enabled: false, state: 'off' })
     expect(byName.quick!.timeout_seconds).toBe(1)
@@ -212,7 +220,10 @@ describe('running tools', () => {
     setTimeout(() => controller.abort(), 500)
     await expect(pending).rejects.toThrow()
     await until(async () => (await view('local')).log_tail.includes('hang was cancelled'))
-    await until(async () => /POST \/api\/mcp\/call 200 \(client closed\).* tool=local\/hang/.test(server.output()) || /tool=local\/hang code=cancelled/.test(server.output()))
+    await until(
+      async () =>
+        /POST \/api\/mcp\/call 200 \(client closed\).* tool=local\/hang/.test(server.output()) || /tool=local\/hang code=cancelled/.test(server.output()),
+    )
   })
 
   it('logs the tool a request ran, in the log line and the request history', async () => {
@@ -295,22 +306,25 @@ describe('permissions', () => {
     .find((a) => a && !a.internal && a.family === 'IPv4')?.address
   // Only a request from another address shows the key refused, and loopback is all this machine has.
   if (!lanAddress) cannotRun('the MCP LAN-key test: this machine has no IPv4 address but loopback, so no request can come from another address')
-  itIf(lanAddress, 'needs an IPv4 address besides loopback, for a request from another address')("refuses the server's own key from another address over the network", async () => {
-    const lan = await startInProcessServer({ dataDir, args: ['--host', '0.0.0.0'] })
-    try {
-      const port = new URL(lan.url).port
-      const remote = { ...lan, url: `http://${lanAddress}:${port}` }
-      const listing = await api('GET', '/api/mcp/servers', undefined, { on: remote })
-      expect(listing.body).toMatchObject({ permission: 'none', servers: [] })
-      const refused = await api('POST', '/api/mcp/call', { server: 'local', tool: 'add', arguments: { a: 1, b: 1 } }, { on: remote })
-      expect(refused.status).toBe(403)
-      expect(refused.body.error.message).toContain('only from this computer')
-      const local = { ...lan, url: `http://127.0.0.1:${port}` }
-      expect((await api('GET', '/api/mcp/servers', undefined, { on: local })).body.permission).toBe('manage')
-    } finally {
-      await lan.stop()
-    }
-  })
+  itIf(lanAddress, 'needs an IPv4 address besides loopback, for a request from another address')(
+    "refuses the server's own key from another address over the network",
+    async () => {
+      const lan = await startInProcessServer({ dataDir, args: ['--host', '0.0.0.0'] })
+      try {
+        const port = new URL(lan.url).port
+        const remote = { ...lan, url: `http://${lanAddress}:${port}` }
+        const listing = await api('GET', '/api/mcp/servers', undefined, { on: remote })
+        expect(listing.body).toMatchObject({ permission: 'none', servers: [] })
+        const refused = await api('POST', '/api/mcp/call', { server: 'local', tool: 'add', arguments: { a: 1, b: 1 } }, { on: remote })
+        expect(refused.status).toBe(403)
+        expect(refused.body.error.message).toContain('only from this computer')
+        const local = { ...lan, url: `http://127.0.0.1:${port}` }
+        expect((await api('GET', '/api/mcp/servers', undefined, { on: local })).body.permission).toBe('manage')
+      } finally {
+        await lan.stop()
+      }
+    },
+  )
 })
 
 describe('a broken settings file', () => {

@@ -77,7 +77,13 @@ const lastJob = () => server.engines.flatMap((e) => e.jobs as EngineJob[]).at(-1
 const calc = { type: 'url' as const, url: 'stdio://calc', name: 'calc' }
 const ask = (text: string) => [{ role: 'user' as const, content: text }]
 /** The MCP connector's blocks are a beta's: the SDK's beta client sends its header. */
-const create = (body: Record<string, unknown>) => client.beta.messages.create({ model: MODEL, max_tokens: 200, betas: ['mcp-client-2025-04-04'], ...body } as never) as unknown as Promise<Anthropic.Beta.BetaMessage>
+const create = (body: Record<string, unknown>) =>
+  client.beta.messages.create({
+    model: MODEL,
+    max_tokens: 200,
+    betas: ['mcp-client-2025-04-04'],
+    ...body,
+  } as never) as unknown as Promise<Anthropic.Beta.BetaMessage>
 
 describe("Anthropic's MCP connector", () => {
   it('offers the servers’ tools, runs the call and lets the model go on with its result', async () => {
@@ -107,7 +113,13 @@ describe("Anthropic's MCP connector", () => {
 
   it('streams the blocks in Anthropic’s order, as the SDK assembles them', async () => {
     script = callsTool('add', { a: 1, b: 1 })
-    const stream = client.beta.messages.stream({ model: MODEL, max_tokens: 200, betas: ['mcp-client-2025-04-04'], messages: ask('1 + 1?'), mcp_servers: [calc] } as never)
+    const stream = client.beta.messages.stream({
+      model: MODEL,
+      max_tokens: 200,
+      betas: ['mcp-client-2025-04-04'],
+      messages: ask('1 + 1?'),
+      mcp_servers: [calc],
+    } as never)
     const final = await stream.finalMessage()
     expect(final.content.map((b) => b.type)).toEqual(['mcp_tool_use', 'mcp_tool_result', 'text'])
     expect((final.content[1] as Anthropic.Beta.BetaMCPToolResultBlock).content).toEqual([{ type: 'text', text: '2' }])
@@ -154,7 +166,12 @@ describe("Anthropic's MCP connector", () => {
 
   it('counts the servers’ tools in count_tokens', async () => {
     const without = await client.messages.countTokens({ model: MODEL, messages: ask('Hi') })
-    const withTools = await client.beta.messages.countTokens({ model: MODEL, messages: ask('Hi'), mcp_servers: [calc], betas: ['mcp-client-2025-04-04'] } as never)
+    const withTools = await client.beta.messages.countTokens({
+      model: MODEL,
+      messages: ask('Hi'),
+      mcp_servers: [calc],
+      betas: ['mcp-client-2025-04-04'],
+    } as never)
     expect(lastJob().tools.map((t) => t.function.name)).toContain('add')
     expect(withTools.input_tokens).toBeGreaterThanOrEqual(without.input_tokens)
   })

@@ -81,7 +81,12 @@ describe('ModelFolder', () => {
 
   it('says which chat templates can call tools, so the chat offers tools only to those', async () => {
     const toolDir = mkdtempSync(join(tmpdir(), 'hearth-folder-tools-'))
-    const templates = { qwen3: 'Qwen-Qwen3-0.6B.jinja', 'deepseek-r1-distill': 'deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja', gemma2: 'google-gemma-2-2b-it.jinja', smollm3: 'HuggingFaceTB-SmolLM3-3B.jinja' }
+    const templates = {
+      qwen3: 'Qwen-Qwen3-0.6B.jinja',
+      'deepseek-r1-distill': 'deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja',
+      gemma2: 'google-gemma-2-2b-it.jinja',
+      smollm3: 'HuggingFaceTB-SmolLM3-3B.jinja',
+    }
     const paths = Object.entries(templates).map(([id, file]) => [id, sharedFixture(`chat-templates/${file}`)] as const)
     if (paths.some(([, path]) => path === undefined)) return
     for (const [id, path] of paths) writeTinyLlama(join(toolDir, `${id}.gguf`), { chatTemplate: readFileSync(path!, 'utf8') })

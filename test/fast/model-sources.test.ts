@@ -92,7 +92,8 @@ beforeAll(() => {
     'llama.cpp': [join(root, 'llama.cpp')],
   }
   const made = join(root, 'made')
-  for (const dir of [own, made, join(dirs.ollama[0]!, 'blobs'), ...dirs.lmstudio, ...dirs.huggingface, ...dirs['llama.cpp']]) mkdirSync(dir, { recursive: true })
+  for (const dir of [own, made, join(dirs.ollama[0]!, 'blobs'), ...dirs.lmstudio, ...dirs.huggingface, ...dirs['llama.cpp']])
+    mkdirSync(dir, { recursive: true })
   files = {
     chat: join(made, 'chat.gguf'),
     plain: join(made, 'plain.gguf'),
@@ -104,7 +105,13 @@ beforeAll(() => {
   writeTinyLlama(files.plain, { chatTemplate: false })
   writeTinyMmproj(files.projector, { textEmbd: 64 })
   // Ollama's own engine writes the vision tower into the model file; llama.cpp cannot load that.
-  headerOnlyGguf(files.visionInside, 'gemma3', ['token_embd.weight', 'blk.0.attn_q.weight', 'v.patch_embd.weight', 'v.blk.0.attn_q.weight', 'mm.input_projection.weight'])
+  headerOnlyGguf(files.visionInside, 'gemma3', [
+    'token_embd.weight',
+    'blk.0.attn_q.weight',
+    'v.patch_embd.weight',
+    'v.blk.0.attn_q.weight',
+    'mm.input_projection.weight',
+  ])
   headerOnlyGguf(files.unknownArch, 'gptoss', ['token_embd.weight', 'blk.0.attn_q.weight'])
 
   // Hearth's own folder: one model, and a catalog id an Ollama model also has.
@@ -118,7 +125,13 @@ beforeAll(() => {
     blob('{{ .System }}\n{{ .Prompt }}', 'template'),
     blob('You are a tiny model.', 'system'),
     blob(JSON.stringify({ stop: ['<|im_end|>'], temperature: 0.6, num_ctx: 8192 }), 'params'),
-    blob(JSON.stringify([{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }]), 'messages'),
+    blob(
+      JSON.stringify([
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: 'hello' },
+      ]),
+      'messages',
+    ),
     blob('MIT License', 'license'),
   ]
   manifest('registry.ollama.ai/library/llama3.2/3b', described, { model_format: 'gguf', model_family: 'llama', file_type: 'F32' })
@@ -214,7 +227,10 @@ describe("Ollama's store", () => {
         template: '{{ .System }}\n{{ .Prompt }}',
         system: 'You are a tiny model.',
         parameters: { stop: ['<|im_end|>'], temperature: 0.6, num_ctx: 8192 },
-        messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }],
+        messages: [
+          { role: 'user', content: 'hi' },
+          { role: 'assistant', content: 'hello' },
+        ],
         license: ['MIT License'],
         digest: sha256(readFileSync(manifestPath)),
         modifiedAt: statSync(manifestPath).mtime.toISOString(),
@@ -287,7 +303,11 @@ describe('LM Studio, the Hugging Face cache and llama.cpp', () => {
 
   it("serves LM Studio's models by publisher, repository and file, with the projector beside", () => {
     const model = byId(snapshot)['lmstudio/lmstudio-community/Tiny-GGUF/Tiny-Q4_K_M']!
-    expect(model).toMatchObject({ ownedBy: 'lmstudio-community', source: { kind: 'lmstudio', dir: dirs.lmstudio[0] }, capabilities: expect.arrayContaining(['vision']) })
+    expect(model).toMatchObject({
+      ownedBy: 'lmstudio-community',
+      source: { kind: 'lmstudio', dir: dirs.lmstudio[0] },
+      capabilities: expect.arrayContaining(['vision']),
+    })
     expect(model.projectorPath).toBe(join(dirs.lmstudio[0]!, 'lmstudio-community', 'Tiny-GGUF', 'mmproj-Tiny-F16.gguf'))
     expect(snapshot.models.map((m) => m.id).filter((id) => /imatrix|mmproj/i.test(id))).toEqual([])
   })
@@ -303,7 +323,11 @@ describe('LM Studio, the Hugging Face cache and llama.cpp', () => {
   })
 
   it("serves llama.cpp's cached files by their names", () => {
-    expect(byId(snapshot)['llama.cpp/ggml-org_tiny-GGUF_tiny-q8_0']).toMatchObject({ source: { kind: 'llama.cpp' }, ownedBy: 'llama.cpp', templateGuessed: 'chatml' })
+    expect(byId(snapshot)['llama.cpp/ggml-org_tiny-GGUF_tiny-q8_0']).toMatchObject({
+      source: { kind: 'llama.cpp' },
+      ownedBy: 'llama.cpp',
+      templateGuessed: 'chatml',
+    })
   })
 
   it('reads only the stores turned on', async () => {
@@ -326,7 +350,11 @@ describe("Hearth's own folder", () => {
 
 describe('the stores are read only', () => {
   it('refuses to remove their models, naming the command that does, and writes nothing in them', async () => {
-    const before = Object.fromEntries(Object.values(dirs).flat().map((d) => [d, tree(d)]))
+    const before = Object.fromEntries(
+      Object.values(dirs)
+        .flat()
+        .map((d) => [d, tree(d)]),
+    )
     const folder = new ModelFolder(own, { sources: dirs })
     const { models } = await folder.scan()
     expect(models.length).toBeGreaterThan(6)
@@ -336,10 +364,18 @@ describe('the stores are read only', () => {
       message: expect.stringMatching(/^llama3\.2:3b is in Ollama's store \(.*\), which Hearth only reads: remove it with `ollama rm llama3\.2:3b`$/),
     })
     await expect(removeModel(folder, 'lora:latest')).rejects.toThrow(/only reads.*ollama rm lora:latest/)
-    await expect(removeModel(folder, 'lmstudio/lmstudio-community/Tiny-GGUF/Tiny-Q4_K_M')).rejects.toThrow(/LM Studio's models folder .* which Hearth only reads/)
+    await expect(removeModel(folder, 'lmstudio/lmstudio-community/Tiny-GGUF/Tiny-Q4_K_M')).rejects.toThrow(
+      /LM Studio's models folder .* which Hearth only reads/,
+    )
     await expect(removeModel(folder, 'hf/ggml-org/tiny-GGUF/tiny-Q8_0')).rejects.toThrow(/the Hugging Face cache .* which Hearth only reads/)
     await expect(removeModel(folder, 'llama.cpp/ggml-org_tiny-GGUF_tiny-q8_0')).rejects.toThrow(/llama.cpp's download cache/)
-    expect(Object.fromEntries(Object.values(dirs).flat().map((d) => [d, tree(d)]))).toEqual(before)
+    expect(
+      Object.fromEntries(
+        Object.values(dirs)
+          .flat()
+          .map((d) => [d, tree(d)]),
+      ),
+    ).toEqual(before)
     // Hearth's own models are removed as before.
     writeTinyLlama(join(own, 'goes.gguf'))
     expect(await removeModel(folder, 'goes')).toEqual({ id: 'goes', files: ['goes.gguf'] })
@@ -362,14 +398,20 @@ describe('where the stores are', () => {
       huggingface: ['/srv/hf/hub'],
       'llama.cpp': ['/srv/llama'],
     })
-    expect(defaultModelSources({ HOME: home, HF_HUB_CACHE: '/srv/hub', XDG_CACHE_HOME: '/xdg' }, 'linux')).toMatchObject({ huggingface: ['/srv/hub'], 'llama.cpp': ['/xdg/llama.cpp'] })
+    expect(defaultModelSources({ HOME: home, HF_HUB_CACHE: '/srv/hub', XDG_CACHE_HOME: '/xdg' }, 'linux')).toMatchObject({
+      huggingface: ['/srv/hub'],
+      'llama.cpp': ['/xdg/llama.cpp'],
+    })
     expect(defaultModelSources({ HOME: home }, 'darwin')['llama.cpp']).toEqual([join(home, 'Library', 'Caches', 'llama.cpp')])
   })
 })
 
 describe('what a GGUF says of itself', () => {
   it('counts parameters from the tensor infos and names the quantization, on real files', async () => {
-    for (const [file, fileType] of [['models/stories260K.gguf', undefined], ['models/llama-2-tiny-random.gguf', 'F16']] as const) {
+    for (const [file, fileType] of [
+      ['models/stories260K.gguf', undefined],
+      ['models/llama-2-tiny-random.gguf', 'F16'],
+    ] as const) {
       const path = sharedFixture(file)
       if (!path) continue
       const reference = await gguf(path, { allowLocalFile: true })

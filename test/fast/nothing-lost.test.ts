@@ -51,7 +51,12 @@ describe('the document store at start', () => {
     const reopened = await DocumentStore.open(dir, undefined, { log: (l) => lines.push(l), diskSpace: roomy })
     expect(existsSync(join(dir, a.id, 'original'))).toBe(true)
     expect(existsSync(join(dir, b.id, 'text.txt'))).toBe(true)
-    expect(reopened.problems().map((p) => p.id).sort()).toEqual([a.id, b.id].sort())
+    expect(
+      reopened
+        .problems()
+        .map((p) => p.id)
+        .sort(),
+    ).toEqual([a.id, b.id].sort())
     expect(lines.join('\n')).toContain(`document ${a.id}`)
     expect(lines.join('\n')).toMatch(/ELOOP/)
     expect(lines.join('\n')).toMatch(/not valid JSON/)
@@ -109,7 +114,9 @@ describe('files uploaded through /v1/files', () => {
     const count = 637
     // Eight at a time, as a program with a pool of connections sends them.
     for (let start = 0; start < count; start += 8) {
-      const batch = await Promise.all(Array.from({ length: Math.min(8, count - start) }, (_, k) => upload(`note-${start + k}.txt`, `Note number ${start + k}.`)))
+      const batch = await Promise.all(
+        Array.from({ length: Math.min(8, count - start) }, (_, k) => upload(`note-${start + k}.txt`, `Note number ${start + k}.`)),
+      )
       for (const answer of batch) {
         expect(answer.status).toBe(200)
         ids.push(answer.json.id)
@@ -154,7 +161,11 @@ describe('files uploaded through /v1/files', () => {
   it('bounds only the copies of files sent inline by number and bytes', async () => {
     const dir = scratch('docs-cache')
     const store = await DocumentStore.open(dir, { maxDocuments: 2, maxBytes: 1e9 }, { diskSpace: roomy })
-    const uploads = [await store.add(doc, 'u1', Buffer.from('u1')), await store.add(doc, 'u2', Buffer.from('u2')), await store.add(doc, 'u3', Buffer.from('u3'))]
+    const uploads = [
+      await store.add(doc, 'u1', Buffer.from('u1')),
+      await store.add(doc, 'u2', Buffer.from('u2')),
+      await store.add(doc, 'u3', Buffer.from('u3')),
+    ]
     const copies: StoredDocument[] = []
     for (let i = 0; i < 4; i++) copies.push(await store.add({ ...doc, cache: true }, `c${i}`, Buffer.from(`c${i}`)))
     expect(store.list().map((d) => d.id)).toEqual([...uploads, ...copies.slice(2)].map((d) => d.id))
@@ -214,7 +225,11 @@ describe('the reasoning seal', () => {
   it('stops the server from starting, with the message, rather than replace the key', async () => {
     const dataDir = scratch('seal-server')
     writeFileSync(join(dataDir, REASONING_KEY_FILE), 'bm90IGEga2V5')
-    const { settings } = resolveSettings(['--port', '0', '--data-dir', dataDir, '--models-dir', scratch('seal-models'), '--api-key', 'test-key-0123456789', '--model-sources', 'none'], {}, 2)
+    const { settings } = resolveSettings(
+      ['--port', '0', '--data-dir', dataDir, '--models-dir', scratch('seal-models'), '--api-key', 'test-key-0123456789', '--model-sources', 'none'],
+      {},
+      2,
+    )
     const refused = await thrown(startServer(settings, () => undefined, { llamaBuild: null, whisperBuild: null }))
     expect(refused).toBeInstanceOf(ReasoningKeyError)
     expect(readFileSync(join(dataDir, REASONING_KEY_FILE), 'utf8')).toBe('bm90IGEga2V5')

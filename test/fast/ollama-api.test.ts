@@ -103,17 +103,40 @@ describe("Ollama's API through its JavaScript client", () => {
     const answer = await keyless.chat({
       model: 'tiny',
       messages: [{ role: 'user', content: 'Hello' }],
-      options: { temperature: 0.2, top_k: 5, top_p: 0.5, min_p: 0.1, repeat_penalty: 1.2, repeat_last_n: 32, num_predict: 2, stop: ['\n'], seed: 42, num_ctx: 4096 },
+      options: {
+        temperature: 0.2,
+        top_k: 5,
+        top_p: 0.5,
+        min_p: 0.1,
+        repeat_penalty: 1.2,
+        repeat_last_n: 32,
+        num_predict: 2,
+        stop: ['\n'],
+        seed: 42,
+        num_ctx: 4096,
+      },
     })
     expect(answer.message.content).toBe('Once upon')
     expect(answer.done_reason).toBe('length')
-    expect(lastJob<ChatJob>()).toMatchObject({ temperature: 0.2, topK: 5, topP: 0.5, maxTokens: 2, stop: ['\n'], seed: 42, extraSamplers: { minP: 0.1, repeatPenalty: 1.2, repeatLastN: 32 } })
+    expect(lastJob<ChatJob>()).toMatchObject({
+      temperature: 0.2,
+      topK: 5,
+      topP: 0.5,
+      maxTokens: 2,
+      stop: ['\n'],
+      seed: 42,
+      extraSamplers: { minP: 0.1, repeatPenalty: 1.2, repeatLastN: 32 },
+    })
   })
 
   it('calls tools, arguments as an object, and takes the results back without ids', async () => {
-    const tools = [{ type: 'function', function: { name: 'weather', description: 'The weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }]
+    const tools = [
+      { type: 'function', function: { name: 'weather', description: 'The weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } },
+    ]
     const answer = await keyless.chat({ model: 'tiny', messages: [{ role: 'user', content: 'Weather in Oslo?' }], tools })
-    expect(answer.message.tool_calls).toEqual([expect.objectContaining({ function: expect.objectContaining({ name: 'weather', arguments: { city: 'Oslo' } }) })])
+    expect(answer.message.tool_calls).toEqual([
+      expect.objectContaining({ function: expect.objectContaining({ name: 'weather', arguments: { city: 'Oslo' } }) }),
+    ])
     await keyless.chat({
       model: 'tiny',
       messages: [
@@ -204,11 +227,26 @@ describe("Ollama's API through its JavaScript client", () => {
 
   it('refuses what it cannot honour by name, in Ollama’s shape', async () => {
     const refused = async (request: Promise<unknown>) => await request.catch((e: unknown) => e)
-    expect(await refused(keyless.chat({ model: 'tiny', messages: [{ role: 'user', content: 'Hi' }], options: { tfs_z: 0.9 } }))).toMatchObject({ status_code: 400, error: expect.stringContaining('tfs_z') })
-    expect(await refused(keyless.generate({ model: 'tiny', prompt: 'Hi', template: '{{ .Prompt }}' }))).toMatchObject({ status_code: 400, error: expect.stringContaining("'template'") })
-    expect(await refused(keyless.chat({ model: 'tiny', messages: [{ role: 'user', content: 'Hi' }], format: 'xml' }))).toMatchObject({ status_code: 400, error: expect.stringContaining('format') })
-    expect(await refused(keyless.chat({ model: 'tiny', messages: [{ role: 'user', content: 'Hi' }], keep_alive: 'soon' }))).toMatchObject({ status_code: 400, error: expect.stringContaining('keep_alive') })
-    expect(await refused(keyless.chat({ model: 'tiny', messages: [{ role: 'user', content: 'Hi' }], think: true }))).toMatchObject({ status_code: 400, error: '"tiny" does not support thinking' })
+    expect(await refused(keyless.chat({ model: 'tiny', messages: [{ role: 'user', content: 'Hi' }], options: { tfs_z: 0.9 } }))).toMatchObject({
+      status_code: 400,
+      error: expect.stringContaining('tfs_z'),
+    })
+    expect(await refused(keyless.generate({ model: 'tiny', prompt: 'Hi', template: '{{ .Prompt }}' }))).toMatchObject({
+      status_code: 400,
+      error: expect.stringContaining("'template'"),
+    })
+    expect(await refused(keyless.chat({ model: 'tiny', messages: [{ role: 'user', content: 'Hi' }], format: 'xml' }))).toMatchObject({
+      status_code: 400,
+      error: expect.stringContaining('format'),
+    })
+    expect(await refused(keyless.chat({ model: 'tiny', messages: [{ role: 'user', content: 'Hi' }], keep_alive: 'soon' }))).toMatchObject({
+      status_code: 400,
+      error: expect.stringContaining('keep_alive'),
+    })
+    expect(await refused(keyless.chat({ model: 'tiny', messages: [{ role: 'user', content: 'Hi' }], think: true }))).toMatchObject({
+      status_code: 400,
+      error: '"tiny" does not support thinking',
+    })
     expect(await refused(keyless.chat({ model: 'bert', messages: [{ role: 'user', content: 'Hi' }] }))).toMatchObject({ status_code: 400 })
     expect(await refused(keyless.embed({ model: 'tiny', input: 'x' }))).toMatchObject({ status_code: 400 })
     // Ollama's library is pulled from its registry, which this machine cannot reach: said, as a 502.
@@ -217,7 +255,13 @@ describe("Ollama's API through its JavaScript client", () => {
   })
 
   it('answers bad bodies with 400 and the reason, and stays up', async () => {
-    for (const body of ['{', '[]', '{"model": "tiny", "messages": "hi"}', '{"model": "tiny", "messages": [{"role": "wizard", "content": "x"}]}', '{"model": 7}']) {
+    for (const body of [
+      '{',
+      '[]',
+      '{"model": "tiny", "messages": "hi"}',
+      '{"model": "tiny", "messages": [{"role": "wizard", "content": "x"}]}',
+      '{"model": 7}',
+    ]) {
       const response = await fetch(`${server.ollamaUrl}/api/chat`, { method: 'POST', body })
       expect(response.status, body).toBe(400)
       expect(typeof ((await response.json()) as { error: unknown }).error, body).toBe('string')
@@ -243,8 +287,12 @@ describe('keys on the two ports', () => {
     expect((await new Ollama({ host: server.ollamaUrl!, headers: { Authorization: `Bearer ${server.apiKey}` } }).list()).models.length).toBeGreaterThan(0)
   })
 
-  it("lets in the page origins Ollama lets in by default, and no other page", async () => {
-    const preflight = (origin: string) => fetch(`${server.ollamaUrl}/api/chat`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } })
+  it('lets in the page origins Ollama lets in by default, and no other page', async () => {
+    const preflight = (origin: string) =>
+      fetch(`${server.ollamaUrl}/api/chat`, {
+        method: 'OPTIONS',
+        headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+      })
     for (const origin of ['http://localhost:3000', 'vscode-webview://abc123', 'app://some-app']) {
       const answer = await preflight(origin)
       expect(answer.status, origin).toBeLessThan(300)
@@ -252,7 +300,11 @@ describe('keys on the two ports', () => {
     }
     expect((await preflight('https://evil.example')).status).toBe(403)
     // A page elsewhere cannot make its chat run on this computer, even without a preflight.
-    const write = await fetch(`${server.ollamaUrl}/api/generate`, { method: 'POST', headers: { origin: 'https://evil.example', 'content-type': 'text/plain' }, body: '{"model": "tiny", "prompt": "hi"}' })
+    const write = await fetch(`${server.ollamaUrl}/api/generate`, {
+      method: 'POST',
+      headers: { origin: 'https://evil.example', 'content-type': 'text/plain' },
+      body: '{"model": "tiny", "prompt": "hi"}',
+    })
     expect(write.status).toBe(403)
   })
 
@@ -272,11 +324,17 @@ describe('keys on the two ports', () => {
     const openai = new OpenAI({ baseURL: `${server.ollamaUrl}/v1`, apiKey: 'ollama', maxRetries: 0 })
     const answer = await openai.chat.completions.create({ model: 'tiny:latest', messages: [{ role: 'user', content: 'Hi' }] })
     expect(answer.choices[0]!.message.content).toBe('Once upon a time.')
-    const message = await fetch(`${server.ollamaUrl}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': 'ollama' }, body: JSON.stringify({ model: 'tiny:latest', max_tokens: 8, messages: [{ role: 'user', content: 'Hi' }] }) })
+    const message = await fetch(`${server.ollamaUrl}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': 'ollama' },
+      body: JSON.stringify({ model: 'tiny:latest', max_tokens: 8, messages: [{ role: 'user', content: 'Hi' }] }),
+    })
     expect(message.status).toBe(200)
     expect((await openai.models.retrieve('tiny:latest')).id).toBe('tiny')
     // Another tag is another model.
-    expect(await openai.chat.completions.create({ model: 'tiny:7b', messages: [{ role: 'user', content: 'Hi' }] }).catch((e: unknown) => e)).toMatchObject({ status: 404 })
+    expect(await openai.chat.completions.create({ model: 'tiny:7b', messages: [{ role: 'user', content: 'Hi' }] }).catch((e: unknown) => e)).toMatchObject({
+      status: 404,
+    })
   })
 
   it("lets a keyless program see none of the files and responses kept for Hearth's keys, nor run MCP tools", async () => {
@@ -341,7 +399,12 @@ describe("LangChain's ChatOllama and the AI SDK's Ollama provider", () => {
     const withTools = await generateText({
       model: ollama('tiny'),
       prompt: 'Weather in Oslo?',
-      tools: { weather: tool({ description: 'The weather', inputSchema: jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }) }) },
+      tools: {
+        weather: tool({
+          description: 'The weather',
+          inputSchema: jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }),
+        }),
+      },
     })
     expect(withTools.toolCalls).toEqual([expect.objectContaining({ toolName: 'weather', input: { city: 'Oslo' } })])
     const { embedding } = await embed({ model: ollama.textEmbeddingModel('bert'), value: 'one' })

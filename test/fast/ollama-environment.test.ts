@@ -31,7 +31,11 @@ afterAll(async () => {
 
 describe('OLLAMA_* settings', () => {
   it('OLLAMA_ORIGINS: the browser extensions it names may call the Ollama port', async () => {
-    const preflight = (origin: string) => fetch(`${server.ollamaUrl}/api/chat`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } })
+    const preflight = (origin: string) =>
+      fetch(`${server.ollamaUrl}/api/chat`, {
+        method: 'OPTIONS',
+        headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+      })
     expect((await preflight('chrome-extension://abcdef')).headers.get('access-control-allow-origin')).toBe('chrome-extension://abcdef')
     expect((await preflight('https://evil.example')).status).toBe(403)
   })
@@ -39,7 +43,9 @@ describe('OLLAMA_* settings', () => {
   it('OLLAMA_CONTEXT_LENGTH: the context of a model models.json says nothing of, on every API', async () => {
     const shown = await ollama.show({ model: 'tiny' })
     expect((shown.model_info as unknown as Record<string, unknown>)['llama.context_length']).toBe(128)
-    const listed = (await (await fetch(`${server.url}/v1/models/tiny`, { headers: { authorization: `Bearer ${server.apiKey}` } })).json()) as { context_length: number }
+    const listed = (await (await fetch(`${server.url}/v1/models/tiny`, { headers: { authorization: `Bearer ${server.apiKey}` } })).json()) as {
+      context_length: number
+    }
     expect(listed.context_length).toBe(128)
   })
 

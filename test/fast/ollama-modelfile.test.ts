@@ -90,7 +90,14 @@ describe('a model made FROM another by name', () => {
     expect(job.temperature).toBe(0.3)
     expect(job.stop).toContain('END')
     // A request's own system prompt goes first instead of the model's; its options over the model's.
-    await ollama.chat({ model: 'persona', messages: [{ role: 'system', content: 'Be a poet.' }, { role: 'user', content: 'Hello' }], options: { temperature: 0.9 } })
+    await ollama.chat({
+      model: 'persona',
+      messages: [
+        { role: 'system', content: 'Be a poet.' },
+        { role: 'user', content: 'Hello' },
+      ],
+      options: { temperature: 0.9 },
+    })
     expect(lastJob<ChatJob>().messages.map((m) => m.content)).toEqual(['Be a poet.', 'Who are you?', 'A pirate, arr.', 'Hello'])
     expect(lastJob<ChatJob>().temperature).toBe(0.9)
   })
@@ -201,7 +208,10 @@ describe('what a Modelfile cannot do here, refused by name', () => {
 
   it('a base that is not there, and a name a downloaded model has', async () => {
     expect(await ollama.create({ model: 'orphan', from: 'nothing-here', stream: false }).catch((e: unknown) => e)).toMatchObject({ status_code: 404 })
-    expect(await ollama.create({ model: 'tiny', from: 'persona', stream: false }).catch((e: unknown) => e)).toMatchObject({ status_code: 400, error: expect.stringContaining('already exists') })
+    expect(await ollama.create({ model: 'tiny', from: 'persona', stream: false }).catch((e: unknown) => e)).toMatchObject({
+      status_code: 400,
+      error: expect.stringContaining('already exists'),
+    })
     expect((await ollama.show({ model: 'tiny' })).system).toBeUndefined()
   })
 })

@@ -30,17 +30,33 @@ describe('Ollama pull names', () => {
   }
 
   it('fills in the defaults as Ollama does', () => {
-    expect(registry('qwen3:0.6b')).toMatchObject({ name: { host: 'registry.ollama.ai', namespace: 'library', model: 'qwen3', tag: '0.6b' }, shortName: 'qwen3:0.6b', repository: 'library/qwen3' })
+    expect(registry('qwen3:0.6b')).toMatchObject({
+      name: { host: 'registry.ollama.ai', namespace: 'library', model: 'qwen3', tag: '0.6b' },
+      shortName: 'qwen3:0.6b',
+      repository: 'library/qwen3',
+    })
     expect(registry('qwen3').name.tag).toBe('latest')
-    expect(registry('user/model:tag')).toMatchObject({ name: { host: 'registry.ollama.ai', namespace: 'user', model: 'model', tag: 'tag' }, shortName: 'user/model:tag' })
-    expect(registry('localhost:5000/team/model:v1.2')).toMatchObject({ name: { host: 'localhost:5000', namespace: 'team', model: 'model', tag: 'v1.2' }, shortName: 'localhost:5000/team/model:v1.2' })
+    expect(registry('user/model:tag')).toMatchObject({
+      name: { host: 'registry.ollama.ai', namespace: 'user', model: 'model', tag: 'tag' },
+      shortName: 'user/model:tag',
+    })
+    expect(registry('localhost:5000/team/model:v1.2')).toMatchObject({
+      name: { host: 'localhost:5000', namespace: 'team', model: 'model', tag: 'v1.2' },
+      shortName: 'localhost:5000/team/model:v1.2',
+    })
     expect(registry('127.0.0.1:5000/library/tiny').shortName).toBe('127.0.0.1:5000/library/tiny:latest')
     expect(registry('registry.ollama.ai/library/llama3.2:3b').shortName).toBe('llama3.2:3b')
     expect(registry('http://localhost:5000/library/tiny:1')).toMatchObject({ scheme: 'http', name: { host: 'localhost:5000' } })
   })
 
   it('tells Hugging Face names and Hearth’s own references apart', () => {
-    expect(parsePullName('hf.co/bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M')).toEqual({ kind: 'huggingface', name: 'hf.co/bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M', owner: 'bartowski', repo: 'Llama-3.2-1B-Instruct-GGUF', tag: 'Q4_K_M' })
+    expect(parsePullName('hf.co/bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M')).toEqual({
+      kind: 'huggingface',
+      name: 'hf.co/bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M',
+      owner: 'bartowski',
+      repo: 'Llama-3.2-1B-Instruct-GGUF',
+      tag: 'Q4_K_M',
+    })
     expect(parsePullName('huggingface.co/ggml-org/gemma-3-4b-it-GGUF')).toMatchObject({ kind: 'huggingface', tag: undefined })
     expect(parsePullName('hf://ggml-org/x/y.gguf')).toEqual({ kind: 'reference', reference: 'hf://ggml-org/x/y.gguf' })
     expect(parsePullName('https://example.com/models/x.gguf')).toMatchObject({ kind: 'reference' })
@@ -75,8 +91,26 @@ describe('Ollama pull names', () => {
 describe('Ollama’s progress lines', () => {
   const events: OllamaPullEvent[] = [
     { status: 'pulling manifest' },
-    { status: 'pulling', digest: `sha256:${'ab'.repeat(32)}`, mediaType: 'application/vnd.ollama.image.model', total: 1000, completed: 0, pullCompleted: 0, pullTotal: 1100, rateBps: 0 },
-    { status: 'pulling', digest: `sha256:${'ab'.repeat(32)}`, mediaType: 'application/vnd.ollama.image.model', total: 1000, completed: 500, pullCompleted: 500, pullTotal: 1100, rateBps: 10 },
+    {
+      status: 'pulling',
+      digest: `sha256:${'ab'.repeat(32)}`,
+      mediaType: 'application/vnd.ollama.image.model',
+      total: 1000,
+      completed: 0,
+      pullCompleted: 0,
+      pullTotal: 1100,
+      rateBps: 0,
+    },
+    {
+      status: 'pulling',
+      digest: `sha256:${'ab'.repeat(32)}`,
+      mediaType: 'application/vnd.ollama.image.model',
+      total: 1000,
+      completed: 500,
+      pullCompleted: 500,
+      pullTotal: 1100,
+      rateBps: 10,
+    },
     { status: 'verifying sha256 digest' },
     { status: 'writing manifest' },
     { status: 'success', model: { name: 'tiny:1', manifestPath: '/x', size: 1100, downloaded: 1100, reusedFromOllama: [] } },
@@ -108,7 +142,9 @@ describe('what a manifest says before the download', () => {
   const layer = (type: string) => ({ mediaType: `application/vnd.ollama.image.${type}` })
 
   it('refuses architectures llama.cpp lacks, tensors, cloud models and other formats; passes the rest', () => {
-    expect(ollamaManifestProblem([layer('model'), layer('template')], { model_format: 'gguf', model_family: 'qwen3', model_families: ['qwen3'] })).toBeUndefined()
+    expect(
+      ollamaManifestProblem([layer('model'), layer('template')], { model_format: 'gguf', model_family: 'qwen3', model_families: ['qwen3'] }),
+    ).toBeUndefined()
     expect(ollamaManifestProblem([layer('model'), layer('projector')], { model_family: 'llama', model_families: ['llama', 'clip'] })).toBeUndefined()
     expect(ollamaManifestProblem([layer('model')], { model_family: 'mllama', model_families: ['mllama'] })).toMatch(/architecture "mllama".*cannot load/)
     expect(ollamaManifestProblem([layer('model')], { model_family: 'qwen3', model_families: ['qwen3', 'qwen25vl'] })).toMatch(/"qwen25vl"/)
@@ -168,8 +204,13 @@ describe('a pull from a registry that asks for a token and serves no ranges', ()
     writeTinyLlama(join(dir, 'tiny.gguf'))
     const model = add(readFileSync(join(dir, 'tiny.gguf')), 'application/vnd.ollama.image.model')
     const system = add(Buffer.from('Be brief.'), 'application/vnd.ollama.image.system')
-    const config = add(Buffer.from(JSON.stringify({ model_format: 'gguf', model_family: 'llama', model_families: ['llama'], file_type: 'F32' })), 'application/vnd.docker.container.image.v1+json')
-    manifest = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.docker.distribution.manifest.v2+json', config, layers: [model, system] }))
+    const config = add(
+      Buffer.from(JSON.stringify({ model_format: 'gguf', model_family: 'llama', model_families: ['llama'], file_type: 'F32' })),
+      'application/vnd.docker.container.image.v1+json',
+    )
+    manifest = Buffer.from(
+      JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.docker.distribution.manifest.v2+json', config, layers: [model, system] }),
+    )
     server = createServer((req, res) => {
       const path = new URL(req.url!, 'http://x').pathname
       seen.push(`${req.method} ${path}${req.headers.range ? ` ${req.headers.range}` : ''}`)
@@ -210,7 +251,14 @@ describe('a pull from a registry that asks for a token and serves no ranges', ()
 
   it('fetches a token, then the manifest and blobs, and serves the model', async () => {
     const lines: string[] = []
-    for await (const event of pullOllamaModel(name(), { modelsDir, insecure: true, ollamaStores: [], parts: { minPartBytes: 64 * 1024 }, headerProbeBytes: 16 * 1024 })) lines.push(ollamaProgressLine(event).status)
+    for await (const event of pullOllamaModel(name(), {
+      modelsDir,
+      insecure: true,
+      ollamaStores: [],
+      parts: { minPartBytes: 64 * 1024 },
+      headerProbeBytes: 16 * 1024,
+    }))
+      lines.push(ollamaProgressLine(event).status)
     expect(lines[0]).toBe('pulling manifest')
     expect(lines.slice(-3)).toEqual(['verifying sha256 digest', 'writing manifest', 'success'])
     expect(seen).toContain('GET /token')
@@ -254,7 +302,13 @@ describe('a pull stopped midway, then pulled again', () => {
     writeTinyLlama(join(dir, 'tiny.gguf'), { embd: 128, seed: 3 })
     const bytes = readFileSync(join(dir, 'tiny.gguf'))
     model = { digest: `sha256:${createHash('sha256').update(bytes).digest('hex')}`, size: bytes.length, bytes }
-    manifest = Buffer.from(JSON.stringify({ schemaVersion: 2, config: { mediaType: 'x', digest: '', size: 0 }, layers: [{ mediaType: 'application/vnd.ollama.image.model', digest: model.digest, size: model.size }] }))
+    manifest = Buffer.from(
+      JSON.stringify({
+        schemaVersion: 2,
+        config: { mediaType: 'x', digest: '', size: 0 },
+        layers: [{ mediaType: 'application/vnd.ollama.image.model', digest: model.digest, size: model.size }],
+      }),
+    )
     // Ranges answered 64 KiB at a time, 20 ms apart: slow enough to stop it midway.
     server = createServer((req, res) => void serve(req, res))
     async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -310,7 +364,7 @@ describe('a pull stopped midway, then pulled again', () => {
     expect(existsSync(join(blobsDir, model.digest.replace(':', '-')))).toBe(false)
 
     // The stopped pull's last chunks may still be on their way: count from when the server is quiet.
-    for (let last = -1; last !== served; ) {
+    for (let last = -1; last !== served;) {
       last = served
       await new Promise((r) => setTimeout(r, 200))
     }

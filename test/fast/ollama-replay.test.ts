@@ -71,7 +71,10 @@ describe.each(recordings)('$client, as recorded', ({ requests }) => {
       if (!unreachable) expect(response.status, `${request.call}: ${request.method} ${request.path} → ${text.slice(0, 300)}`).toBeLessThan(500)
       if (request.method === 'HEAD' || text === '' || request.path === '/') continue
       // A whole answer, or a stream of JSON lines; an error is `{"error": "…"}`.
-      const lines = text.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>)
+      const lines = text
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
       if (response.status >= 400) expect(typeof lines[0]!.error, request.call).toBe('string')
     }
   })

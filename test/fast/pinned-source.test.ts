@@ -43,7 +43,7 @@ describe('applying the engine patches', () => {
     expect(answer()).toBe('patched\n')
   })
 
-  it('takes a patch back out and puts it in again (the benchmark\'s unpatched build)', () => {
+  it("takes a patch back out and puts it in again (the benchmark's unpatched build)", () => {
     const { tree, patch, answer } = treeInsideRepository()
     applyPatch(tree, patch)
     applyPatch(tree, patch, { reverse: true })

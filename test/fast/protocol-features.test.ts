@@ -27,7 +27,12 @@ if (!audio) cannotRun('the shared fixtures (../shared/fixtures/audio/jfk.wav) ar
 let hold = false
 /** Jobs whose request ended while they waited (their signal fired). */
 let stopped = 0
-const logprob = (token: string): TokenLogprob => ({ token, logprob: -0.5, bytes: [...Buffer.from(token)], top_logprobs: [{ token, logprob: -0.5, bytes: [...Buffer.from(token)] }] })
+const logprob = (token: string): TokenLogprob => ({
+  token,
+  logprob: -0.5,
+  bytes: [...Buffer.from(token)],
+  top_logprobs: [{ token, logprob: -0.5, bytes: [...Buffer.from(token)] }],
+})
 
 const script: Script = async (job, context) => {
   if (hold) {
@@ -41,7 +46,8 @@ const script: Script = async (job, context) => {
     return { type: 'speech', segments: [segment], language: 'en' } as SpeechResult
   }
   const result = await plainScript(job, context)
-  if (job.type === 'chat' && job.topLogprobs !== undefined && result.type === 'chat') return { ...result, logprobs: result.text ? [logprob(result.text)] : [] } satisfies ChatResult
+  if (job.type === 'chat' && job.topLogprobs !== undefined && result.type === 'chat')
+    return { ...result, logprobs: result.text ? [logprob(result.text)] : [] } satisfies ChatResult
   if (job.type === 'complete' && job.logprobs !== undefined && result.type === 'complete') return { ...result, logprobs: [logprob(result.text)] }
   return result
 }
@@ -51,7 +57,10 @@ let timed: InProcessServer
 let png: string
 let pdf: string
 const jobs = (on: InProcessServer = server) => on.engines.flatMap((e) => e.jobs as EngineJob[])
-const lastJob = <T extends EngineJob>(type: T['type'], on: InProcessServer = server): T => jobs(on).filter((j) => j.type === type).at(-1) as T
+const lastJob = <T extends EngineJob>(type: T['type'], on: InProcessServer = server): T =>
+  jobs(on)
+    .filter((j) => j.type === type)
+    .at(-1) as T
 
 beforeAll(async () => {
   const modelsDir = mkdtempSync(join(tmpdir(), 'hearth-protocol-features-'))
@@ -101,7 +110,11 @@ const REQUESTS: Record<Protocol, (extra?: Record<string, unknown>) => Call> = {
     for (const [key, value] of Object.entries(extra)) for (const v of [value].flat()) form.append(key, String(v))
     return { path: '/v1/audio/transcriptions', body: form }
   },
-  'ollama chat': (extra = {}) => ({ path: '/api/chat', body: { model: 'tiny', messages: [{ role: 'user', content: 'Hello' }], stream: false, ...extra }, ollama: true }),
+  'ollama chat': (extra = {}) => ({
+    path: '/api/chat',
+    body: { model: 'tiny', messages: [{ role: 'user', content: 'Hello' }], stream: false, ...extra },
+    ollama: true,
+  }),
   'ollama generate': (extra = {}) => ({ path: '/api/generate', body: { model: 'tiny', prompt: 'Hello', stream: false, ...extra }, ollama: true }),
   'ollama embed': (extra = {}) => ({ path: '/api/embed', body: { model: 'bert', input: 'Hello', ...extra }, ollama: true }),
 }
@@ -122,7 +135,8 @@ const ok = async (protocol: Protocol, extra: Record<string, unknown>): Promise<S
 }
 const json = (sent: Sent) => JSON.parse(sent.text) as Record<string, any>
 const chatJob = () => lastJob<ChatJob>('chat')
-const userText = (job: ChatJob) => job.messages.map((m) => (typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => (p.type === 'text' ? p.text : '')).join('\n'))).join('\n')
+const userText = (job: ChatJob) =>
+  job.messages.map((m) => (typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => (p.type === 'text' ? p.text : '')).join('\n'))).join('\n')
 const hasImage = (job: ChatJob) => job.messages.some((m) => Array.isArray(m.content) && m.content.some((p) => p.type === 'image'))
 const pdfBlock = { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: '' } }
 const imageBlock = () => ({ type: 'image', source: { type: 'base64', media_type: 'image/png', data: png.split(',')[1] } })
@@ -133,11 +147,31 @@ const weather = { name: 'weather', description: 'The weather', parameters: schem
 const PROBES: Partial<Record<Protocol, Partial<Record<Feature, () => Promise<void>>>>> = {
   'chat completions': {
     documents: async () => {
-      await ok('chat completions', { messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: `data:application/pdf;base64,${pdf}`, filename: 'a.pdf' } }, { type: 'text', text: 'What is it?' }] }] })
+      await ok('chat completions', {
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'file', file: { file_data: `data:application/pdf;base64,${pdf}`, filename: 'a.pdf' } },
+              { type: 'text', text: 'What is it?' },
+            ],
+          },
+        ],
+      })
       expect(userText(chatJob())).toContain('The answer is forty-two.')
     },
     images: async () => {
-      await ok('chat completions', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: png } }, { type: 'text', text: 'What is it?' }] }] })
+      await ok('chat completions', {
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'image_url', image_url: { url: png } },
+              { type: 'text', text: 'What is it?' },
+            ],
+          },
+        ],
+      })
       expect(hasImage(chatJob())).toBe(true)
     },
     tools: async () => {
@@ -166,11 +200,31 @@ const PROBES: Partial<Record<Protocol, Partial<Record<Feature, () => Promise<voi
   },
   responses: {
     documents: async () => {
-      await ok('responses', { input: [{ role: 'user', content: [{ type: 'input_file', file_data: `data:application/pdf;base64,${pdf}`, filename: 'a.pdf' }, { type: 'input_text', text: 'What is it?' }] }] })
+      await ok('responses', {
+        input: [
+          {
+            role: 'user',
+            content: [
+              { type: 'input_file', file_data: `data:application/pdf;base64,${pdf}`, filename: 'a.pdf' },
+              { type: 'input_text', text: 'What is it?' },
+            ],
+          },
+        ],
+      })
       expect(userText(chatJob())).toContain('The answer is forty-two.')
     },
     images: async () => {
-      await ok('responses', { input: [{ role: 'user', content: [{ type: 'input_image', image_url: png }, { type: 'input_text', text: 'What is it?' }] }] })
+      await ok('responses', {
+        input: [
+          {
+            role: 'user',
+            content: [
+              { type: 'input_image', image_url: png },
+              { type: 'input_text', text: 'What is it?' },
+            ],
+          },
+        ],
+      })
       expect(hasImage(chatJob())).toBe(true)
     },
     tools: async () => {
@@ -197,7 +251,17 @@ const PROBES: Partial<Record<Protocol, Partial<Record<Feature, () => Promise<voi
   },
   messages: {
     documents: async () => {
-      await ok('messages', { messages: [{ role: 'user', content: [{ ...pdfBlock, source: { ...pdfBlock.source, data: pdf } }, { type: 'text', text: 'What is it?' }] }] })
+      await ok('messages', {
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { ...pdfBlock, source: { ...pdfBlock.source, data: pdf } },
+              { type: 'text', text: 'What is it?' },
+            ],
+          },
+        ],
+      })
       expect(userText(chatJob())).toContain('The answer is forty-two.')
     },
     images: async () => {
@@ -223,7 +287,17 @@ const PROBES: Partial<Record<Protocol, Partial<Record<Feature, () => Promise<voi
   },
   count_tokens: {
     documents: async () => {
-      await ok('count_tokens', { messages: [{ role: 'user', content: [{ ...pdfBlock, source: { ...pdfBlock.source, data: pdf } }, { type: 'text', text: 'What is it?' }] }] })
+      await ok('count_tokens', {
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { ...pdfBlock, source: { ...pdfBlock.source, data: pdf } },
+              { type: 'text', text: 'What is it?' },
+            ],
+          },
+        ],
+      })
       expect(userText(chatJob())).toContain('The answer is forty-two.')
     },
     images: async () => {
@@ -315,7 +389,9 @@ describe('the protocol × feature table', () => {
 
   it('has a probe for every cell that says yes (the pipeline features are tried on every protocol below)', () => {
     const pipeline: Feature[] = ['cancel', 'deadline', 'quotas', 'warnings']
-    const missing = PROTOCOLS.flatMap((p) => FEATURES.filter((f) => !pipeline.includes(f) && PROTOCOL_FEATURES[p][f].carried && !PROBES[p]?.[f]).map((f) => `${p} × ${f}`))
+    const missing = PROTOCOLS.flatMap((p) =>
+      FEATURES.filter((f) => !pipeline.includes(f) && PROTOCOL_FEATURES[p][f].carried && !PROBES[p]?.[f]).map((f) => `${p} × ${f}`),
+    )
     expect(missing).toEqual([])
     const withoutWarning = PROTOCOLS.filter((p) => PROTOCOL_FEATURES[p].warnings.carried && !SET_ASIDE[p])
     expect(withoutWarning).toEqual([])
@@ -354,7 +430,15 @@ describe('the protocol × feature table', () => {
           controller.abort()
           await sending
           await waitFor(() => stopped > stoppedBefore)
-          await waitFor(() => /\(client closed\)/.test(server.output().split('\n').filter((l) => l.includes(REQUESTS[protocol]().path)).at(-1) ?? ''))
+          await waitFor(() =>
+            /\(client closed\)/.test(
+              server
+                .output()
+                .split('\n')
+                .filter((l) => l.includes(REQUESTS[protocol]().path))
+                .at(-1) ?? '',
+            ),
+          )
         } finally {
           hold = false
         }
@@ -366,7 +450,8 @@ describe('the protocol × feature table', () => {
           const sent = await send(REQUESTS[protocol](), { on: timed })
           expect(sent.status, sent.text).toBe(408)
           if (REQUESTS[protocol]().ollama) expect(JSON.parse(sent.text)).toEqual({ error: expect.stringContaining('longer than the limit') })
-          else if (protocol === 'messages' || protocol === 'count_tokens') expect(JSON.parse(sent.text)).toMatchObject({ type: 'error', error: { message: expect.stringContaining('longer than the limit') } })
+          else if (protocol === 'messages' || protocol === 'count_tokens')
+            expect(JSON.parse(sent.text)).toMatchObject({ type: 'error', error: { message: expect.stringContaining('longer than the limit') } })
           else expect(JSON.parse(sent.text)).toMatchObject({ error: { code: 'request_timeout' } })
         } finally {
           hold = false
@@ -381,7 +466,8 @@ describe('the protocol × feature table', () => {
         const refused = await send(REQUESTS[protocol](), { key })
         expect(refused.status).toBe(429)
         if (REQUESTS[protocol]().ollama) expect(JSON.parse(refused.text)).toEqual({ error: expect.any(String) })
-        else if (protocol === 'messages' || protocol === 'count_tokens') expect(JSON.parse(refused.text)).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } })
+        else if (protocol === 'messages' || protocol === 'count_tokens')
+          expect(JSON.parse(refused.text)).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } })
         else expect(JSON.parse(refused.text)).toMatchObject({ error: { code: 'insufficient_quota' } })
       })
     })
@@ -395,4 +481,3 @@ async function waitFor(condition: () => boolean | Promise<boolean>, ms = 5_000):
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
 }
-

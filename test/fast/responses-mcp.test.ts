@@ -99,9 +99,19 @@ describe('the mcp tool', () => {
     expect(list.id).toMatch(/^mcpl_/)
     expect(list.server_label).toBe('calc')
     expect(list.tools.map((t) => t.name)).toEqual(['add', 'secret_word', 'echo', 'fail', 'crash', 'hang'])
-    expect(list.tools[0]).toMatchObject({ name: 'add', description: 'Adds two numbers.', input_schema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } } })
+    expect(list.tools[0]).toMatchObject({
+      name: 'add',
+      description: 'Adds two numbers.',
+      input_schema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } },
+    })
     expect(list.tools[1]!.annotations).toEqual({ read_only: true })
-    expect(first.output[1]).toEqual({ type: 'mcp_approval_request', id: expect.stringMatching(/^mcpr_/), server_label: 'calc', name: 'add', arguments: '{"a":2,"b":3}' })
+    expect(first.output[1]).toEqual({
+      type: 'mcp_approval_request',
+      id: expect.stringMatching(/^mcpr_/),
+      server_label: 'calc',
+      name: 'add',
+      arguments: '{"a":2,"b":3}',
+    })
     expect(lastJob().tools.map((t) => t.function.name)).toContain('add')
 
     const approval = first.output[1] as OpenAI.Responses.ResponseOutputItem.McpApprovalRequest
@@ -351,7 +361,11 @@ describe('the mcp tool', () => {
 
   it('reaches an HTTP server at the URL the user configured', async () => {
     script = callsTool('echo', { text: 'over http' })
-    const response = await client.responses.create({ model: MODEL, input: 'Echo', tools: [{ type: 'mcp', server_label: 'web', server_url: http.url, require_approval: 'never' }] })
+    const response = await client.responses.create({
+      model: MODEL,
+      input: 'Echo',
+      tools: [{ type: 'mcp', server_label: 'web', server_url: http.url, require_approval: 'never' }],
+    })
     expect(response.output_text).toBe('The tool said: over http')
   })
 })
@@ -405,7 +419,11 @@ describe("a conversation's earlier turns", () => {
     /** One request of the answer being written, as the chat page makes it; the calls waiting for approval come back. */
     const request = async (items: AnswerItem[]) => {
       const body = buildResponsesRequest(MODEL, turns, DEFAULT_PARAMETERS, false, { toolServers: [{ name: 'calc', alwaysAllowed: ['secret_word'] }] })
-      const res = await fetch(`${server.url}/v1/responses`, { method: 'POST', headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      const res = await fetch(`${server.url}/v1/responses`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      })
       expect(res.status, await res.clone().text()).toBe(200)
       const outcome = await readResponse(turns, items, readSseJson<ResponseEvent>(res.body!), new AbortController().signal, hooks)
       expect(outcome.ended).toBe(false)
@@ -451,15 +469,30 @@ describe("a conversation's earlier turns", () => {
     const approval = (response: OpenAI.Responses.Response) => response.output.find((i) => i.type === 'mcp_approval_request')!.id
     const jobs = await jobsOf(async () => {
       const first = await client.responses.create({ model: MODEL, input: 'Add 2 and 3', tools })
-      const denied = await client.responses.create({ model: MODEL, previous_response_id: first.id, input: [{ type: 'mcp_approval_response', approval_request_id: approval(first), approve: false }], tools })
+      const denied = await client.responses.create({
+        model: MODEL,
+        previous_response_id: first.id,
+        input: [{ type: 'mcp_approval_response', approval_request_id: approval(first), approve: false }],
+        tools,
+      })
       const third = await client.responses.create({ model: MODEL, previous_response_id: denied.id, input: 'Add 4 and 4', tools })
-      const approved = await client.responses.create({ model: MODEL, previous_response_id: third.id, input: [{ type: 'mcp_approval_response', approval_request_id: approval(third), approve: true }], tools })
+      const approved = await client.responses.create({
+        model: MODEL,
+        previous_response_id: third.id,
+        input: [{ type: 'mcp_approval_response', approval_request_id: approval(third), approve: true }],
+        tools,
+      })
       const secret = await client.responses.create({ model: MODEL, previous_response_id: approved.id, input: 'Secret word?', tools })
       await client.responses.create({ model: MODEL, previous_response_id: secret.id, input: 'Thanks', tools })
     })
     expect(jobs).toHaveLength(7)
     expectEachToExtendTheLast(jobs)
-    expect(jobs.at(-1)!.messages.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual([DENIED, '8', SECRET])
+    expect(
+      jobs
+        .at(-1)!
+        .messages.filter((m) => m.role === 'tool')
+        .map((m) => m.content),
+    ).toEqual([DENIED, '8', SECRET])
   })
 })
 
@@ -468,8 +501,23 @@ describe('refusals', () => {
 
   it.each([
     ['an unknown server_label', [{ type: 'mcp', server_label: 'nope' }], 400, 'mcp_server_not_found', 'tools[0].server_label'],
-    ['a server_url for a stdio server', [{ type: 'mcp', server_label: 'calc', server_url: 'http://127.0.0.1:1/mcp' }], 400, 'invalid_value', 'tools[0].server_url'],
-    ['a foreign server_url', [{ type: 'function', name: 'f' }, { type: 'mcp', server_label: 'web', server_url: 'https://example.com/mcp' }], 400, 'invalid_value', 'tools[1].server_url'],
+    [
+      'a server_url for a stdio server',
+      [{ type: 'mcp', server_label: 'calc', server_url: 'http://127.0.0.1:1/mcp' }],
+      400,
+      'invalid_value',
+      'tools[0].server_url',
+    ],
+    [
+      'a foreign server_url',
+      [
+        { type: 'function', name: 'f' },
+        { type: 'mcp', server_label: 'web', server_url: 'https://example.com/mcp' },
+      ],
+      400,
+      'invalid_value',
+      'tools[1].server_url',
+    ],
     ['connector_id', [{ type: 'mcp', server_label: 'calc', connector_id: 'connector_gmail' }], 400, 'unsupported_parameter', 'tools[0].connector_id'],
     ['headers', [{ type: 'mcp', server_label: 'calc', headers: { Authorization: 'Bearer x' } }], 400, 'unsupported_parameter', 'tools[0].headers'],
     ['authorization', [{ type: 'mcp', server_label: 'calc', authorization: 'token' }], 400, 'unsupported_parameter', 'tools[0].authorization'],
@@ -496,7 +544,11 @@ describe('refusals', () => {
   })
 
   it('refuses an approval for a request that was never made', async () => {
-    const res = await postJson(server, '/v1/responses', { model: MODEL, input: [{ type: 'mcp_approval_response', approval_request_id: 'mcpr_x', approve: true }], tools: [calc()] })
+    const res = await postJson(server, '/v1/responses', {
+      model: MODEL,
+      input: [{ type: 'mcp_approval_response', approval_request_id: 'mcpr_x', approve: true }],
+      tools: [calc()],
+    })
     expect(res.status).toBe(400)
     expect(res.json.error).toMatchObject({ param: 'input[0].approval_request_id' })
   })

@@ -25,7 +25,13 @@ beforeAll(() => {
   writeTinyBert(join(modelsDir, 'reranker.gguf'), { reranker: true })
   writeFileSync(
     join(modelsDir, 'models.json'),
-    JSON.stringify({ models: [{ id: 'tiny', file: 'tiny.gguf', max_completion_tokens: 100 }, { id: 'bert', file: 'bert.gguf' }, { id: 'reranker', file: 'reranker.gguf' }] }),
+    JSON.stringify({
+      models: [
+        { id: 'tiny', file: 'tiny.gguf', max_completion_tokens: 100 },
+        { id: 'bert', file: 'bert.gguf' },
+        { id: 'reranker', file: 'reranker.gguf' },
+      ],
+    }),
   )
 })
 
@@ -75,7 +81,15 @@ describe('what a request becomes', () => {
     await client.chat.completions.create({ model: 'tiny', messages: hi, temperature: 0.7, top_p: 0.5, seed: 42, stop: ['END'], max_completion_tokens: 3 })
     await client.chat.completions.create({ model: 'tiny', messages: hi })
     const [asked, plain] = server.engines[0]!.jobs as ChatJob[]
-    expect(asked).toMatchObject({ type: 'chat', temperature: 0.7, topP: 0.5, seed: 42, stop: ['END'], maxTokens: 3, messages: [{ role: 'user', content: 'Hi' }] })
+    expect(asked).toMatchObject({
+      type: 'chat',
+      temperature: 0.7,
+      topP: 0.5,
+      seed: 42,
+      stop: ['END'],
+      maxTokens: 3,
+      messages: [{ role: 'user', content: 'Hi' }],
+    })
     expect(plain).toMatchObject({ temperature: 0, topP: 0.9, topK: 50, maxTokens: undefined, maxCompletionTokens: 100, tools: [] })
   })
 
@@ -90,7 +104,7 @@ describe('what a request becomes', () => {
     expect((server.engines[0]!.jobs.at(-1) as ChatJob).conversationKey).toBe('conversation-7')
   })
 
-  it('serves a token limit past the model\'s own, capped at the model\'s (agents send 32000 to every model)', async () => {
+  it("serves a token limit past the model's own, capped at the model's (agents send 32000 to every model)", async () => {
     const { server } = await serve()
     const res = await postJson(server, '/v1/chat/completions', { model: 'tiny', messages: hi, max_completion_tokens: 32000 })
     expect(res.status).toBe(200)
@@ -122,16 +136,20 @@ describe('streams, as the official client reads them', () => {
 })
 
 describe('when the engine fails', () => {
-  const failing = (code: 'context_length_exceeded' | 'engine_crashed', after: number): Script => (job, context) => {
-    for (const text of SCRIPTED_WORDS.slice(0, after)) context.emit({ type: 'text', text })
-    throw new ModelError(code, `scripted ${code}`, code === 'context_length_exceeded' ? 'messages' : null)
-  }
+  const failing =
+    (code: 'context_length_exceeded' | 'engine_crashed', after: number): Script =>
+    (job, context) => {
+      for (const text of SCRIPTED_WORDS.slice(0, after)) context.emit({ type: 'text', text })
+      throw new ModelError(code, `scripted ${code}`, code === 'context_length_exceeded' ? 'messages' : null)
+    }
 
   it('before the first token: the error body with its status, never a 500 for a known failure', async () => {
     const { server } = await serve(failing('context_length_exceeded', 0))
     const res = await postJson(server, '/v1/chat/completions', { model: 'tiny', messages: hi })
     expect(res.status).toBe(400)
-    expect(res.json).toEqual({ error: { message: expect.stringContaining('context_length_exceeded'), type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' } })
+    expect(res.json).toEqual({
+      error: { message: expect.stringContaining('context_length_exceeded'), type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' },
+    })
   })
 
   it('mid-stream: the pieces sent stay, the error is the last event, and there is no [DONE]', async () => {
@@ -154,7 +172,7 @@ describe('busy, stalled and abandoned requests', () => {
   let gate: ReturnType<typeof gatedScript>
   afterEach(() => gate?.releaseAll())
 
-  it('queues past the model\'s slot, then answers 503 overloaded with Retry-After once the queue is full', async () => {
+  it("queues past the model's slot, then answers 503 overloaded with Retry-After once the queue is full", async () => {
     gate = gatedScript()
     const { server } = await serve(gate.script, ['--max-queue', '1'])
     const running = postJson(server, '/v1/chat/completions', { model: 'tiny', messages: hi })
@@ -194,7 +212,9 @@ describe('busy, stalled and abandoned requests', () => {
     expect(res.text).toMatch(/data: \{"error":\{.*"code":"request_timeout"/)
     await until(() => /POST \/v1\/chat\/completions 408/.test(server.output()))
     expect(server.output()).toMatch(/POST \/v1\/chat\/completions 408 \(cut mid-stream after 200: The request took longer than the limit of 0 s/)
-    const history = (await (await fetch(`${server.url}/api/requests`, { headers: { authorization: `Bearer ${server.apiKey}` } })).json()) as { requests: Array<Record<string, unknown>> }
+    const history = (await (await fetch(`${server.url}/api/requests`, { headers: { authorization: `Bearer ${server.apiKey}` } })).json()) as {
+      requests: Array<Record<string, unknown>>
+    }
     expect(history.requests.find((r) => r.path === '/v1/chat/completions')).toMatchObject({ status: 408, cut: true, code: 'request_timeout' })
     const metrics = await (await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${server.apiKey}` } })).text()
     expect(metrics).toMatch(/hearth_http_requests_total\{[^}]*status="408"[^}]*\} 1/)
@@ -231,8 +251,9 @@ describe('embeddings and rerank', () => {
     expect(floats.usage).toEqual({ prompt_tokens: 6, total_tokens: 6 })
   })
 
-  it('ranks documents by the engine\'s scores, most relevant first, with the indexes the client sent', async () => {
-    const unusual: Script = (job, context) => (job.type === 'rerank' ? { type: 'rerank', scores: [0.1, 0.9, 0.5], promptTokens: 12 } : plainScript(job, context))
+  it("ranks documents by the engine's scores, most relevant first, with the indexes the client sent", async () => {
+    const unusual: Script = (job, context) =>
+      job.type === 'rerank' ? { type: 'rerank', scores: [0.1, 0.9, 0.5], promptTokens: 12 } : plainScript(job, context)
     const { server } = await serve(unusual)
     const res = await postJson(server, '/v1/rerank', { model: 'reranker', query: 'q', documents: ['a', 'b', 'c'], top_n: 2 })
     expect(res.status, res.text).toBe(200)

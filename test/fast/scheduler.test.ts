@@ -315,7 +315,7 @@ describe('ModelScheduler lifecycle', () => {
 
 describe("a chat model's prompt cache", () => {
   const GiB = 1024 ** 3
-  it('gets a quarter of what the budget leaves free, at least 256 MiB and at most llama-server\'s own 8 GiB', () => {
+  it("gets a quarter of what the budget leaves free, at least 256 MiB and at most llama-server's own 8 GiB", () => {
     expect(promptCacheBytes(8 * GiB)).toBe(2 * GiB)
     expect(promptCacheBytes(64 * GiB)).toBe(8 * GiB)
     expect(promptCacheBytes(0)).toBe(256 * 1024 ** 2)

@@ -11,14 +11,11 @@ import { startInProcessServer, type InProcessServer } from '../support/in-proces
 function getWithHost(server: InProcessServer, path: string, host: string): Promise<{ status: number; body: any }> {
   const url = new URL(server.url)
   return new Promise((resolve, reject) => {
-    const req = request(
-      { hostname: url.hostname, port: url.port, path, headers: { host, authorization: `Bearer ${server.apiKey}` } },
-      (res) => {
-        let text = ''
-        res.on('data', (d) => (text += d))
-        res.on('end', () => resolve({ status: res.statusCode!, body: text.startsWith('{') ? JSON.parse(text) : text }))
-      },
-    )
+    const req = request({ hostname: url.hostname, port: url.port, path, headers: { host, authorization: `Bearer ${server.apiKey}` } }, (res) => {
+      let text = ''
+      res.on('data', (d) => (text += d))
+      res.on('end', () => resolve({ status: res.statusCode!, body: text.startsWith('{') ? JSON.parse(text) : text }))
+    })
     req.on('error', reject)
     req.end()
   })

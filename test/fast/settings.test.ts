@@ -38,15 +38,22 @@ describe('resolveSettings', () => {
     expect(fromFile).toMatchObject({ vad: true, maxAudioSeconds: 1800 })
     const fromEnv = resolveSettings([], { HEARTH_DATA_DIR: dataDirWith(), HEARTH_VAD: '1', HEARTH_MAX_AUDIO_MINUTES: '1.5' }, 2).settings
     expect(fromEnv).toMatchObject({ vad: true, maxAudioSeconds: 90 })
-    expect(resolveSettings(['--vad', '--max-audio-minutes', '10'], { HEARTH_DATA_DIR: dataDirWith() }, 2).settings).toMatchObject({ vad: true, maxAudioSeconds: 600 })
+    expect(resolveSettings(['--vad', '--max-audio-minutes', '10'], { HEARTH_DATA_DIR: dataDirWith() }, 2).settings).toMatchObject({
+      vad: true,
+      maxAudioSeconds: 600,
+    })
     expect(() => resolveSettings(['--max-audio-minutes', '0'], { HEARTH_DATA_DIR: dataDirWith() }, 2)).toThrow(/--max-audio-minutes must be a positive number/)
   })
 
   it('retrieval: both ways by default, one alone from the environment or the file, a bad one refused by name', () => {
     expect(resolveSettings([], { HEARTH_DATA_DIR: dataDirWith() }, 2).settings.retrieval).toBe('hybrid')
     expect(resolveSettings([], { HEARTH_DATA_DIR: dataDirWith({ retrieval: 'keywords' }) }, 2).settings.retrieval).toBe('keywords')
-    expect(resolveSettings([], { HEARTH_DATA_DIR: dataDirWith({ retrieval: 'keywords' }), HEARTH_RETRIEVAL: 'embeddings' }, 2).settings.retrieval).toBe('embeddings')
-    expect(() => resolveSettings([], { HEARTH_DATA_DIR: dataDirWith(), HEARTH_RETRIEVAL: 'magic' }, 2)).toThrow(/HEARTH_RETRIEVAL must be one of hybrid, embeddings, keywords/)
+    expect(resolveSettings([], { HEARTH_DATA_DIR: dataDirWith({ retrieval: 'keywords' }), HEARTH_RETRIEVAL: 'embeddings' }, 2).settings.retrieval).toBe(
+      'embeddings',
+    )
+    expect(() => resolveSettings([], { HEARTH_DATA_DIR: dataDirWith(), HEARTH_RETRIEVAL: 'magic' }, 2)).toThrow(
+      /HEARTH_RETRIEVAL must be one of hybrid, embeddings, keywords/,
+    )
     expect(() => resolveSettings([], { HEARTH_DATA_DIR: dataDirWith({ retrieval: 'magic' }) }, 2)).toThrow(/"retrieval"/)
   })
 
@@ -69,9 +76,21 @@ describe('resolveSettings', () => {
 
   it('reads the OLLAMA_* settings a person already has, under what Hearth sets itself', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'hearth-settings-ollama-env-'))
-    const env = { OLLAMA_ORIGINS: 'chrome-extension://*, moz-extension://*', OLLAMA_KEEP_ALIVE: '1h30m', OLLAMA_CONTEXT_LENGTH: '8192', OLLAMA_NUM_PARALLEL: '3', OLLAMA_MAX_QUEUE: '5' }
+    const env = {
+      OLLAMA_ORIGINS: 'chrome-extension://*, moz-extension://*',
+      OLLAMA_KEEP_ALIVE: '1h30m',
+      OLLAMA_CONTEXT_LENGTH: '8192',
+      OLLAMA_NUM_PARALLEL: '3',
+      OLLAMA_MAX_QUEUE: '5',
+    }
     const { settings } = resolveSettings(['--data-dir', dataDir], env, 2)
-    expect(settings).toMatchObject({ ollamaOrigins: ['chrome-extension://*', 'moz-extension://*'], ollamaKeepAliveMs: 5_400_000, defaultContextLength: 8192, parallel: 3, maxQueuePerModel: 5 })
+    expect(settings).toMatchObject({
+      ollamaOrigins: ['chrome-extension://*', 'moz-extension://*'],
+      ollamaKeepAliveMs: 5_400_000,
+      defaultContextLength: 8192,
+      parallel: 3,
+      maxQueuePerModel: 5,
+    })
     expect(resolveSettings(['--data-dir', dataDir], { OLLAMA_KEEP_ALIVE: '-1' }, 2).settings.ollamaKeepAliveMs).toBe(Infinity)
     expect(resolveSettings(['--data-dir', dataDir, '--parallel', '2'], env, 2).settings.parallel).toBe(2)
     expect(() => resolveSettings(['--data-dir', dataDir], { OLLAMA_KEEP_ALIVE: 'soon' }, 2)).toThrow(/OLLAMA_KEEP_ALIVE/)

@@ -14,8 +14,14 @@ const promptPieces = (body: Body) => piecesOf(promptText(body))
 
 const SYSTEM = { role: 'system', content: 'You are a coding agent. '.repeat(200) }
 const tools = [{ type: 'function', function: { name: 'read', parameters: { type: 'object' } } }]
-const conversation = (...turns: string[]) => promptPieces({ tools, messages: [SYSTEM, ...turns.map((t, i) => ({ role: i % 2 ? 'assistant' : 'user', content: t }))] })
-const title = promptPieces({ messages: [{ role: 'system', content: 'Write a title of five words.' }, { role: 'user', content: 'Fix the bug' }] })
+const conversation = (...turns: string[]) =>
+  promptPieces({ tools, messages: [SYSTEM, ...turns.map((t, i) => ({ role: i % 2 ? 'assistant' : 'user', content: t }))] })
+const title = promptPieces({
+  messages: [
+    { role: 'system', content: 'Write a title of five words.' },
+    { role: 'user', content: 'Fix the bug' },
+  ],
+})
 
 /** Runs a request through the chooser: takes a slot, then releases it holding the prompt. */
 function serve(affinity: SlotAffinity, pieces: ReturnType<typeof promptPieces>, key?: string): number | undefined {
@@ -32,7 +38,7 @@ describe('slot affinity', () => {
     expect(serve(affinity, conversation('Fix the bug', 'Reading the file', 'Here it is'), 'session-a')).toBe(slot)
   })
 
-  it('gives a side request of the same session a slot of its own, not the session\'s', () => {
+  it("gives a side request of the same session a slot of its own, not the session's", () => {
     const affinity = new SlotAffinity(2)
     const main = serve(affinity, conversation('Fix the bug', 'ok', 'and the test'), 'session-a')
     expect(serve(affinity, title, 'session-a')).not.toBe(main)
@@ -56,7 +62,7 @@ describe('slot affinity', () => {
     expect(serve(affinity, conversation('Task B'), 'b')).toBe(first)
   })
 
-  it('finds the shared start inside one long message, as the engine\'s token cache does', () => {
+  it("finds the shared start inside one long message, as the engine's token cache does", () => {
     const affinity = new SlotAffinity(2)
     const words = 'the quick brown fox jumps over the lazy dog '.repeat(100)
     const first = serve(affinity, promptPieces({ messages: [{ role: 'user', content: `${words} first` }] }))
@@ -131,7 +137,10 @@ describe('slot affinity', () => {
     it('on a CPU parks a tail a GPU would compute again: a twentieth of a long prompt', () => {
       const long = { role: 'system', content: 'You are a coding agent. '.repeat(4000) } // about 96k characters
       const agent = (task: string) => promptPieces({ tools, messages: [long, { role: 'user', content: `${task} `.repeat(1000) }] })
-      for (const [share, parks] of [[SWAP_SHARE.cpu, true], [SWAP_SHARE.gpu, false]] as const) {
+      for (const [share, parks] of [
+        [SWAP_SHARE.cpu, true],
+        [SWAP_SHARE.gpu, false],
+      ] as const) {
         const affinity = new SlotAffinity(1, Date.now, share)
         serve(affinity, agent('alpha'), 'a')
         expect(affinity.swapFor(0, agent('beta')).park).toBe(parks)
@@ -170,7 +179,13 @@ describe('slot affinity', () => {
     describe('where llama-server keeps prompts in its RAM cache', () => {
       // Two projects: their prompts share nothing, so llama-server swaps them in memory by itself.
       const project = (name: string, ...turns: string[]) =>
-        promptPieces({ tools, messages: [{ role: 'system', content: `You work on ${name}. `.repeat(300) }, ...turns.map((t, i) => ({ role: i % 2 ? 'assistant' : 'user', content: t }))] })
+        promptPieces({
+          tools,
+          messages: [
+            { role: 'system', content: `You work on ${name}. `.repeat(300) },
+            ...turns.map((t, i) => ({ role: i % 2 ? 'assistant' : 'user', content: t })),
+          ],
+        })
 
       it('leaves the swap to llama-server and parks nothing on disk, then knows the conversation is back', () => {
         const affinity = new SlotAffinity(1)
@@ -232,7 +247,10 @@ describe('slot affinity', () => {
         // One agent's large tools in two projects: the engine sees the system prompts differ first.
         const agentTools = [{ type: 'function', function: { name: 'read', description: 'Reads a file. '.repeat(3000), parameters: { type: 'object' } } }]
         const inProject = (name: string, ...turns: string[]) =>
-          promptPieces({ tools: agentTools, messages: [{ role: 'system', content: `You work on ${name}.` }, ...turns.map((t) => ({ role: 'user', content: t }))] })
+          promptPieces({
+            tools: agentTools,
+            messages: [{ role: 'system', content: `You work on ${name}.` }, ...turns.map((t) => ({ role: 'user', content: t }))],
+          })
         expect(inProject('harbor', 'Fix it')[0]!.hash).not.toBe(inProject('quills', 'Fix it')[0]!.hash)
         const affinity = new SlotAffinity(1)
         serve(affinity, inProject('harbor', 'Fix the bug'), 'a')
@@ -253,7 +271,11 @@ describe('slot affinity', () => {
       serve(held, session('Task B'), 'b')
       held.parked(0, files[1]!)
       const restarted = new SlotAffinity(1)
-      restarted.restore(held.snapshot(), () => true, (file) => file === files[0])
+      restarted.restore(
+        held.snapshot(),
+        () => true,
+        (file) => file === files[0],
+      )
       expect(restarted.swapFor(0, session('Task A', 'ok')).unpark?.file).toBe(files[0])
     })
   })

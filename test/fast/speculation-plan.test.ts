@@ -33,10 +33,14 @@ describe('the speculation plan', () => {
 
   it("gives llama-server the measured n-gram drafting and patch llama-22's pacing", () => {
     const args = llamaServerArgs(loadSpecFor(chat, DEFAULTS))
-    expect(args.join(' ')).toContain(`--spec-type ngram-simple,ngram-mod --spec-ngram-simple-size-n ${NGRAM_DRAFT.simple.sizeN} --spec-ngram-simple-size-m ${NGRAM_DRAFT.simple.sizeM}`)
+    expect(args.join(' ')).toContain(
+      `--spec-type ngram-simple,ngram-mod --spec-ngram-simple-size-n ${NGRAM_DRAFT.simple.sizeN} --spec-ngram-simple-size-m ${NGRAM_DRAFT.simple.sizeM}`,
+    )
     expect(args.join(' ')).toContain(`--spec-ngram-mod-n-match ${NGRAM_DRAFT.mod.nMatch}`)
     expect(args.join(' ')).toContain(`--spec-draft-start ${DRAFT_PACING.draftStart} --spec-pause-below ${DRAFT_PACING.pauseBelow}`)
-    expect(speculationArgs({ ngram: true, draftPath: '/d.gguf', mtp: true }, -1).join(' ')).toContain('--spec-type ngram-simple,ngram-mod,draft-simple,draft-mtp --spec-ngram-simple-size-n')
+    expect(speculationArgs({ ngram: true, draftPath: '/d.gguf', mtp: true }, -1).join(' ')).toContain(
+      '--spec-type ngram-simple,ngram-mod,draft-simple,draft-mtp --spec-ngram-simple-size-n',
+    )
   })
 
   it('asks a build without pacing (made before patch llama-22) only for what models.json asks', () => {

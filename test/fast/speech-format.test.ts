@@ -39,7 +39,12 @@ function detail(pieces: string[], startMs: number, stepMs = 100): SpeechSegment[
 const segments: SpeechSegment[] = [
   { startMs: 0, endMs: 2000, text: ' Hello world.', detail: detail([' Hello', ' world', '.'], 0) },
   { startMs: 2000, endMs: 4520.4, text: ' How are you?', detail: detail([' How', ' are', ' you', '?'], 2000) },
-  { startMs: 3_723_004, endMs: 3_725_000, text: ' An hour <later> & more.', detail: detail([' An', ' hour', ' <', 'later', '>', ' &', ' more', '.'], 3_723_004) },
+  {
+    startMs: 3_723_004,
+    endMs: 3_725_000,
+    text: ' An hour <later> & more.',
+    detail: detail([' An', ' hour', ' <', 'later', '>', ' &', ' more', '.'], 3_723_004),
+  },
 ]
 const output = { task: 'translate' as const, segments, language: 'fr', durationSeconds: 3725.5 }
 const answer = { responseFormat: 'json' as const, segmentTimestamps: true, wordTimestamps: false, logprobs: false }
@@ -93,7 +98,7 @@ describe('response formats', () => {
     expect(timestamp(100 * 3_600_000, ',')).toBe('100:00:00,000')
   })
 
-  it('verbose_json has every field OpenAI requires, in seconds, with the language by name and the engine\'s numbers', () => {
+  it("verbose_json has every field OpenAI requires, in seconds, with the language by name and the engine's numbers", () => {
     const body = verboseJson(output, answer)
     expect(body).toMatchObject({ task: 'translate', language: 'french', duration: 3725.5, text: 'Hello world. How are you? An hour <later> & more.' })
     expect(body.segments).toHaveLength(3)
@@ -147,7 +152,7 @@ describe('response formats', () => {
     expect(() => tokenLogprobs({ startMs: 0, endMs: 1, text: ' x' })).toThrow(/details/)
   })
 
-  it('token times are held inside their segment and in order, in the audio\'s time', () => {
+  it("token times are held inside their segment and in order, in the audio's time", () => {
     const raw: SpeechSegment = {
       startMs: 100,
       endMs: 900,
@@ -266,7 +271,7 @@ describe('form fields', () => {
     expect(parseSpeechForm({ model: 'w', stream: 'true' }, { include: ['logprobs'] }).logprobs).toBe(true)
   })
 
-  it('chunking_strategy turns on voice activity detection, with server_vad\'s numbers as whisper.cpp\'s', () => {
+  it("chunking_strategy turns on voice activity detection, with server_vad's numbers as whisper.cpp's", () => {
     expect(parseSpeechForm({ model: 'w', chunking_strategy: 'auto' }).vad).toEqual({})
     expect(
       parseSpeechForm({ model: 'w', chunking_strategy: '{"type":"server_vad","threshold":0.6,"prefix_padding_ms":200,"silence_duration_ms":500}' }).vad,
@@ -277,8 +282,19 @@ describe('form fields', () => {
   it('plans a transcription or a translation, with details only when the answer needs them', () => {
     const model = { id: 'w', capabilities: ['transcription', 'translation'], vadModelPath: '/m/silero.bin' } as unknown as ModelRecord
     const plain = planSpeech('transcribe', parseSpeechForm({ model: 'w' }), model, false)
-    expect(plain).toEqual({ type: 'speech', task: 'transcribe', language: undefined, prompt: undefined, temperature: undefined, detailed: false, logprobs: false })
-    expect(planSpeech('translate', parseSpeechForm({ model: 'w', response_format: 'verbose_json' }), model, false)).toMatchObject({ task: 'translate', detailed: true })
+    expect(plain).toEqual({
+      type: 'speech',
+      task: 'transcribe',
+      language: undefined,
+      prompt: undefined,
+      temperature: undefined,
+      detailed: false,
+      logprobs: false,
+    })
+    expect(planSpeech('translate', parseSpeechForm({ model: 'w', response_format: 'verbose_json' }), model, false)).toMatchObject({
+      task: 'translate',
+      detailed: true,
+    })
     // The server's setting turns the detector on where the model has one; a request's own choice wins.
     expect(planSpeech('transcribe', parseSpeechForm({ model: 'w' }), model, true).vad).toEqual({})
     expect(planSpeech('transcribe', parseSpeechForm({ model: 'w' }), { ...model, vadModelPath: undefined }, true).vad).toBeUndefined()
@@ -299,7 +315,12 @@ describe('form fields', () => {
     [{ model: 'w', chunking_strategy: '{"type":"server_vad","threshold":2}' }, {}, 'invalid_value', 'chunking_strategy.threshold'],
     [{ model: 'w', chunking_strategy: '{"type":"server_vad","colour":1}' }, {}, 'invalid_value', 'chunking_strategy'],
     [{ model: 'w', 'chunking_strategy[threshold]': '0.5' }, {}, 'missing_required_parameter', 'chunking_strategy[type]'],
-    [{ model: 'w', 'chunking_strategy[type]': 'server_vad', 'chunking_strategy[silence_duration_ms]': 'long' }, {}, 'invalid_value', 'chunking_strategy[silence_duration_ms]'],
+    [
+      { model: 'w', 'chunking_strategy[type]': 'server_vad', 'chunking_strategy[silence_duration_ms]': 'long' },
+      {},
+      'invalid_value',
+      'chunking_strategy[silence_duration_ms]',
+    ],
     [{ model: 'w', chunking_strategy: 'auto', 'chunking_strategy[type]': 'server_vad' }, {}, 'invalid_value', 'chunking_strategy'],
   ])('%j %j → 400 %s on %s', (fields, lists, code, param) => {
     const error = fails(fields as Record<string, string>, lists as Record<string, string[]>)

@@ -164,7 +164,7 @@ describe("Anthropic's message events", () => {
   const kinds = (events: Array<{ event: string }>) => events.map((e) => e.event)
   const shape = { seal, omitThinking: false, appliedEdits: undefined }
 
-  it('starts the message with the prompt\'s usage, cache reads apart, when the engine reports it first', () => {
+  it("starts the message with the prompt's usage, cache reads apart, when the engine reports it first", () => {
     const writer = new MessageStreamWriter({ id: 'msg_1', model: 'm' }, shape)
     const [start] = writer.progress({ type: 'prompt', promptTokens: 120, cachedTokens: 100 })
     expect(start).toMatchObject({ event: 'message_start', data: { message: { usage: { input_tokens: 20, cache_read_input_tokens: 100, output_tokens: 0 } } } })

@@ -6,11 +6,18 @@
 import { describe, expect, it } from 'vitest'
 import { readUpstreamError } from '../../engines/llama-server/upstream-errors.ts'
 
-const body = (message: string, type = 'invalid_request_error', extra: Record<string, unknown> = {}) => JSON.stringify({ error: { code: 400, message, type, ...extra } })
+const body = (message: string, type = 'invalid_request_error', extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ error: { code: 400, message, type, ...extra } })
 
 describe("reading llama-server's errors", () => {
   it('a prompt over the context, by its type, with the prompt size', () => {
-    const error = readUpstreamError(400, body('request (2100 tokens) exceeds the available context size (2048 tokens), try increasing it', 'exceed_context_size_error', { n_prompt_tokens: 2100, n_ctx: 2048 }))
+    const error = readUpstreamError(
+      400,
+      body('request (2100 tokens) exceeds the available context size (2048 tokens), try increasing it', 'exceed_context_size_error', {
+        n_prompt_tokens: 2100,
+        n_ctx: 2048,
+      }),
+    )
     expect(error).toEqual({ kind: 'context_exceeded', message: expect.stringContaining('exceeds the available context size'), promptTokens: 2100 })
   })
 
@@ -19,13 +26,24 @@ describe("reading llama-server's errors", () => {
   })
 
   it('fill-in-the-middle on a model without its tokens', () => {
-    expect(readUpstreamError(501, body('Infill is not supported by this model: prefix token is missing. ', 'not_supported_error')).kind).toBe('infill_unsupported')
+    expect(readUpstreamError(501, body('Infill is not supported by this model: prefix token is missing. ', 'not_supported_error')).kind).toBe(
+      'infill_unsupported',
+    )
   })
 
   it('schema errors: where in the schema, an unresolved $ref, a pattern, or only that it failed', () => {
-    expect(readUpstreamError(400, body('JSON schema conversion failed:\nJSON schema error at #/properties/a~1b: cannot resolve $ref #/$defs/x'))).toMatchObject({ kind: 'schema_at', pointer: ['properties', 'a/b'], reason: 'cannot resolve $ref #/$defs/x' })
-    expect(readUpstreamError(400, body('JSON schema conversion failed:\nUnresolved $ref #/$defs/missing'))).toMatchObject({ kind: 'schema_ref', ref: '#/$defs/missing' })
-    expect(readUpstreamError(400, body('JSON schema conversion failed:\nInvalid pattern ^(a$: Unbalanced parentheses'))).toMatchObject({ kind: 'schema_pattern', pattern: '^(a$', reason: 'Unbalanced parentheses' })
+    expect(readUpstreamError(400, body('JSON schema conversion failed:\nJSON schema error at #/properties/a~1b: cannot resolve $ref #/$defs/x'))).toMatchObject(
+      { kind: 'schema_at', pointer: ['properties', 'a/b'], reason: 'cannot resolve $ref #/$defs/x' },
+    )
+    expect(readUpstreamError(400, body('JSON schema conversion failed:\nUnresolved $ref #/$defs/missing'))).toMatchObject({
+      kind: 'schema_ref',
+      ref: '#/$defs/missing',
+    })
+    expect(readUpstreamError(400, body('JSON schema conversion failed:\nInvalid pattern ^(a$: Unbalanced parentheses'))).toMatchObject({
+      kind: 'schema_pattern',
+      pattern: '^(a$',
+      reason: 'Unbalanced parentheses',
+    })
     expect(readUpstreamError(400, body('JSON schema conversion failed:\nsomething else'))).toMatchObject({ kind: 'schema', reason: 'something else' })
   })
 

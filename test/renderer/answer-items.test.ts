@@ -19,7 +19,14 @@ const ran = (id: string, status: McpCallItem['status'], approval: string | null 
 
 describe('finishCalls', () => {
   it('leaves an answer whose calls all ended as it is', () => {
-    const items = [asks('mcpr_1'), answers('mcpr_1', false), asks('mcpr_2'), answers('mcpr_2', true), ran('mcp_2', 'completed', 'mcpr_2'), ran('mcp_3', 'failed')]
+    const items = [
+      asks('mcpr_1'),
+      answers('mcpr_1', false),
+      asks('mcpr_2'),
+      answers('mcpr_2', true),
+      ran('mcp_2', 'completed', 'mcpr_2'),
+      ran('mcp_3', 'failed'),
+    ]
     const before = structuredClone(items)
     expect(finishCalls(items, STOPPED_TEXT)).toEqual([])
     expect(items).toEqual(before)

@@ -31,7 +31,10 @@ const call = (id: string, status: McpCallItem['status'] = 'completed', approval:
   approval_request_id: approval,
   status,
 })
-const start = (): ChatTurn[] => [{ id: 'q', role: 'user', text: 'hi' }, { id: 'a', role: 'assistant', text: '', model: 'm' }]
+const start = (): ChatTurn[] => [
+  { id: 'q', role: 'user', text: 'hi' },
+  { id: 'a', role: 'assistant', text: '', model: 'm' },
+]
 
 describe('readResponse', () => {
   it('puts the tool the server ran under the call, and the model turn after it in a new answer, with usage at the end', async () => {
@@ -40,7 +43,15 @@ describe('readResponse', () => {
     const outcome = await readResponse(
       turns,
       [],
-      from([{ type: 'response.output_item.added', item: { type: 'mcp_list_tools', id: 'l' } }, added(call('mcp_1', 'in_progress')), done(call('mcp_1')), added(message), text('It is '), text('PERSIMMON.'), completed()]),
+      from([
+        { type: 'response.output_item.added', item: { type: 'mcp_list_tools', id: 'l' } },
+        added(call('mcp_1', 'in_progress')),
+        done(call('mcp_1')),
+        added(message),
+        text('It is '),
+        text('PERSIMMON.'),
+        completed(),
+      ]),
       new AbortController().signal,
       { ...hooks, onRunning: (id) => running.push(id) },
     )
@@ -58,7 +69,13 @@ describe('readResponse', () => {
     const first = await readResponse(turns, [], from([added(approval), done(approval), completed()]), new AbortController().signal, hooks)
     expect(first.approvals).toEqual([{ id: 'mcpr_1', name: 'secret_word', arguments: '{}', server: 'test' }])
     expect(turns[1]!.toolCalls).toEqual(first.approvals)
-    await readResponse(turns, [], from([added(call('mcp_9', 'in_progress', 'mcpr_1')), done(call('mcp_9', 'failed', 'mcpr_1')), added(message), text('Sorry.'), completed()]), new AbortController().signal, hooks)
+    await readResponse(
+      turns,
+      [],
+      from([added(call('mcp_9', 'in_progress', 'mcpr_1')), done(call('mcp_9', 'failed', 'mcpr_1')), added(message), text('Sorry.'), completed()]),
+      new AbortController().signal,
+      hooks,
+    )
     expect(turns[1]!.toolCalls).toHaveLength(1)
     expect(turns[2]).toMatchObject({ role: 'tool', toolCallId: 'mcpr_1', text: 'it broke', isError: true })
     expect(turns[3]).toMatchObject({ role: 'assistant', text: 'Sorry.' })
@@ -66,27 +83,75 @@ describe('readResponse', () => {
 
   it("keeps the documents' texts as the answer's sources, and says where the answer stopped short", async () => {
     const turns = start()
-    const search: ResponseItem = { type: 'file_search_call', id: 'fs', results: [{ file_id: 'file-a', filename: 'notes.txt', text: 'The code is 4711.', score: null, attributes: { citation: 1 } }] }
-    await readResponse(turns, [], from([added(search), done(search), added(message), text('4711 [1]'), completed('max_output_tokens')]), new AbortController().signal, hooks)
+    const search: ResponseItem = {
+      type: 'file_search_call',
+      id: 'fs',
+      results: [{ file_id: 'file-a', filename: 'notes.txt', text: 'The code is 4711.', score: null, attributes: { citation: 1 } }],
+    }
+    await readResponse(
+      turns,
+      [],
+      from([added(search), done(search), added(message), text('4711 [1]'), completed('max_output_tokens')]),
+      new AbortController().signal,
+      hooks,
+    )
     expect(turns[1]).toMatchObject({ text: '4711 [1]', finishReason: 'length', citations: [{ n: 1, name: 'notes.txt', text: 'The code is 4711.' }] })
   })
 
   it("marks where the server's citations point, by the number of the source they quote", async () => {
     const turns = start()
-    const results = ['The code is 4711.', 'The door is red.'].map((t, i) => ({ file_id: 'file-a', filename: 'notes.txt', text: t, score: 0.5, attributes: { citation: i + 1 } }))
+    const results = ['The code is 4711.', 'The door is red.'].map((t, i) => ({
+      file_id: 'file-a',
+      filename: 'notes.txt',
+      text: t,
+      score: 0.5,
+      attributes: { citation: i + 1 },
+    }))
     const search: ResponseItem = { type: 'file_search_call', id: 'fs', results }
-    const cite = (index: number, quote: string): ResponseEvent => ({ type: 'response.output_text.annotation.added', annotation: { type: 'file_citation', index, file_id: 'file-a', quote } })
-    await readResponse(turns, [], from([added(search), done(search), added(message), text('It is red.'), cite(10, 'The door is red.'), cite(10, 'not a source'), completed()]), new AbortController().signal, hooks)
+    const cite = (index: number, quote: string): ResponseEvent => ({
+      type: 'response.output_text.annotation.added',
+      annotation: { type: 'file_citation', index, file_id: 'file-a', quote },
+    })
+    await readResponse(
+      turns,
+      [],
+      from([added(search), done(search), added(message), text('It is red.'), cite(10, 'The door is red.'), cite(10, 'not a source'), completed()]),
+      new AbortController().signal,
+      hooks,
+    )
     expect(turns[1]!.citationMarks).toEqual([{ at: 10, n: 2 }])
   })
 
   it('keeps each item the server sent, once done, in order: what the next request sends back', async () => {
     const items: AnswerItem[] = [{ type: 'mcp_approval_response', approval_request_id: 'mcpr_0', approve: false }]
     const list: ResponseItem = { type: 'mcp_list_tools', id: 'l' }
-    const search: ResponseItem = { type: 'file_search_call', id: 'fs', results: [{ file_id: 'file-a', filename: 'notes.txt', text: 'The code is 4711.', score: null, attributes: { citation: 1 } }] }
+    const search: ResponseItem = {
+      type: 'file_search_call',
+      id: 'fs',
+      results: [{ file_id: 'file-a', filename: 'notes.txt', text: 'The code is 4711.', score: null, attributes: { citation: 1 } }],
+    }
     const thought: ResponseItem = { type: 'reasoning', id: 'rs_1', content: [{ type: 'reasoning_text', text: 'Hm.' }] }
-    const said: ResponseItem = { type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'It is PERSIMMON.' }] }
-    const events = [added(search), done(search), added(list), done(list), added(call('mcp_1', 'in_progress')), done(call('mcp_1')), added(thought), done(thought), added(message), text('It is PERSIMMON.'), done(said), completed()]
+    const said: ResponseItem = {
+      type: 'message',
+      id: 'msg_1',
+      role: 'assistant',
+      status: 'completed',
+      content: [{ type: 'output_text', text: 'It is PERSIMMON.' }],
+    }
+    const events = [
+      added(search),
+      done(search),
+      added(list),
+      done(list),
+      added(call('mcp_1', 'in_progress')),
+      done(call('mcp_1')),
+      added(thought),
+      done(thought),
+      added(message),
+      text('It is PERSIMMON.'),
+      done(said),
+      completed(),
+    ]
     await readResponse(start(), items, from(events), new AbortController().signal, hooks)
     // The documents' texts stay with the answer's sources only: the model reads nothing of a file search.
     expect(items).toEqual([items[0], { ...search, results: null }, list, call('mcp_1'), thought, said])

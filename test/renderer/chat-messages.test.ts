@@ -1,15 +1,41 @@
 /** Building /v1/responses requests from the UI's conversation: answers as their items, one image at most, documents as files, MCP tools run by the server. */
 import { describe, expect, it } from 'vitest'
 import type { AnswerItem } from '../../renderer/src/lib/services/answer-items.ts'
-import { buildResponsesRequest, cleanStopSequences, conversationTitle, DEFAULT_PARAMETERS, DENIED_TEXT, parseTools, type ChatTurn } from '../../renderer/src/lib/services/chat-messages.ts'
+import {
+  buildResponsesRequest,
+  cleanStopSequences,
+  conversationTitle,
+  DEFAULT_PARAMETERS,
+  DENIED_TEXT,
+  parseTools,
+  type ChatTurn,
+} from '../../renderer/src/lib/services/chat-messages.ts'
 
 const PNG = 'data:image/png;base64,iVBORw0KGgo='
 const JPEG = 'data:image/jpeg;base64,/9j/4AAQ'
 let n = 0
-const user = (text: string, image?: string, extra: Partial<ChatTurn> = {}): ChatTurn => ({ id: String(n++), role: 'user', text, ...(image ? { image } : {}), ...extra })
-const said = (text: string): AnswerItem => ({ type: 'message', id: `msg_${text}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text }] })
+const user = (text: string, image?: string, extra: Partial<ChatTurn> = {}): ChatTurn => ({
+  id: String(n++),
+  role: 'user',
+  text,
+  ...(image ? { image } : {}),
+  ...extra,
+})
+const said = (text: string): AnswerItem => ({
+  type: 'message',
+  id: `msg_${text}`,
+  role: 'assistant',
+  status: 'completed',
+  content: [{ type: 'output_text', text }],
+})
 /** An answer's opening turn: what it said is its item. */
-const assistant = (text: string, extra: Partial<ChatTurn> = {}): ChatTurn => ({ id: String(n++), role: 'assistant', text, items: text ? [said(text)] : [], ...extra })
+const assistant = (text: string, extra: Partial<ChatTurn> = {}): ChatTurn => ({
+  id: String(n++),
+  role: 'assistant',
+  text,
+  items: text ? [said(text)] : [],
+  ...extra,
+})
 const asked = (...content: unknown[]) => ({ role: 'user', content })
 const words = (text: string) => ({ type: 'input_text', text })
 
@@ -51,18 +77,51 @@ describe('buildResponsesRequest', () => {
   })
 
   it('names the documents of each question as input_file, after its words', () => {
-    const body = buildResponsesRequest('m', [user('What is the code?', undefined, { documents: [{ id: 'file-a', name: 'notes.txt' }, { id: 'file-b', name: 'b.pdf' }] })], DEFAULT_PARAMETERS)
+    const body = buildResponsesRequest(
+      'm',
+      [
+        user('What is the code?', undefined, {
+          documents: [
+            { id: 'file-a', name: 'notes.txt' },
+            { id: 'file-b', name: 'b.pdf' },
+          ],
+        }),
+      ],
+      DEFAULT_PARAMETERS,
+    )
     expect(body.input).toEqual([asked(words('What is the code?'), { type: 'input_file', file_id: 'file-a' }, { type: 'input_file', file_id: 'file-b' })])
   })
 
   it('leaves out failed answers (no items) and keeps what stopped ones said', () => {
     const turns = [user('hi'), assistant('', { error: 'engine crashed' }), user('hi again'), assistant('partial', { stopped: true }), user('go on')]
-    expect(buildResponsesRequest('m', turns, DEFAULT_PARAMETERS).input).toEqual([asked(words('hi')), asked(words('hi again')), said('partial'), asked(words('go on'))])
+    expect(buildResponsesRequest('m', turns, DEFAULT_PARAMETERS).input).toEqual([
+      asked(words('hi')),
+      asked(words('hi again')),
+      said('partial'),
+      asked(words('go on')),
+    ])
   })
 
   it('sends the system prompt as instructions, and max_output_tokens, stop and thinking off only when set', () => {
-    const body = buildResponsesRequest('m', [user('hi')], { ...DEFAULT_PARAMETERS, systemPrompt: 'Be brief.', maxTokens: 64, stop: ['\n\n', '', 'END', 'a', 'b', 'c'], temperature: 0, topP: 1, topK: 1, thinking: false })
-    expect(body).toMatchObject({ instructions: 'Be brief.', max_output_tokens: 64, stop: ['\n\n', 'END', 'a', 'b'], temperature: 0, top_p: 1, top_k: 1, reasoning: { effort: 'none' } })
+    const body = buildResponsesRequest('m', [user('hi')], {
+      ...DEFAULT_PARAMETERS,
+      systemPrompt: 'Be brief.',
+      maxTokens: 64,
+      stop: ['\n\n', '', 'END', 'a', 'b', 'c'],
+      temperature: 0,
+      topP: 1,
+      topK: 1,
+      thinking: false,
+    })
+    expect(body).toMatchObject({
+      instructions: 'Be brief.',
+      max_output_tokens: 64,
+      stop: ['\n\n', 'END', 'a', 'b'],
+      temperature: 0,
+      top_p: 1,
+      top_k: 1,
+      reasoning: { effort: 'none' },
+    })
     const plain = buildResponsesRequest('m', [user('hi')], { ...DEFAULT_PARAMETERS, systemPrompt: '   ' })
     for (const field of ['instructions', 'max_output_tokens', 'stop', 'reasoning', 'tools', 'tool_choice']) expect(plain).not.toHaveProperty(field)
   })
@@ -74,7 +133,10 @@ describe('tools in the request', () => {
 
   it("offers the typed functions in the Responses API's shape and the tool servers as mcp tools, forcing a call only on a question's first request", () => {
     const parameters = { ...DEFAULT_PARAMETERS, tools: typed, toolChoice: 'required' as const }
-    const servers = [{ name: 'test', alwaysAllowed: [] }, { name: 'files', alwaysAllowed: ['read', 'list'] }]
+    const servers = [
+      { name: 'test', alwaysAllowed: [] },
+      { name: 'files', alwaysAllowed: ['read', 'list'] },
+    ]
     const first = buildResponsesRequest('m', [user('2+3?')], parameters, true, { toolServers: servers, forceToolCall: true })
     expect(first.tools).toEqual([
       { type: 'function', name: 'f', parameters: { type: 'object' } },
@@ -87,7 +149,17 @@ describe('tools in the request', () => {
 
   it('sends each answer as its items, as they came, after its question: the turns on screen add nothing', () => {
     const request: AnswerItem = { type: 'mcp_approval_request', id: 'mcpr_1', server_label: 'test', name: 'add', arguments: '{"a":2,"b":3}' }
-    const ran: AnswerItem = { type: 'mcp_call', id: 'mcp_1', server_label: 'test', name: 'add', arguments: '{}', output: '5', error: null, approval_request_id: null, status: 'completed' }
+    const ran: AnswerItem = {
+      type: 'mcp_call',
+      id: 'mcp_1',
+      server_label: 'test',
+      name: 'add',
+      arguments: '{}',
+      output: '5',
+      error: null,
+      approval_request_id: null,
+      status: 'completed',
+    }
     const items: AnswerItem[] = [
       { type: 'mcp_list_tools', id: 'mcpl_1' },
       { type: 'reasoning', id: 'rs_1', content: [{ type: 'reasoning_text', text: 'Add them.' }] },

@@ -16,7 +16,13 @@ describe('citation marks', () => {
   })
 
   it('cuts the text at the marks of sources the answer has, and leaves other brackets as text', () => {
-    expect(citationPieces('See [1] and [7], or [2].', new Set([1, 2]))).toEqual([{ text: 'See ' }, { n: 1 }, { text: ' and [7], or ' }, { n: 2 }, { text: '.' }])
+    expect(citationPieces('See [1] and [7], or [2].', new Set([1, 2]))).toEqual([
+      { text: 'See ' },
+      { n: 1 },
+      { text: ' and [7], or ' },
+      { n: 2 },
+      { text: '.' },
+    ])
     expect(citationPieces('See [1].', new Set())).toEqual([{ text: 'See [1].' }])
   })
 })

@@ -19,7 +19,17 @@ const conversation: Conversation = {
       text: '',
       toolCalls: [{ id: 'mcp_1', name: 'secret_word', arguments: '{}', server: 'test' }],
       items: [
-        { type: 'mcp_call', id: 'mcp_1', server_label: 'test', name: 'secret_word', arguments: '{}', output: 'The secret word is PERSIMMON.', error: null, approval_request_id: null, status: 'completed' },
+        {
+          type: 'mcp_call',
+          id: 'mcp_1',
+          server_label: 'test',
+          name: 'secret_word',
+          arguments: '{}',
+          output: 'The secret word is PERSIMMON.',
+          error: null,
+          approval_request_id: null,
+          status: 'completed',
+        },
         { type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'PERSIMMON [1]' }] },
       ],
     },
@@ -51,7 +61,15 @@ describe('conversation storage', () => {
       { id: '3', role: 'tool', toolCallId: 'call_1', server: 'test', name: 'secret_word', text: 'PERSIMMON', isError: false },
       { id: '4', role: 'assistant', text: 'It is PERSIMMON.' },
       { id: '5', role: 'user', text: 'Add 2 and 3' },
-      { id: '6', role: 'assistant', text: 'Asking.', toolCalls: [{ id: 'mcpr_1', name: 'add', arguments: '{}', server: 'test' }, { id: 'mcpr_2', name: 'add', arguments: '{}', server: 'test' }] },
+      {
+        id: '6',
+        role: 'assistant',
+        text: 'Asking.',
+        toolCalls: [
+          { id: 'mcpr_1', name: 'add', arguments: '{}', server: 'test' },
+          { id: 'mcpr_2', name: 'add', arguments: '{}', server: 'test' },
+        ],
+      },
       { id: '7', role: 'tool', toolCallId: 'mcpr_1', server: 'test', name: 'add', text: DENIED_TEXT, isError: true },
       { id: '8', role: 'user', text: 'Call f' },
       { id: '9', role: 'assistant', text: '', toolCalls: [{ id: 'call_f', name: 'f', arguments: '{}' }] },
@@ -59,14 +77,30 @@ describe('conversation storage', () => {
     const storage = new MemoryStorage()
     storage.setItem('hearth.conversations.v1', JSON.stringify([{ ...conversation, turns }]))
     const [loaded] = loadConversations(storage)
-    const call = (id: string, output: string | null, error: string | null) => ({ type: 'mcp_call', id, server_label: 'test', arguments: '{}', output, error, approval_request_id: null, status: error ? 'failed' : 'completed' })
+    const call = (id: string, output: string | null, error: string | null) => ({
+      type: 'mcp_call',
+      id,
+      server_label: 'test',
+      arguments: '{}',
+      output,
+      error,
+      approval_request_id: null,
+      status: error ? 'failed' : 'completed',
+    })
     expect(loaded!.turns.map((t) => t.items)).toEqual([
       undefined,
-      [{ ...call('call_1', 'PERSIMMON', null), name: 'secret_word' }, { type: 'message', id: 'msg_4', role: 'assistant', content: [{ type: 'output_text', text: 'It is PERSIMMON.' }] }],
+      [
+        { ...call('call_1', 'PERSIMMON', null), name: 'secret_word' },
+        { type: 'message', id: 'msg_4', role: 'assistant', content: [{ type: 'output_text', text: 'It is PERSIMMON.' }] },
+      ],
       undefined,
       undefined,
       undefined,
-      [{ type: 'message', id: 'msg_6', role: 'assistant', content: [{ type: 'output_text', text: 'Asking.' }] }, { ...call('mcpr_1', null, DENIED_TEXT), name: 'add' }, { ...call('mcpr_2', null, STOPPED_TEXT), name: 'add' }],
+      [
+        { type: 'message', id: 'msg_6', role: 'assistant', content: [{ type: 'output_text', text: 'Asking.' }] },
+        { ...call('mcpr_1', null, DENIED_TEXT), name: 'add' },
+        { ...call('mcpr_2', null, STOPPED_TEXT), name: 'add' },
+      ],
       undefined,
       undefined,
       [{ type: 'function_call', id: 'fc_call_f', call_id: 'call_f', name: 'f', arguments: '{}' }],

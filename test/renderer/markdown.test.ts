@@ -31,7 +31,7 @@ describe('parseMarkdown', () => {
 describe('parsing speed', () => {
   it('stays linear on long, punctuation-heavy answers (they are re-parsed while streaming)', () => {
     let seed = 7
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
     const pieces = ['`', '*', '_', '**', '[', ']', '(', ')', ' ', 'word', 'x', '\n', '#', '-', '>']
     let text = ''
     while (text.length < 200_000) text += pieces[Math.floor(random() * pieces.length)]

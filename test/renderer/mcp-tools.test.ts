@@ -26,7 +26,14 @@ describe('ApprovalMemory', () => {
 
 describe('serverBody', () => {
   it('reads a stdio server: args per line, env KEY=VALUE', () => {
-    const body = serverBody({ ...EMPTY_SERVER_FORM, name: 'files', command: 'npx', args: '-y\n @scope/server \n\n/home/me', env: 'A=1\nTOKEN=x=y', timeout: '30' })
+    const body = serverBody({
+      ...EMPTY_SERVER_FORM,
+      name: 'files',
+      command: 'npx',
+      args: '-y\n @scope/server \n\n/home/me',
+      env: 'A=1\nTOKEN=x=y',
+      timeout: '30',
+    })
     expect(body).toEqual({ name: 'files', command: 'npx', args: ['-y', '@scope/server', '/home/me'], env: { A: '1', TOKEN: 'x=y' }, timeout: 30 })
   })
 

@@ -16,9 +16,7 @@ describe('subtitles', () => {
   })
 
   it('writes SubRip: numbered cues, comma milliseconds, a blank line between cues', () => {
-    expect(toSrt(segments)).toBe(
-      '1\n00:00:00,000 --> 00:00:02,500\nHello world.\n\n2\n00:00:02,500 --> 01:02:05,500\nA long pause --> then more.\n',
-    )
+    expect(toSrt(segments)).toBe('1\n00:00:00,000 --> 00:00:02,500\nHello world.\n\n2\n00:00:02,500 --> 01:02:05,500\nA long pause --> then more.\n')
   })
 
   it('writes WebVTT: the header, dot milliseconds, no arrow inside cue text', () => {

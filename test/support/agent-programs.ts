@@ -82,7 +82,9 @@ export function installAgents(log: (line: string) => void = console.log): string
   for (const { venv, requirements } of PYTHON_PACKAGES) {
     try {
       execFileSync('python3', ['-m', 'venv', join(dir, venv)], { stdio: ['ignore', 'ignore', 'pipe'] })
-      execFileSync(join(dir, venv, 'bin/pip'), ['install', '--quiet', '--disable-pip-version-check', '--only-binary=:all:', ...requirements], { stdio: ['ignore', 'ignore', 'pipe'] })
+      execFileSync(join(dir, venv, 'bin/pip'), ['install', '--quiet', '--disable-pip-version-check', '--only-binary=:all:', ...requirements], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      })
     } catch (e) {
       rmSync(dir, { recursive: true, force: true })
       return `pip install of ${requirements.join(' ')} failed: ${(e as { stderr?: Buffer }).stderr?.toString().trim().slice(-400) || (e as Error).message}`

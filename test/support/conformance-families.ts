@@ -111,6 +111,5 @@ export const WITHOUT_TOOLS: FamilyModelSpec[] = [
   { template: 'deepseek-ai-DeepSeek-R1-Distill-Llama-8B', vocabulary: 'deepseek_v3' },
 ]
 
-
 /** The model the agent suites run: Qwen 2.5's template, room for an agent's prompt, and it answers "OK". */
 export const AGENT_MODEL: FamilyModelSpec = { template: 'Qwen-Qwen2.5-7B-Instruct', vocabulary: 'qwen3', contextLength: 65536, reply: ['Ċ', 'OK'] }

@@ -34,7 +34,9 @@ export const FAMILY_MODELS_DIR = join(PROJECT_ROOT, 'test/artifacts/family-model
 export default function setup(): void {
   const notBuilt = [findLlamaBuild() ? undefined : 'llama.cpp', findWhisperBuild() ? undefined : 'whisper.cpp'].filter((e) => e !== undefined)
   if (notBuilt.length > 0) {
-    console.warn(`\n*** not built here: ${notBuilt.join(', ')}. The suites that serve local models fail with 503 (engine_not_built); run: npm run build:engines ***\n`)
+    console.warn(
+      `\n*** not built here: ${notBuilt.join(', ')}. The suites that serve local models fail with 503 (engine_not_built); run: npm run build:engines ***\n`,
+    )
   }
   writeFamilyModels([...FAMILIES, ...WITHOUT_TOOLS, AGENT_MODEL])
   const problem = installAgents((line) => console.log(`[setup] ${line}`))
@@ -68,6 +70,7 @@ function writeFamilyModels(specs: FamilyModelSpec[]): void {
   const started = performance.now()
   missing.forEach((spec, i) => {
     familyModel(FAMILY_MODELS_DIR, spec, readFileSync(join(templates, `${spec.template}.jinja`), 'utf8'))
-    if ((i + 1) % 10 === 0 || i + 1 === missing.length) console.log(`[setup]   ${i + 1}/${missing.length} (${Math.round((performance.now() - started) / 1000)} s)`)
+    if ((i + 1) % 10 === 0 || i + 1 === missing.length)
+      console.log(`[setup]   ${i + 1}/${missing.length} (${Math.round((performance.now() - started) / 1000)} s)`)
   })
 }

@@ -43,25 +43,24 @@ export const WEIRD_STRINGS: readonly string[] = [
   'word '.repeat(20_000),
 ]
 
-export const WEIRD_NUMBERS: readonly number[] = [
-  0,
-  -0,
-  -1,
-  1,
-  0.5,
-  1.5,
-  -1e308,
-  1e308,
-  5e-324,
-  2 ** 31,
-  2 ** 32 + 1,
-  2 ** 53 + 2,
-  -(2 ** 63),
-  123456789,
-]
+export const WEIRD_NUMBERS: readonly number[] = [0, -0, -1, 1, 0.5, 1.5, -1e308, 1e308, 5e-324, 2 ** 31, 2 ** 32 + 1, 2 ** 53 + 2, -(2 ** 63), 123456789]
 
 /** Number tokens JSON.stringify cannot produce, spliced in as raw text. */
-export const RAW_NUMBER_TOKENS: readonly string[] = ['1e400', '-1e400', '1e-400', '-0.0', 'NaN', 'Infinity', '-Infinity', '0x10', '01', '1.', '.5', '+1', '123456789012345678901234567890']
+export const RAW_NUMBER_TOKENS: readonly string[] = [
+  '1e400',
+  '-1e400',
+  '1e-400',
+  '-0.0',
+  'NaN',
+  'Infinity',
+  '-Infinity',
+  '0x10',
+  '01',
+  '1.',
+  '.5',
+  '+1',
+  '123456789012345678901234567890',
+]
 
 export type JsonPath = Array<string | number>
 
@@ -119,7 +118,9 @@ export class Fuzz {
         return Array.from({ length }, () => (depth > 1 || length > 5 ? this.pick([0, 'x', null, -1, {}]) : this.value(depth + 1)))
       }
       case 6:
-        return Object.fromEntries(Array.from({ length: this.int(4) }, () => [this.pick(['type', 'text', 'role', 'url', '__proto__', 'x', '']), this.value(depth + 1)]))
+        return Object.fromEntries(
+          Array.from({ length: this.int(4) }, () => [this.pick(['type', 'text', 'role', 'url', '__proto__', 'x', '']), this.value(depth + 1)]),
+        )
       default:
         return this.nested(this.pick([5, 50, 500]))
     }

@@ -107,7 +107,13 @@ export const plainScript: Script = (job, { emit }) => {
     }
     case 'rerank': {
       const query = new Set(job.query.toLowerCase().split(/\W+/))
-      const scores = job.documents.map((d) => d.toLowerCase().split(/\W+/).filter((w) => query.has(w)).length)
+      const scores = job.documents.map(
+        (d) =>
+          d
+            .toLowerCase()
+            .split(/\W+/)
+            .filter((w) => query.has(w)).length,
+      )
       return { type: 'rerank', scores, promptTokens: job.documents.length * 4 }
     }
     case 'speech':
@@ -150,10 +156,26 @@ export async function startInProcessServer(options: InProcessOptions = {}): Prom
   const modelsDir = options.modelsDir ?? mkdtempSync(join(tmpdir(), 'hearth-inproc-models-'))
   // The Ollama port only where a test asks for it: Ollama's own 11434 is not the tests' to take.
   const ollamaPort = options.args?.includes('--ollama-port') ? [] : ['--ollama-port', 'off']
-  const argv = ['--port', '0', '--threads', '1', '--models-dir', modelsDir, '--data-dir', dataDir, '--api-key', TEST_API_KEY, ...ollamaPort, ...(options.args ?? [])]
+  const argv = [
+    '--port',
+    '0',
+    '--threads',
+    '1',
+    '--models-dir',
+    modelsDir,
+    '--data-dir',
+    dataDir,
+    '--api-key',
+    TEST_API_KEY,
+    ...ollamaPort,
+    ...(options.args ?? []),
+  ]
   const { settings } = resolveSettings(argv, { ...options.env }, 2)
   const lines: string[] = []
-  const folder = new ModelFolder(settings.modelsDir, { listingMaxAgeMs: settings.listingMaxAgeMs, ...(settings.defaultContextLength ? { defaultContextLength: settings.defaultContextLength } : {}) })
+  const folder = new ModelFolder(settings.modelsDir, {
+    listingMaxAgeMs: settings.listingMaxAgeMs,
+    ...(settings.defaultContextLength ? { defaultContextLength: settings.defaultContextLength } : {}),
+  })
   const engines: ScriptedEngine[] = []
   const scheduler = new ModelScheduler({
     maxQueuePerModel: settings.maxQueuePerModel,

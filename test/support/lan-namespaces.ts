@@ -79,7 +79,10 @@ export function makeLanMachine(index: number, options: { ipv6?: boolean } = {}):
 /** The TCP ports a namespace listens on, with their addresses (`127.0.0.1:41234`). */
 export function listeningIn(machine: LanMachine): string[] {
   const out = execFileSync('ip', ['netns', 'exec', machine.namespace, 'ss', '-Hltn'], { encoding: 'utf8' })
-  return out.split('\n').map((line) => line.trim().split(/\s+/)[3]).filter((a): a is string => a !== undefined && a !== '')
+  return out
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/)[3])
+    .filter((a): a is string => a !== undefined && a !== '')
 }
 
 /**

@@ -19,10 +19,8 @@ function buildServer(crash: Crash): McpServer {
   const server = new McpServer({ name: 'mcp-test-server', version: '1.0.0' })
   const text = (value: string) => ({ content: [{ type: 'text' as const, text: value }] })
   server.registerTool('add', { description: 'Adds two numbers.', inputSchema: { a: z.number(), b: z.number() } }, ({ a, b }) => text(String(a + b)))
-  server.registerTool(
-    'secret_word',
-    { title: 'Secret word', description: 'Tells the secret word.', annotations: { readOnlyHint: true } },
-    () => text('The secret word is PERSIMMON.'),
+  server.registerTool('secret_word', { title: 'Secret word', description: 'Tells the secret word.', annotations: { readOnlyHint: true } }, () =>
+    text('The secret word is PERSIMMON.'),
   )
   server.registerTool('echo', { description: 'Answers with the text it was given.', inputSchema: { text: z.string() } }, ({ text: value }) => text(value))
   server.registerTool('fail', { description: 'Always fails.' }, () => ({ ...text('the tool failed on purpose'), isError: true }))

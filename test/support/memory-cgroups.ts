@@ -32,7 +32,13 @@ interface Layout {
 }
 
 const V2: Layout = { root: '/sys/fs/cgroup', limit: 'memory.max', usage: 'memory.current', peak: 'memory.peak', events: 'memory.events' }
-const V1: Layout = { root: '/sys/fs/cgroup/memory', limit: 'memory.limit_in_bytes', usage: 'memory.usage_in_bytes', peak: 'memory.max_usage_in_bytes', events: 'memory.oom_control' }
+const V1: Layout = {
+  root: '/sys/fs/cgroup/memory',
+  limit: 'memory.limit_in_bytes',
+  usage: 'memory.usage_in_bytes',
+  peak: 'memory.max_usage_in_bytes',
+  events: 'memory.oom_control',
+}
 
 function layout(): Layout | string {
   if (process.platform !== 'linux') return 'memory cgroups are Linux only'

@@ -94,9 +94,15 @@ async function ollamaJs() {
     const second = await client.chat({ model: 'tiny', messages, tools: [WEATHER_TOOL] })
     return { first: first.message, second: second.message }
   })
-  await call('chat tools stream', async () => drain(await client.chat({ model: 'tiny', messages: [{ role: 'user', content: 'Weather in Paris?' }], tools: [WEATHER_TOOL], stream: true })))
-  await call('chat image base64', () => client.chat({ model: 'tiny-vision', messages: [{ role: 'user', content: 'What is in this picture?', images: [image] }] }))
-  await call('chat image bytes', () => client.chat({ model: 'tiny-vision', messages: [{ role: 'user', content: 'What is in this picture?', images: [Buffer.from(image, 'base64')] }] }))
+  await call('chat tools stream', async () =>
+    drain(await client.chat({ model: 'tiny', messages: [{ role: 'user', content: 'Weather in Paris?' }], tools: [WEATHER_TOOL], stream: true })),
+  )
+  await call('chat image base64', () =>
+    client.chat({ model: 'tiny-vision', messages: [{ role: 'user', content: 'What is in this picture?', images: [image] }] }),
+  )
+  await call('chat image bytes', () =>
+    client.chat({ model: 'tiny-vision', messages: [{ role: 'user', content: 'What is in this picture?', images: [Buffer.from(image, 'base64')] }] }),
+  )
   await call('generate', () => client.generate({ model: 'tiny', prompt: 'Why is the sky blue?', system: 'Be brief.', options, keep_alive: '1m' }))
   await call('generate stream', async () => drain(await client.generate({ model: 'tiny', prompt: 'Why is the sky blue?', stream: true })))
   await call('generate raw', () => client.generate({ model: 'tiny', prompt: '<|im_start|>user\nHi<|im_end|>\n', raw: true }))
@@ -113,7 +119,9 @@ async function ollamaJs() {
   await call('pull missing', async () => drain(await client.pull({ model: 'missing-model', stream: true }), () => ''))
   await call('copy', () => client.copy({ source: 'tiny', destination: 'tiny-copy' }))
   await call('delete', () => client.delete({ model: 'tiny-copy' }))
-  await call('create', async () => drain(await client.create({ model: 'made', from: 'tiny', system: 'You are made.', parameters: { temperature: 0.3 }, stream: true }), () => ''))
+  await call('create', async () =>
+    drain(await client.create({ model: 'made', from: 'tiny', system: 'You are made.', parameters: { temperature: 0.3 }, stream: true }), () => ''),
+  )
   await call('push', () => client.push({ model: 'tiny' }))
   await call('error show missing', () => client.show({ model: 'nope' }))
   await call('error chat missing', () => client.chat({ model: 'nope', messages: QUESTION }))
@@ -134,7 +142,13 @@ async function langchain() {
   const headers = { Authorization: `Bearer ${key}` }
   const base = { baseUrl: url, headers }
   const messages = [new SystemMessage('Answer in one short sentence.'), new HumanMessage('What is the capital of France?')]
-  const summary = (m) => ({ content: m.content, tool_calls: m.tool_calls, additional_kwargs: m.additional_kwargs, usage_metadata: m.usage_metadata, response_metadata: m.response_metadata })
+  const summary = (m) => ({
+    content: m.content,
+    tool_calls: m.tool_calls,
+    additional_kwargs: m.additional_kwargs,
+    usage_metadata: m.usage_metadata,
+    response_metadata: m.response_metadata,
+  })
   const chat = new ChatOllama({ ...base, model: 'tiny', temperature: 0, numPredict: 40, numCtx: 2048, seed: 1, topK: 20, topP: 0.9, keepAlive: '5m' })
   await call('ChatOllama invoke', async () => summary(await chat.invoke(messages, { stop: ['\n\n'] })))
   await call('ChatOllama stream', async () => {
@@ -151,7 +165,11 @@ async function langchain() {
   const City = z.object({ name: z.string(), country: z.string() })
   await call('ChatOllama withStructuredOutput', () => chat.withStructuredOutput(City).invoke(messages))
   await call('ChatOllama withStructuredOutput functionCalling', () => chat.withStructuredOutput(City, { method: 'functionCalling' }).invoke(messages))
-  const weather = tool(async ({ city }) => `22 degrees and sunny in ${city}`, { name: 'get_weather', description: 'The weather in a city', schema: z.object({ city: z.string().describe('The city') }) })
+  const weather = tool(async ({ city }) => `22 degrees and sunny in ${city}`, {
+    name: 'get_weather',
+    description: 'The weather in a city',
+    schema: z.object({ city: z.string().describe('The city') }),
+  })
   await call('ChatOllama bindTools', async () => {
     const withTools = chat.bindTools([weather])
     const history = [new HumanMessage('What is the weather in Paris?')]
@@ -161,9 +179,27 @@ async function langchain() {
     const second = await withTools.invoke(history)
     return { first: summary(first), second: summary(second) }
   })
-  await call('ChatOllama image', async () => summary(await new ChatOllama({ ...base, model: 'tiny-vision' }).invoke([new HumanMessage({ content: [{ type: 'text', text: 'What is in this picture?' }, { type: 'image_url', image_url: `data:image/png;base64,${image}` }] })])))
+  await call('ChatOllama image', async () =>
+    summary(
+      await new ChatOllama({ ...base, model: 'tiny-vision' }).invoke([
+        new HumanMessage({
+          content: [
+            { type: 'text', text: 'What is in this picture?' },
+            { type: 'image_url', image_url: `data:image/png;base64,${image}` },
+          ],
+        }),
+      ]),
+    ),
+  )
   await call('ChatOllama checkOrPullModel', async () => summary(await new ChatOllama({ ...base, model: 'pullable', checkOrPullModel: true }).invoke(messages)))
-  const embeddings = new OllamaEmbeddings({ ...base, model: 'tiny-embed', keepAlive: '5m', truncate: true, dimensions: 8, requestOptions: { numCtx: 512, useMmap: true } })
+  const embeddings = new OllamaEmbeddings({
+    ...base,
+    model: 'tiny-embed',
+    keepAlive: '5m',
+    truncate: true,
+    dimensions: 8,
+    requestOptions: { numCtx: 512, useMmap: true },
+  })
   await call('OllamaEmbeddings embedDocuments', async () => (await embeddings.embedDocuments(['first text', 'second text'])).map((v) => v.length))
   await call('OllamaEmbeddings embedQuery', async () => (await embeddings.embedQuery('one text')).length)
   await call('error ChatOllama missing', async () => summary(await new ChatOllama({ ...base, model: 'nope', maxRetries: 0 }).invoke(messages)))
@@ -178,10 +214,32 @@ async function aiSdk() {
   const ollama = createOllama({ baseURL: `${url}/api`, headers: { Authorization: `Bearer ${key}` } })
   // ai 7 takes the system prompt as `instructions`, not as a message.
   const messages = { instructions: QUESTION[0].content, messages: QUESTION.slice(1) }
-  const summary = (r) => ({ text: r.text, reasoningText: r.reasoningText, finishReason: r.finishReason, usage: r.usage, toolCalls: r.toolCalls?.map((c) => ({ toolName: c.toolName, input: c.input })), warnings: r.warnings })
-  await call('generateText', async () => summary(await generateText({ model: ollama('tiny'), ...messages, temperature: 0, maxOutputTokens: 40, topP: 0.9, seed: 1, topK: 20, stopSequences: ['\n\n'] })))
+  const summary = (r) => ({
+    text: r.text,
+    reasoningText: r.reasoningText,
+    finishReason: r.finishReason,
+    usage: r.usage,
+    toolCalls: r.toolCalls?.map((c) => ({ toolName: c.toolName, input: c.input })),
+    warnings: r.warnings,
+  })
+  await call('generateText', async () =>
+    summary(
+      await generateText({ model: ollama('tiny'), ...messages, temperature: 0, maxOutputTokens: 40, topP: 0.9, seed: 1, topK: 20, stopSequences: ['\n\n'] }),
+    ),
+  )
   await call('generateText providerOptions', async () =>
-    summary(await generateText({ model: ollama('tiny'), ...messages, providerOptions: { ollama: { think: true, options: { num_ctx: 2048, temperature: 0, seed: 1, num_predict: 40, top_k: 20, min_p: 0.05, repeat_penalty: 1.1, stop: ['\n\n'] } } } })),
+    summary(
+      await generateText({
+        model: ollama('tiny'),
+        ...messages,
+        providerOptions: {
+          ollama: {
+            think: true,
+            options: { num_ctx: 2048, temperature: 0, seed: 1, num_predict: 40, top_k: 20, min_p: 0.05, repeat_penalty: 1.1, stop: ['\n\n'] },
+          },
+        },
+      }),
+    ),
   )
   await call('generateText reasoning', async () => summary(await generateText({ model: ollama('tiny'), ...messages, reasoning: 'high' })))
   await call('streamText', async () => {
@@ -190,22 +248,52 @@ async function aiSdk() {
     for await (const delta of result.textStream) text += delta
     return { text, finishReason: await result.finishReason, usage: await result.usage }
   })
-  const weather = tool({ description: 'The weather in a city', inputSchema: jsonSchema({ type: 'object', properties: { city: { type: 'string', description: 'The city' } }, required: ['city'] }), execute: async ({ city }) => `22 degrees and sunny in ${city}` })
-  await call('generateText tools', async () => summary(await generateText({ model: ollama('tiny'), prompt: 'What is the weather in Paris?', tools: { get_weather: weather }, stopWhen: stepCountIs(3) })))
+  const weather = tool({
+    description: 'The weather in a city',
+    inputSchema: jsonSchema({ type: 'object', properties: { city: { type: 'string', description: 'The city' } }, required: ['city'] }),
+    execute: async ({ city }) => `22 degrees and sunny in ${city}`,
+  })
+  await call('generateText tools', async () =>
+    summary(await generateText({ model: ollama('tiny'), prompt: 'What is the weather in Paris?', tools: { get_weather: weather }, stopWhen: stepCountIs(3) })),
+  )
   await call('streamText tools', async () => {
     const result = streamText({ model: ollama('tiny'), prompt: 'What is the weather in Paris?', tools: { get_weather: weather }, toolChoice: 'required' })
     const parts = []
     for await (const part of result.fullStream) parts.push(part.type)
     return { parts, text: await result.text }
   })
-  await call('generateText output object', async () => (await generateText({ model: ollama('tiny'), ...messages, output: Output.object({ schema: jsonSchema(CITY_SCHEMA) }) })).output)
+  await call(
+    'generateText output object',
+    async () => (await generateText({ model: ollama('tiny'), ...messages, output: Output.object({ schema: jsonSchema(CITY_SCHEMA) }) })).output,
+  )
   const picture = (part) => [{ role: 'user', content: [{ type: 'text', text: 'What is in this picture?' }, part] }]
-  await call('generateText image bytes', async () => summary(await generateText({ model: ollama('tiny-vision'), messages: picture({ type: 'file', data: new Uint8Array(Buffer.from(image, 'base64')), mediaType: 'image/png' }) })))
-  await call('generateText image base64', async () => summary(await generateText({ model: ollama('tiny-vision'), messages: picture({ type: 'file', data: image, mediaType: 'image/png' }) })))
-  await call('generateText image part', async () => summary(await generateText({ model: ollama('tiny-vision'), messages: picture({ type: 'image', image: Buffer.from(image, 'base64'), mediaType: 'image/png' }) })))
+  await call('generateText image bytes', async () =>
+    summary(
+      await generateText({
+        model: ollama('tiny-vision'),
+        messages: picture({ type: 'file', data: new Uint8Array(Buffer.from(image, 'base64')), mediaType: 'image/png' }),
+      }),
+    ),
+  )
+  await call('generateText image base64', async () =>
+    summary(await generateText({ model: ollama('tiny-vision'), messages: picture({ type: 'file', data: image, mediaType: 'image/png' }) })),
+  )
+  await call('generateText image part', async () =>
+    summary(
+      await generateText({ model: ollama('tiny-vision'), messages: picture({ type: 'image', image: Buffer.from(image, 'base64'), mediaType: 'image/png' }) }),
+    ),
+  )
   await call('completion model', async () => summary(await generateText({ model: ollama.completion('tiny'), prompt: 'Why is the sky blue?' })))
   await call('embed', async () => (await embed({ model: ollama.embedding('tiny-embed'), value: 'one text' })).embedding.length)
-  await call('embedMany', async () => (await embedMany({ model: ollama.embedding('tiny-embed'), values: ['first text', 'second text'], providerOptions: { ollama: { dimensions: 8, truncate: true, keepAlive: '5m' } } })).embeddings.map((v) => v.length))
+  await call('embedMany', async () =>
+    (
+      await embedMany({
+        model: ollama.embedding('tiny-embed'),
+        values: ['first text', 'second text'],
+        providerOptions: { ollama: { dimensions: 8, truncate: true, keepAlive: '5m' } },
+      })
+    ).embeddings.map((v) => v.length),
+  )
   await call('error missing', async () => summary(await generateText({ model: ollama('nope'), ...messages, maxRetries: 0 })))
   await call('error 400', async () => summary(await generateText({ model: ollama('fail-400'), ...messages })))
   await call('error 500 (default retries)', async () => summary(await generateText({ model: ollama('fail-500'), ...messages })))

@@ -57,7 +57,11 @@ export function installOllama(log: (line: string) => void = console.log): string
   try {
     // A GOFLAGS of the developer's (-mod=vendor, say) or a go.work around the cache must not steer this build.
     const env = { ...process.env, GOBIN: partial, GOFLAGS: '-buildvcs=false', GOWORK: 'off', GO111MODULE: 'on' }
-    execFileSync(go, ['install', '-trimpath', `-ldflags=${LDFLAGS}`, `${OLLAMA_MODULE}@v${OLLAMA_VERSION}`], { env, stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 16 * 1024 * 1024 })
+    execFileSync(go, ['install', '-trimpath', `-ldflags=${LDFLAGS}`, `${OLLAMA_MODULE}@v${OLLAMA_VERSION}`], {
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      maxBuffer: 16 * 1024 * 1024,
+    })
   } catch (e) {
     rmSync(partial, { recursive: true, force: true })
     const stderr = (e as { stderr?: Buffer }).stderr?.toString().trim()
@@ -162,8 +166,14 @@ export function runOllama(args: string[], options: OllamaRunOptions): Promise<Ol
   const program = requireOllama()
   const env = ollamaEnv(options.home ?? defaultHome(), { ...options.env, OLLAMA_HOST: options.host })
   return new Promise((resolvePromise, reject) => {
-    const [command, commandArgs] = options.terminal ? ['script', ['-qefc', `stty cols 120 rows 40; exec ${[program, ...args].map(shellQuoted).join(' ')}`, '/dev/null']] : [program, args]
-    const child = spawn(command, commandArgs, { cwd: options.cwd ?? tmpdir(), env: options.terminal ? { TERM: 'xterm', ...env } : env, stdio: ['pipe', 'pipe', 'pipe'] })
+    const [command, commandArgs] = options.terminal
+      ? ['script', ['-qefc', `stty cols 120 rows 40; exec ${[program, ...args].map(shellQuoted).join(' ')}`, '/dev/null']]
+      : [program, args]
+    const child = spawn(command, commandArgs, {
+      cwd: options.cwd ?? tmpdir(),
+      env: options.terminal ? { TERM: 'xterm', ...env } : env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    })
     let stdout = ''
     let stderr = ''
     let timedOut = false
@@ -268,7 +278,10 @@ export async function startOllamaServe(
   const exited = new Promise<void>((done) => child.once('exit', () => done()))
   void exited.then(() => serving.delete(child))
   const url = await new Promise<string>((resolveUrl, reject) => {
-    const timer = setTimeout(() => fail(new Error(`ollama serve did not start in ${options.timeoutMs ?? 30_000} ms: ${output.slice(-1500)}`)), options.timeoutMs ?? 30_000)
+    const timer = setTimeout(
+      () => fail(new Error(`ollama serve did not start in ${options.timeoutMs ?? 30_000} ms: ${output.slice(-1500)}`)),
+      options.timeoutMs ?? 30_000,
+    )
     const fail = (e: Error) => {
       clearTimeout(timer)
       child.kill('SIGKILL')
@@ -314,10 +327,15 @@ export async function makeOllamaStore(dir: string, models: OllamaStoreModel[]): 
   try {
     for (const [i, model] of models.entries()) {
       const modelfile = join(home, `Modelfile-${i}`)
-      const lines = [`FROM ${resolve(model.gguf)}`, ...(model.projector ? [`FROM ${resolve(model.projector)}`] : []), ...(model.modelfileExtra ? [model.modelfileExtra] : [])]
+      const lines = [
+        `FROM ${resolve(model.gguf)}`,
+        ...(model.projector ? [`FROM ${resolve(model.projector)}`] : []),
+        ...(model.modelfileExtra ? [model.modelfileExtra] : []),
+      ]
       writeFileSync(modelfile, `${lines.join('\n')}\n`)
       const result = await runOllama(['create', model.name, '-f', modelfile], { host: serve.url, home, timeoutMs: 120_000 })
-      if (result.code !== 0) throw new Error(`ollama create ${model.name} failed (${result.timedOut ? 'timed out' : `exit ${result.code}`}): ${lastLines(result.stderr)}`)
+      if (result.code !== 0)
+        throw new Error(`ollama create ${model.name} failed (${result.timedOut ? 'timed out' : `exit ${result.code}`}): ${lastLines(result.stderr)}`)
     }
   } finally {
     await serve.stop()
@@ -327,5 +345,11 @@ export async function makeOllamaStore(dir: string, models: OllamaStoreModel[]): 
 
 /** The last lines of a progress display, its cursor codes and carriage returns taken out. */
 function lastLines(text: string): string {
-  return text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').split(/[\r\n]+/).map((l) => l.trim()).filter(Boolean).slice(-5).join(' | ')
+  return text
+    .replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '')
+    .split(/[\r\n]+/)
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .slice(-5)
+    .join(' | ')
 }

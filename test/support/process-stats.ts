@@ -10,7 +10,12 @@ export function engineProcessIds(serverPid: number | undefined): number[] {
   if (serverPid === undefined) return []
   try {
     const out = execFileSync('pgrep', ['-P', String(serverPid), '-f', '/(llama|whisper)-server ']).toString()
-    return out.trim().split('\n').filter(Boolean).map(Number).sort((a, b) => a - b)
+    return out
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map(Number)
+      .sort((a, b) => a - b)
   } catch {
     return []
   }

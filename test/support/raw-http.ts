@@ -127,6 +127,8 @@ export function httpRequest(method: string, path: string, host: string, headers:
   if (!Object.keys(all).some((k) => k.toLowerCase() === 'content-length') && !all['transfer-encoding']) {
     all['content-length'] = String(bodyBytes.length)
   }
-  const head = `${method} ${path} HTTP/1.1\r\n${Object.entries(all).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n`
+  const head = `${method} ${path} HTTP/1.1\r\n${Object.entries(all)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join('\r\n')}\r\n\r\n`
   return Buffer.concat([Buffer.from(head, 'latin1'), bodyBytes])
 }

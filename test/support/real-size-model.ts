@@ -80,7 +80,13 @@ export const QWEN25_CODER_0_5B: Omit<LlamaShape, 'vocabularySize'> = {
  * family-models.ts): what an agent's prompt costs depends on its token count, so the agent
  * benchmark needs a real vocabulary as well as a real size. Written as F16, tensor by tensor.
  */
-export function writeRealSizeFamilyModel(path: string, spec: FamilyModelSpec, templateText: string, shape: Omit<LlamaShape, 'vocabularySize'>, seed = 11): void {
+export function writeRealSizeFamilyModel(
+  path: string,
+  spec: FamilyModelSpec,
+  templateText: string,
+  shape: Omit<LlamaShape, 'vocabularySize'>,
+  seed = 11,
+): void {
   const { tokens, types, metadata: tokenizerMetadata } = familyTokenizer(spec, templateText)
   const { embd, ff, layers } = shape
   const metadata: GgufEntry[] = [
@@ -108,7 +114,12 @@ export function writeRealSizeFamilyModel(path: string, spec: FamilyModelSpec, te
  * A llama's tensors with random weights, made one at a time as they are written: uniform in
  * ±1/√fan-in (the embeddings and output ±1), norms of 1; `silent` tokens get an output row of 0.
  */
-function randomLlamaTensors(shape: Omit<LlamaShape, 'vocabularySize'>, vocabularySize: number, seed: number, silent: (id: number) => boolean): LazyGgufTensor[] {
+function randomLlamaTensors(
+  shape: Omit<LlamaShape, 'vocabularySize'>,
+  vocabularySize: number,
+  seed: number,
+  silent: (id: number) => boolean,
+): LazyGgufTensor[] {
   const { embd, ff, layers } = shape
   const kvWidth = (embd / shape.heads) * shape.kvHeads
   const rng = createRng(seed)

@@ -57,7 +57,10 @@ async function main(): Promise<void> {
     // Cline's turns after the first ask the same again: its first few are kept.
     const kept = agent.id === 'cline' ? recorder.requests.slice(0, 4) : recorder.requests
     const requests = kept.map((r) => JSON.parse(JSON.stringify(r).replaceAll(work, '/home/user/work')) as Recorded)
-    writeFileSync(join(outDir, `${agent.id}.json`), `${JSON.stringify({ agent: agent.name, version, recorded: new Date().toISOString().slice(0, 10), requests }, null, 1)}\n`)
+    writeFileSync(
+      join(outDir, `${agent.id}.json`),
+      `${JSON.stringify({ agent: agent.name, version, recorded: new Date().toISOString().slice(0, 10), requests }, null, 1)}\n`,
+    )
     console.log(`${agent.name} ${version}: ${requests.length} requests; it said: ${stdout.trim().split('\n').at(-1)}`)
   }
 }
@@ -98,11 +101,22 @@ function manualSetup(agent: string, url: string, configDir: string): { env: Reco
     case 'claude':
       return { env: { ANTHROPIC_BASE_URL: url, ANTHROPIC_AUTH_TOKEN: KEY }, args: ['--model', MODEL] }
     case 'codex':
-      return { env: launch.env, args: launch.args.filter((a, i, all) => !/^model_(context_window|max_output_tokens)=/.test(a) && !/^model_(context_window|max_output_tokens)=/.test(all[i + 1] ?? '')) }
+      return {
+        env: launch.env,
+        args: launch.args.filter(
+          (a, i, all) => !/^model_(context_window|max_output_tokens)=/.test(a) && !/^model_(context_window|max_output_tokens)=/.test(all[i + 1] ?? ''),
+        ),
+      }
     case 'opencode': {
       const file = join(configDir, 'opencode.json')
       const models = { [MODEL]: { name: MODEL } }
-      writeFileSync(file, JSON.stringify({ provider: { hearth: { npm: '@ai-sdk/openai-compatible', options: { baseURL: `${url}/v1`, apiKey: KEY }, models } }, model: `hearth/${MODEL}` }))
+      writeFileSync(
+        file,
+        JSON.stringify({
+          provider: { hearth: { npm: '@ai-sdk/openai-compatible', options: { baseURL: `${url}/v1`, apiKey: KEY }, models } },
+          model: `hearth/${MODEL}`,
+        }),
+      )
       return { env: { OPENCODE_CONFIG: file }, args: [] }
     }
     default:
@@ -178,7 +192,16 @@ function answer(req: IncomingMessage, res: ServerResponse, body: Record<string, 
   if (req.method === 'HEAD') return void res.writeHead(200).end()
   if (path === '/v1/messages/count_tokens') return json(200, { input_tokens: 100 })
   if (path === '/v1/messages') {
-    const message = { id: 'msg_1', type: 'message', role: 'assistant', model: MODEL, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 100, output_tokens: 0 } }
+    const message = {
+      id: 'msg_1',
+      type: 'message',
+      role: 'assistant',
+      model: MODEL,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: 100, output_tokens: 0 },
+    }
     const block = call ? { type: 'tool_use', id: `toolu_${requests()}`, name: call.name, input: {} } : { type: 'text', text: '' }
     const delta = call ? { type: 'input_json_delta', partial_json: JSON.stringify(call.args) } : { type: 'text_delta', text: 'OK' }
     return sse([
@@ -195,7 +218,13 @@ function answer(req: IncomingMessage, res: ServerResponse, body: Record<string, 
     const item = call
       ? { type: 'function_call', id: 'fc_1', call_id: `call_${requests()}`, name: call.name, arguments: JSON.stringify(call.args), status: 'completed' }
       : { type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'OK', annotations: [] }] }
-    const usage = { input_tokens: 100, output_tokens: 5, total_tokens: 105, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } }
+    const usage = {
+      input_tokens: 100,
+      output_tokens: 5,
+      total_tokens: 105,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens_details: { reasoning_tokens: 0 },
+    }
     return sse([
       [undefined, { type: 'response.created', response, sequence_number: 0 }],
       [undefined, { type: 'response.output_item.done', output_index: 0, item, sequence_number: 1 }],
@@ -205,10 +234,14 @@ function answer(req: IncomingMessage, res: ServerResponse, body: Record<string, 
   if (path === '/v1/chat/completions') {
     const chunk = { id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: MODEL }
     const delta = call
-      ? { role: 'assistant', tool_calls: [{ index: 0, id: `call_${requests()}`, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.args) } }] }
+      ? {
+          role: 'assistant',
+          tool_calls: [{ index: 0, id: `call_${requests()}`, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.args) } }],
+        }
       : { role: 'assistant', content: 'OK' }
     const usage = { prompt_tokens: 100, completion_tokens: 5, total_tokens: 105 }
-    if (body?.stream !== true) return json(200, { ...chunk, object: 'chat.completion', choices: [{ index: 0, message: delta, finish_reason: call ? 'tool_calls' : 'stop' }], usage })
+    if (body?.stream !== true)
+      return json(200, { ...chunk, object: 'chat.completion', choices: [{ index: 0, message: delta, finish_reason: call ? 'tool_calls' : 'stop' }], usage })
     return sse([
       [undefined, { ...chunk, choices: [{ index: 0, delta, finish_reason: null }] }],
       [undefined, { ...chunk, choices: [{ index: 0, delta: {}, finish_reason: call ? 'tool_calls' : 'stop' }], usage }],

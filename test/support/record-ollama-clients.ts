@@ -175,10 +175,18 @@ async function driveCli(url: string, options: DriveOptions): Promise<Record<stri
   for (const [name, args, env] of runs) {
     await mark(url, name)
     const result = await runOllama(args, { host: url, home, env, cwd: options.work, timeoutMs: 30_000 })
-    results[name] = { args, code: result.code, stdout: plainText(result.stdout), stderr: plainText(result.stderr), ...(result.timedOut ? { timedOut: true } : {}) }
+    results[name] = {
+      args,
+      code: result.code,
+      stdout: plainText(result.stdout),
+      stderr: plainText(result.stderr),
+      ...(result.timedOut ? { timedOut: true } : {}),
+    }
   }
   // Against a server that wants a key on every request, as Hearth's /v1 does: the CLI cannot send one.
-  const locked = createServer((_req, res) => void res.writeHead(401, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify({ error: 'unauthorized' })))
+  const locked = createServer(
+    (_req, res) => void res.writeHead(401, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify({ error: 'unauthorized' })),
+  )
   await new Promise<void>((resolve) => locked.listen(0, '127.0.0.1', resolve))
   const lockedUrl = `http://127.0.0.1:${(locked.address() as AddressInfo).port}`
   for (const args of [['list'], ['run', 'tiny', 'hi'], ['--version']]) {
@@ -235,10 +243,50 @@ interface FakeModel {
 }
 
 const FAKE_MODELS: FakeModel[] = [
-  { name: 'tiny:latest', size: 1959408, digest: 'c954aa23e541585c1663ef76dc67b2eb3f43a41ac3070765e08c4102dfe6a049', family: 'llama', parameterSize: '473K', quantization: 'F32', contextLength: 512, embeddingLength: 64, capabilities: ['completion', 'tools', 'thinking'] },
-  { name: 'tiny-vision:latest', size: 2025776, digest: 'e7a65105109a1cf9d5fcbb36e6e0e8a7c4a7f0a4fd1e0d6ee26f0c5f3c5e0b1d', family: 'llama', parameterSize: '473K', quantization: 'F32', contextLength: 512, embeddingLength: 64, capabilities: ['completion', 'vision'] },
-  { name: 'tiny-embed:latest', size: 156704, digest: 'd3220e762eaa5ad4f1e2f8b7a0c0e5f6b1d2c3a4e5f60718293a4b5c6d7e8f90', family: 'bert', parameterSize: '33K', quantization: 'F32', contextLength: 512, embeddingLength: 32, capabilities: ['embedding'] },
-  ...['fail-400', 'fail-500', 'fail-midstream'].map((name) => ({ name: `${name}:latest`, size: 1959408, digest: 'c954aa23e541585c1663ef76dc67b2eb3f43a41ac3070765e08c4102dfe6a049', family: 'llama', parameterSize: '473K', quantization: 'F32', contextLength: 512, embeddingLength: 64, capabilities: ['completion'] })),
+  {
+    name: 'tiny:latest',
+    size: 1959408,
+    digest: 'c954aa23e541585c1663ef76dc67b2eb3f43a41ac3070765e08c4102dfe6a049',
+    family: 'llama',
+    parameterSize: '473K',
+    quantization: 'F32',
+    contextLength: 512,
+    embeddingLength: 64,
+    capabilities: ['completion', 'tools', 'thinking'],
+  },
+  {
+    name: 'tiny-vision:latest',
+    size: 2025776,
+    digest: 'e7a65105109a1cf9d5fcbb36e6e0e8a7c4a7f0a4fd1e0d6ee26f0c5f3c5e0b1d',
+    family: 'llama',
+    parameterSize: '473K',
+    quantization: 'F32',
+    contextLength: 512,
+    embeddingLength: 64,
+    capabilities: ['completion', 'vision'],
+  },
+  {
+    name: 'tiny-embed:latest',
+    size: 156704,
+    digest: 'd3220e762eaa5ad4f1e2f8b7a0c0e5f6b1d2c3a4e5f60718293a4b5c6d7e8f90',
+    family: 'bert',
+    parameterSize: '33K',
+    quantization: 'F32',
+    contextLength: 512,
+    embeddingLength: 32,
+    capabilities: ['embedding'],
+  },
+  ...['fail-400', 'fail-500', 'fail-midstream'].map((name) => ({
+    name: `${name}:latest`,
+    size: 1959408,
+    digest: 'c954aa23e541585c1663ef76dc67b2eb3f43a41ac3070765e08c4102dfe6a049',
+    family: 'llama',
+    parameterSize: '473K',
+    quantization: 'F32',
+    contextLength: 512,
+    embeddingLength: 64,
+    capabilities: ['completion'],
+  })),
 ]
 const PULLABLE: FakeModel = { ...FAKE_MODELS[0]!, name: 'pullable:latest', capabilities: ['completion'] }
 const MODIFIED_AT = '2026-11-28T06:43:51.336812877Z'
@@ -285,7 +333,17 @@ function shown(m: FakeModel, verbose: boolean): Record<string, unknown> {
       'tokenizer.ggml.model': 'llama',
       'tokenizer.ggml.tokens': verbose ? ['<unk>', '<s>', '</s>'] : [],
     },
-    ...(m.capabilities.includes('vision') ? { projector_info: { 'general.architecture': 'clip', 'clip.has_vision_encoder': true, 'clip.vision.image_size': 32, 'clip.vision.embedding_length': 32, 'clip.vision.projection_dim': 64 } } : {}),
+    ...(m.capabilities.includes('vision')
+      ? {
+          projector_info: {
+            'general.architecture': 'clip',
+            'clip.has_vision_encoder': true,
+            'clip.vision.image_size': 32,
+            'clip.vision.embedding_length': 32,
+            'clip.vision.projection_dim': 64,
+          },
+        }
+      : {}),
     capabilities: m.capabilities,
     modified_at: MODIFIED_AT,
   }
@@ -313,7 +371,14 @@ function sample(schema: Record<string, unknown> | undefined): unknown {
   }
 }
 
-const METRICS = { total_duration: 41234567, load_duration: 1234567, prompt_eval_count: 26, prompt_eval_duration: 12345678, eval_count: 7, eval_duration: 23456789 }
+const METRICS = {
+  total_duration: 41234567,
+  load_duration: 1234567,
+  prompt_eval_count: 26,
+  prompt_eval_duration: 12345678,
+  eval_count: 7,
+  eval_duration: 23456789,
+}
 
 async function startRecorder(): Promise<{ url: string; requests: Recorded[]; close(): Promise<void> }> {
   const requests: Recorded[] = []
@@ -338,7 +403,14 @@ async function startRecorder(): Promise<{ url: string; requests: Recorded[]; clo
         }
       }
       const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !HEADERS_DROPPED.has(name)) as Array<[string, string]>)
-      requests.push({ call: current, method: req.method!, path, ...(query ? { query: query.replace(/ts=\d+/, 'ts=<unix time>') } : {}), headers, ...(body !== undefined ? { body } : {}) })
+      requests.push({
+        call: current,
+        method: req.method!,
+        path,
+        ...(query ? { query: query.replace(/ts=\d+/, 'ts=<unix time>') } : {}),
+        headers,
+        ...(body !== undefined ? { body } : {}),
+      })
       answer(req, res, path, body as Record<string, unknown> | undefined, pulled)
     })
   })
@@ -361,13 +433,27 @@ function answer(req: IncomingMessage, res: ServerResponse, path: string, body: R
   // The ollama command sends both, one of them empty.
   const requested = String(body?.model || body?.name || '')
   const created_at = new Date().toISOString()
-  if (path === '/' && (req.method === 'GET' || req.method === 'HEAD')) return void res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' }).end(req.method === 'HEAD' ? undefined : 'Ollama is running')
+  if (path === '/' && (req.method === 'GET' || req.method === 'HEAD'))
+    return void res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' }).end(req.method === 'HEAD' ? undefined : 'Ollama is running')
   if (path === '/api/version') return json(200, { version: OLLAMA_VERSION })
   if (fullName(requested) === 'fail-401:latest') return json(401, { error: 'unauthorized' })
   if (path === '/api/tags') return json(200, { models: [...FAKE_MODELS.slice(0, 3), ...[...pulled].map((name) => ({ ...PULLABLE, name }))].map(listed) })
   if (path === '/api/ps') {
     const m = FAKE_MODELS[0]!
-    return json(200, { models: [{ name: m.name, model: m.name, size: 2813952, digest: m.digest, details: details(m), expires_at: '2026-11-28T07:48:51.336812877Z', size_vram: 0, context_length: 4096 }] })
+    return json(200, {
+      models: [
+        {
+          name: m.name,
+          model: m.name,
+          size: 2813952,
+          digest: m.digest,
+          details: details(m),
+          expires_at: '2026-11-28T07:48:51.336812877Z',
+          size_vram: 0,
+          context_length: 4096,
+        },
+      ],
+    })
   }
   if (path === '/api/show') {
     const m = find(requested)
@@ -376,11 +462,18 @@ function answer(req: IncomingMessage, res: ServerResponse, path: string, body: R
   }
   if (path.startsWith('/api/blobs/')) return void res.writeHead(req.method === 'HEAD' ? 404 : 201).end()
   if (path === '/api/create') {
-    const lines = [{ status: 'using existing layer sha256:70dd231cf91a81cec023d73a9449da12f87b8a8a830faf1e01f64f19b2be068b' }, { status: 'writing manifest' }, { status: 'success' }]
+    const lines = [
+      { status: 'using existing layer sha256:70dd231cf91a81cec023d73a9449da12f87b8a8a830faf1e01f64f19b2be068b' },
+      { status: 'writing manifest' },
+      { status: 'success' },
+    ]
     return body?.stream === false ? json(200, { status: 'success' }) : ndjson(lines)
   }
   if (path === '/api/copy') return find(body?.source) ? void res.writeHead(200).end() : json(404, { error: `model "${String(body?.source)}" not found` })
-  if (path === '/api/delete') return find(requested) || fullName(requested) === 'tiny-copy:latest' ? void res.writeHead(200).end() : json(404, { error: `model '${requested}' not found` })
+  if (path === '/api/delete')
+    return find(requested) || fullName(requested) === 'tiny-copy:latest'
+      ? void res.writeHead(200).end()
+      : json(404, { error: `model '${requested}' not found` })
   if (path === '/api/pull' || path === '/api/push') {
     const full = fullName(requested)
     if (path === '/api/pull' && !find(full) && full !== PULLABLE.name) {
@@ -408,7 +501,13 @@ function answer(req: IncomingMessage, res: ServerResponse, path: string, body: R
     const vector = (seed: number) => Array.from({ length: size }, (_, i) => Number(Math.sin(seed + i).toFixed(6)))
     if (path === '/api/embeddings') return json(200, { embedding: vector(1) })
     const inputs = Array.isArray(body?.input) ? body.input : [body?.input]
-    return json(200, { model: m.name, embeddings: inputs.map((_, i) => vector(i + 1)), total_duration: 1234567, load_duration: 234567, prompt_eval_count: 3 * inputs.length })
+    return json(200, {
+      model: m.name,
+      embeddings: inputs.map((_, i) => vector(i + 1)),
+      total_duration: 1234567,
+      load_duration: 234567,
+      prompt_eval_count: 3 * inputs.length,
+    })
   }
   if (path === '/api/chat' || path === '/api/generate') {
     const chat = path === '/api/chat'
@@ -422,7 +521,13 @@ function answer(req: IncomingMessage, res: ServerResponse, path: string, body: R
     const messages = (body?.messages ?? []) as Array<Record<string, unknown>>
     if ((chat && messages.length === 0) || (!chat && !body?.prompt)) {
       const unload = body?.keep_alive === 0 || body?.keep_alive === '0' || body?.keep_alive === '0s'
-      const done = { model, created_at, ...(chat ? { message: { role: 'assistant', content: '' } } : { response: '' }), done: true, done_reason: unload ? 'unload' : 'load' }
+      const done = {
+        model,
+        created_at,
+        ...(chat ? { message: { role: 'assistant', content: '' } } : { response: '' }),
+        done: true,
+        done_reason: unload ? 'unload' : 'load',
+      }
       return stream ? ndjson([done]) : json(200, done)
     }
     const tools = Array.isArray(body?.tools) ? (body.tools as Array<{ function?: { name?: string; parameters?: Record<string, unknown> } }>) : []
@@ -431,10 +536,31 @@ function answer(req: IncomingMessage, res: ServerResponse, path: string, body: R
     const callTool = (tools.length > 0 && !answered) || /weather tool/.test(prompt)
     const think = body?.think !== undefined && body.think !== false
     const format = body?.format
-    const content = callTool ? '' : format === 'json' ? '{"name": "Paris", "country": "France"}' : format && typeof format === 'object' ? JSON.stringify(sample(format as Record<string, unknown>)) : answered ? 'It is 22 degrees and sunny in Paris.' : 'Paris is the capital of France.'
-    const toolCalls = callTool ? [{ id: 'call_hmzw3xnl', function: { index: 0, name: tools[0]?.function?.name ?? 'get_weather', arguments: tools[0] ? sample(tools[0].function?.parameters) : { city: 'Paris' } } }] : undefined
+    const content = callTool
+      ? ''
+      : format === 'json'
+        ? '{"name": "Paris", "country": "France"}'
+        : format && typeof format === 'object'
+          ? JSON.stringify(sample(format as Record<string, unknown>))
+          : answered
+            ? 'It is 22 degrees and sunny in Paris.'
+            : 'Paris is the capital of France.'
+    const toolCalls = callTool
+      ? [
+          {
+            id: 'call_hmzw3xnl',
+            function: {
+              index: 0,
+              name: tools[0]?.function?.name ?? 'get_weather',
+              arguments: tools[0] ? sample(tools[0].function?.parameters) : { city: 'Paris' },
+            },
+          },
+        ]
+      : undefined
     const piece = (text: string, thinking?: string) =>
-      chat ? { model, created_at, message: { role: 'assistant', content: text, ...(thinking ? { thinking } : {}) }, done: false } : { model, created_at, response: text, ...(thinking ? { thinking } : {}), done: false }
+      chat
+        ? { model, created_at, message: { role: 'assistant', content: text, ...(thinking ? { thinking } : {}) }, done: false }
+        : { model, created_at, response: text, ...(thinking ? { thinking } : {}), done: false }
     const final = {
       model,
       created_at,
@@ -451,14 +577,27 @@ function answer(req: IncomingMessage, res: ServerResponse, path: string, body: R
     }
     if (!stream) {
       const whole = chat
-        ? { ...final, message: { role: 'assistant', content, ...(think ? { thinking: 'The user asks about France.' } : {}), ...(toolCalls ? { tool_calls: toolCalls } : {}) } }
+        ? {
+            ...final,
+            message: {
+              role: 'assistant',
+              content,
+              ...(think ? { thinking: 'The user asks about France.' } : {}),
+              ...(toolCalls ? { tool_calls: toolCalls } : {}),
+            },
+          }
         : { ...final, response: content, ...(think ? { thinking: 'The user asks about France.' } : {}), ...(toolCalls ? { tool_calls: toolCalls } : {}) }
       return json(200, whole)
     }
     const lines: unknown[] = []
     if (think) lines.push(piece('', 'The user asks '), piece('', 'about France.'))
     for (const word of words) lines.push(piece(word))
-    if (toolCalls) lines.push(chat ? { model, created_at, message: { role: 'assistant', content: '', tool_calls: toolCalls }, done: false } : { model, created_at, response: '', tool_calls: toolCalls, done: false })
+    if (toolCalls)
+      lines.push(
+        chat
+          ? { model, created_at, message: { role: 'assistant', content: '', tool_calls: toolCalls }, done: false }
+          : { model, created_at, response: '', tool_calls: toolCalls, done: false },
+      )
     lines.push(final)
     return ndjson(lines)
   }
@@ -473,7 +612,11 @@ async function exchange(url: string, method: string, path: string, body?: unknow
   const text = await res.text()
   let parsed: unknown = text
   const type = res.headers.get('content-type') ?? ''
-  if (type.includes('ndjson')) parsed = text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as unknown)
+  if (type.includes('ndjson'))
+    parsed = text
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as unknown)
   else if (type.includes('json') && text) parsed = JSON.parse(text) as unknown
   return { request: { method, path, ...(body !== undefined ? { body } : {}) }, status: res.status, contentType: type, body: parsed }
 }
@@ -512,7 +655,11 @@ async function recordRealServer(work: string): Promise<void> {
       ['POST', '/api/chat', { model: 'tiny-embed', messages: [{ role: 'user', content: 'hi' }] }],
       ['POST', '/api/chat', { model: 'tiny', messages: [{ role: 'user', content: 'hi' }], think: true }],
       ['POST', '/api/chat', { model: 'tiny', messages: [{ role: 'user', content: 'hi' }], format: 'yaml' }],
-      ['POST', '/api/chat', { model: 'tiny', messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }] }],
+      [
+        'POST',
+        '/api/chat',
+        { model: 'tiny', messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }] },
+      ],
       ['POST', '/api/chat', { model: 'tiny', messages: [{ role: 'user', content: 'hi' }], options: { typical_p: 0.5 } }],
       ['POST', '/api/chat', { model: 'tiny', messages: [{ role: 'user', content: 'hi', images: ['bm90IGFuIGltYWdl'] }] }],
       ['POST', '/api/chat', { model: 'tiny', messages: 'hi' }],

@@ -56,7 +56,11 @@ export function installRegistry(log: (line: string) => void = console.log): stri
   const started = performance.now()
   try {
     const env = { ...process.env, GOBIN: partial, GOFLAGS: '-buildvcs=false', GOWORK: 'off', GO111MODULE: 'on', CGO_ENABLED: '0' }
-    execFileSync(go, ['install', '-trimpath', '-ldflags=-w -s', `${REGISTRY_MODULE}/cmd/registry@v${REGISTRY_VERSION}`], { env, stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 16 * 1024 * 1024 })
+    execFileSync(go, ['install', '-trimpath', '-ldflags=-w -s', `${REGISTRY_MODULE}/cmd/registry@v${REGISTRY_VERSION}`], {
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      maxBuffer: 16 * 1024 * 1024,
+    })
   } catch (e) {
     rmSync(partial, { recursive: true, force: true })
     const stderr = (e as { stderr?: Buffer }).stderr?.toString().trim()
@@ -161,7 +165,11 @@ async function startRegistryOnce(options: { storageDir?: string; timeoutMs?: num
       '',
     ].join('\n'),
   )
-  const child = spawn(program, ['serve', config], { cwd: work, env: { PATH: process.env.PATH, HOME: work, TMPDIR: tmpdir() }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(program, ['serve', config], {
+    cwd: work,
+    env: { PATH: process.env.PATH, HOME: work, TMPDIR: tmpdir() },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   running.add(child)
   let output = ''
   child.stdout.on('data', (d: Buffer) => (output += d))
@@ -176,7 +184,10 @@ async function startRegistryOnce(options: { storageDir?: string; timeoutMs?: num
       rmSync(work, { recursive: true, force: true })
       throw new Error(`the registry exited (${child.exitCode ?? child.signalCode}) before answering: ${output.slice(-1500)}`)
     }
-    const ok = await fetch(`${url}/v2/`).then((r) => r.ok, () => false)
+    const ok = await fetch(`${url}/v2/`).then(
+      (r) => r.ok,
+      () => false,
+    )
     if (ok) break
     if (performance.now() > deadline) {
       child.kill('SIGKILL')
@@ -259,7 +270,12 @@ async function startBlobServer(root: string): Promise<{ port: number; stats: () 
       }
       start = Number(m[1])
       end = m[2] ? Math.min(Number(m[2]), size - 1) : size - 1
-      res.writeHead(206, { 'content-length': end - start + 1, 'content-range': `bytes ${start}-${end}/${size}`, 'accept-ranges': 'bytes', 'content-type': 'application/octet-stream' })
+      res.writeHead(206, {
+        'content-length': end - start + 1,
+        'content-range': `bytes ${start}-${end}/${size}`,
+        'accept-ranges': 'bytes',
+        'content-type': 'application/octet-stream',
+      })
     } else {
       res.writeHead(200, { 'content-length': size, 'accept-ranges': 'bytes', 'content-type': 'application/octet-stream' })
     }

@@ -105,7 +105,21 @@ interface Message {
 }
 
 export async function fuzzRpc(target: FuzzTarget, options: { seeds: number[]; budgetMs: number; log?: (line: string) => void }): Promise<FuzzReport> {
-  const report: FuzzReport = { seeds: options.seeds, messages: 0, corrupted: 0, sessions: 0, sent: {}, corruptedBy: {}, refused: 0, taken: 0, wrongfullyRefused: [], crashes: [], unattributedDeaths: 0, timeouts: 0, seconds: 0 }
+  const report: FuzzReport = {
+    seeds: options.seeds,
+    messages: 0,
+    corrupted: 0,
+    sessions: 0,
+    sent: {},
+    corruptedBy: {},
+    refused: 0,
+    taken: 0,
+    wrongfullyRefused: [],
+    crashes: [],
+    unattributedDeaths: 0,
+    timeouts: 0,
+    seconds: 0,
+  }
   const started = performance.now()
   const deathsAtStart = await target.deaths()
   let deathsSeen = deathsAtStart
@@ -190,7 +204,8 @@ async function runSession(target: FuzzTarget, rng: () => number, report: FuzzRep
     const alignment = await ask(s, { cmd: 'GET_ALIGNMENT', frame: frame(Cmd.GET_ALIGNMENT, body.device()), answer: 8 }, report)
     if (!alignment) return { last: 'GET_ALIGNMENT', droppedAt: performance.now() }
     s.alignment = alignment.readBigUInt64LE(0)
-    for (let i = 0; i < 1 + Math.floor(rng() * 2); i++) if (!(await allocate(s, report, 64n * 1024n))) return { last: 'ALLOC_BUFFER', droppedAt: performance.now() }
+    for (let i = 0; i < 1 + Math.floor(rng() * 2); i++)
+      if (!(await allocate(s, report, 64n * 1024n))) return { last: 'ALLOC_BUFFER', droppedAt: performance.now() }
     const steps = 4 + Math.floor(rng() * 30)
     for (let step = 0; step < steps; step++) {
       const wellFormed = generate(s, rng)
@@ -563,7 +578,15 @@ function corrupt(m: Message, s: Session, rng: () => number): Message {
     const field = names[Math.floor(rng() * names.length)]!
     const [offset, width] = TENSOR_FIELDS[field]!
     if (width === 8) bodyBytes.writeBigUInt64LE(BigInt.asUintN(64, u64Value(s, rng)), at + offset)
-    else if (width === 4) bodyBytes.writeUInt32LE(field === 'op' && rng() < 0.5 ? Math.floor(rng() * GGML_OP_COUNT) : field === 'type' && rng() < 0.5 ? Math.floor(rng() * GGML_TYPE_COUNT) : u32Value(rng), at + offset)
+    else if (width === 4)
+      bodyBytes.writeUInt32LE(
+        field === 'op' && rng() < 0.5
+          ? Math.floor(rng() * GGML_OP_COUNT)
+          : field === 'type' && rng() < 0.5
+            ? Math.floor(rng() * GGML_TYPE_COUNT)
+            : u32Value(rng),
+        at + offset,
+      )
     else bodyBytes.fill(rng() < 0.5 ? 0x41 : 0xff, at + offset, at + offset + width)
     return out(`tensor ${field}`, bodyBytes)
   }
@@ -573,7 +596,11 @@ function corrupt(m: Message, s: Session, rng: () => number): Message {
     const which = Math.floor(rng() * 4)
     if (which === 0) bodyBytes.writeUInt32LE(u32Value(rng), 0)
     else if (which === 1) bodyBytes.writeUInt32LE(u32Value(rng), 4)
-    else if (which === 2 && nNodes > 0) bodyBytes.writeBigUInt64LE(rng() < 0.5 ? u64Value(s, rng) : bodyBytes.readBigUInt64LE(8 + 8 * Math.floor(rng() * nNodes)), 8 + 8 * Math.floor(rng() * nNodes))
+    else if (which === 2 && nNodes > 0)
+      bodyBytes.writeBigUInt64LE(
+        rng() < 0.5 ? u64Value(s, rng) : bodyBytes.readBigUInt64LE(8 + 8 * Math.floor(rng() * nNodes)),
+        8 + 8 * Math.floor(rng() * nNodes),
+      )
     else bodyBytes.writeUInt32LE(u32Value(rng), 8 + nNodes * 8)
     return out(`graph ${['device', 'n_nodes', 'node id', 'n_tensors'][which]}`, bodyBytes)
   }
@@ -608,7 +635,14 @@ function corrupt(m: Message, s: Session, rng: () => number): Message {
   }
   // Another command byte: valid, NONE, or past the last.
   const cmd = rng() < 0.7 ? Math.floor(rng() * CMD_COUNT) : CMD_COUNT + Math.floor(rng() * (256 - CMD_COUNT))
-  return { ...m, cmd: CMD_NAMES[cmd] ?? m.cmd, frame: Buffer.concat([prefix, frame(cmd, bodyBytes)]), corruption: `command byte ${cmd}`, answer: undefined, thenClose: true }
+  return {
+    ...m,
+    cmd: CMD_NAMES[cmd] ?? m.cmd,
+    frame: Buffer.concat([prefix, frame(cmd, bodyBytes)]),
+    corruption: `command byte ${cmd}`,
+    answer: undefined,
+    thenClose: true,
+  }
 }
 
 /** Where the last frame of a run of frames starts (the sizes say). */

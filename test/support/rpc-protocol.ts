@@ -188,7 +188,11 @@ export const body = {
   copyTensor: (src: RpcTensor, dst: RpcTensor) => Buffer.concat([encodeTensor(src), encodeTensor(dst)]),
   initTensor: (t: RpcTensor) => encodeTensor(t),
   getAllocSize: (t: RpcTensor, srcs: RpcTensor[] = [], device = 0) =>
-    Buffer.concat([u32(device), encodeTensor(t), ...Array.from({ length: GGML_MAX_SRC }, (_, i) => (srcs[i] ? encodeTensor(srcs[i]) : Buffer.alloc(TENSOR_SIZE)))]),
+    Buffer.concat([
+      u32(device),
+      encodeTensor(t),
+      ...Array.from({ length: GGML_MAX_SRC }, (_, i) => (srcs[i] ? encodeTensor(srcs[i]) : Buffer.alloc(TENSOR_SIZE))),
+    ]),
   memsetTensor: (t: RpcTensor, offset: bigint, size: bigint, value: number) => Buffer.concat([encodeTensor(t), u64(offset), u64(size), u8(value)]),
   /** | device | n_nodes | node ids | n_tensors | tensors |. */
   graphCompute: (nodes: bigint[], tensors: RpcTensor[], device = 0) =>

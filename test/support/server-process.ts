@@ -68,7 +68,10 @@ export async function startTestServer(options: TestServerOptions): Promise<TestS
     ...(options.args ?? []),
   ]
   const withHosts: [string, string[]] = options.hostsFile
-    ? ['unshare', ['--mount', '--propagation', 'private', 'sh', '-c', 'mount --bind "$0" /etc/hosts && exec "$@"', options.hostsFile, process.execPath, ...args]]
+    ? [
+        'unshare',
+        ['--mount', '--propagation', 'private', 'sh', '-c', 'mount --bind "$0" /etc/hosts && exec "$@"', options.hostsFile, process.execPath, ...args],
+      ]
     : [process.execPath, args]
   const inNamespace: [string, string[]] = options.namespace ? ['ip', ['netns', 'exec', options.namespace, ...withHosts.flat()]] : withHosts
   const [command, commandArgs] = options.memory ? options.memory.wrap(...inNamespace) : inNamespace

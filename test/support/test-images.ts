@@ -28,8 +28,12 @@ export const makeWebp = (width = 48, height = 40) => raw(width, height).webp({ l
 
 /** Two frames: the test picture, then solid red. Only the first may reach a model. */
 export async function makeAnimatedGif(width = 48, height = 40): Promise<Buffer> {
-  const red = await sharp({ create: { width, height, channels: 3, background: '#ff0000' } }).png().toBuffer()
-  return sharp([await makePng(width, height), red], { join: { animated: true } }).gif().toBuffer()
+  const red = await sharp({ create: { width, height, channels: 3, background: '#ff0000' } })
+    .png()
+    .toBuffer()
+  return sharp([await makePng(width, height), red], { join: { animated: true } })
+    .gif()
+    .toBuffer()
 }
 
 /** A noisy photo-sized JPEG (noise keeps it from compressing to nothing, as real photos do). */
@@ -40,7 +44,9 @@ export async function makeHugeJpeg(width = 6000, height = 4000): Promise<Buffer>
     seed = (seed * 1103515245 + 12345) >>> 0
     rgb[i] = seed >>> 24
   }
-  return sharp(rgb, { raw: { width, height, channels: 3 } }).jpeg({ quality: 85 }).toBuffer()
+  return sharp(rgb, { raw: { width, height, channels: 3 } })
+    .jpeg({ quality: 85 })
+    .toBuffer()
 }
 
 /** An uncompressed BMP: 24-bit bottom-up, or 32-bit (BGRA, BITFIELDS with an alpha mask) top-down. */

@@ -636,7 +636,6 @@ export interface TinyWhisperInfo {
   expectedText: string
 }
 
-
 /** Special token ids whisper.cpp assigns in a multilingual (51865-token, 99-language) vocabulary. */
 export function whisperSpecialIds(): {
   eot: number
@@ -719,8 +718,7 @@ export function writeTinyWhisper(path: string, opts: TinyWhisperOptions = {}): T
     tensor(name, shape, type, data)
     return data
   }
-  const fill = (name: string, shape: number[], value: number): void =>
-    tensor(name, shape, 'F32', new Float32Array(product(shape)).fill(value))
+  const fill = (name: string, shape: number[], value: number): void => tensor(name, shape, 'F32', new Float32Array(product(shape)).fill(value))
   // outScale shrinks what a block writes back into the residual stream.
   const attention = (p: string, outScale: number): void => {
     rand(p + '.query.weight', [state, state])

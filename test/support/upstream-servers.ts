@@ -31,13 +31,20 @@ export function startUpstreamWhisperServer(args: string[]): Promise<UpstreamServ
 }
 
 /** `program` of `build` on a free loopback port, ready when its /health answers; `cpus` pins it (taskset) for benchmarks. */
-export async function startUpstreamProgram(build: LlamaBuild, program: string, args: string[], options: { cpus?: string; port?: number; env?: Record<string, string> } = {}): Promise<UpstreamServer> {
-  const port = options.port ?? await new Promise<number>((resolve) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number }
-      probe.close(() => resolve(port))
-    })
-  })
+export async function startUpstreamProgram(
+  build: LlamaBuild,
+  program: string,
+  args: string[],
+  options: { cpus?: string; port?: number; env?: Record<string, string> } = {},
+): Promise<UpstreamServer> {
+  const port =
+    options.port ??
+    (await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as { port: number }
+        probe.close(() => resolve(port))
+      })
+    }))
   const command = [programPath(build.dir, program), ...args, '--host', '127.0.0.1', '--port', String(port)]
   const pinned = options.cpus ? ['taskset', '-c', options.cpus, ...command] : command
   const child = spawn(pinned[0]!, pinned.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...options.env } })
@@ -46,8 +53,12 @@ export async function startUpstreamProgram(build: LlamaBuild, program: string, a
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   const url = `http://127.0.0.1:${port}`
   for (let i = 0; ; i++) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${program} ${child.signalCode ? `was killed by ${child.signalCode}` : `exited with ${child.exitCode}`}: ${log}`)
-    const ok = await fetch(`${url}/health`).then((r) => r.status === 200, () => false)
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`${program} ${child.signalCode ? `was killed by ${child.signalCode}` : `exited with ${child.exitCode}`}: ${log}`)
+    const ok = await fetch(`${url}/health`).then(
+      (r) => r.status === 200,
+      () => false,
+    )
     if (ok) break
     if (i > 2000) throw new Error(`${program} did not start: ${log}`)
     await new Promise((r) => setTimeout(r, 15))

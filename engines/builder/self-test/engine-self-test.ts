@@ -87,7 +87,12 @@ export interface SelfTestOptions {
 }
 
 /** Runs llama.cpp's self-test with the build's own llama-quantize and llama-bench; `scratch` is removed after. */
-export function selfTestLlama(program: Programs, scratch: string, onRun: (run: SelfTestRun) => void = () => undefined, options: SelfTestOptions = {}): SelfTestReport {
+export function selfTestLlama(
+  program: Programs,
+  scratch: string,
+  onRun: (run: SelfTestRun) => void = () => undefined,
+  options: SelfTestOptions = {},
+): SelfTestReport {
   return selfTest('llama', scratch, LLAMA_WEIGHT_TYPES, onRun, options, {
     writeSource: (dir) => {
       const path = join(dir, 'self-test-f32.gguf')
@@ -101,15 +106,38 @@ export function selfTestLlama(program: Programs, scratch: string, onRun: (run: S
     // 64 prompt tokens take the batched (tiled) products, the 4 decode steps the one-row ones;
     // `-dev none` keeps every weight on the CPU, where llama-bench would offload them all.
     bench: (model, threads, onGpu) =>
-      run(program('llama-bench'), ['-m', model, '-p', '64', '-n', '4', '-r', '1', '-t', String(threads), ...(onGpu ? ['-ngl', '99'] : ['-dev', 'none']), '-o', 'json', '-v']),
+      run(program('llama-bench'), [
+        '-m',
+        model,
+        '-p',
+        '64',
+        '-n',
+        '4',
+        '-r',
+        '1',
+        '-t',
+        String(threads),
+        ...(onGpu ? ['-ngl', '99'] : ['-dev', 'none']),
+        '-o',
+        'json',
+        '-v',
+      ]),
     usedAmx: (log) => /AMX model buffer size/.test(log),
     // The pool's path: the same model's layers on a local rpc-server, as a lender would hold them.
     afterTypes: (source, dir, record) => {
       const out = join(dir, 'self-test-rpc-Q8_0.gguf')
       const quantized = run(program('llama-quantize'), ['--pure', source, out, 'Q8_0', '1'])
       if (!ranCleanly(quantized)) return record({ weightType: 'Q8_0', threads: 1, rpc: true, ...outcomeOf(quantized) })
-      record({ weightType: 'Q8_0', threads: 1, rpc: true, ...outcomeOf(withRpcServer(program('ggml-rpc-server'), (endpoint) =>
-        run(program('llama-bench'), ['-m', out, '-p', '64', '-n', '4', '-r', '1', '-t', '1', '-rpc', endpoint, '-ngl', '99', '-o', 'json', '-v']))) })
+      record({
+        weightType: 'Q8_0',
+        threads: 1,
+        rpc: true,
+        ...outcomeOf(
+          withRpcServer(program('ggml-rpc-server'), (endpoint) =>
+            run(program('llama-bench'), ['-m', out, '-p', '64', '-n', '4', '-r', '1', '-t', '1', '-rpc', endpoint, '-ngl', '99', '-o', 'json', '-v']),
+          ),
+        ),
+      })
     },
   })
 }
@@ -132,7 +160,12 @@ function withRpcServer(program: string, use: (endpoint: string) => Ran): Ran {
 }
 
 /** Runs whisper.cpp's self-test with the build's own whisper-quantize and Hearth's whisper/whisper-self-test.cpp (the encoder's 1,500 frames, the decoder's batch and single tokens). */
-export function selfTestWhisper(program: Programs, scratch: string, onRun: (run: SelfTestRun) => void = () => undefined, options: SelfTestOptions = {}): SelfTestReport {
+export function selfTestWhisper(
+  program: Programs,
+  scratch: string,
+  onRun: (run: SelfTestRun) => void = () => undefined,
+  options: SelfTestOptions = {},
+): SelfTestReport {
   return selfTest('whisper', scratch, WHISPER_WEIGHT_TYPES, onRun, options, {
     writeSource: (dir) => {
       const path = join(dir, 'ggml-self-test-f16.bin')
@@ -158,7 +191,14 @@ interface Harness {
   afterTypes?: (source: string, dir: string, record: (run: SelfTestRun) => void) => void
 }
 
-function selfTest(engine: SelfTestReport['engine'], scratch: string, types: readonly WeightType[], onRun: (run: SelfTestRun) => void, options: SelfTestOptions, harness: Harness): SelfTestReport {
+function selfTest(
+  engine: SelfTestReport['engine'],
+  scratch: string,
+  types: readonly WeightType[],
+  onRun: (run: SelfTestRun) => void,
+  options: SelfTestOptions,
+  harness: Harness,
+): SelfTestReport {
   const started = performance.now()
   rmSync(scratch, { recursive: true, force: true })
   mkdirSync(scratch, { recursive: true })

@@ -5,7 +5,14 @@
  * and nothing is so small that ggml falls back to a generic path.
  */
 import { kv, writeGguf, type GgufTensor } from '../../../models/writers/gguf-writer.ts'
-import { WHISPER_AUDIO_CONTEXT, WHISPER_MELS, WHISPER_MULTILINGUAL_VOCAB, WHISPER_TEXT_CONTEXT, WHISPER_TEXT_TOKENS, WhisperFileWriter } from '../../../models/writers/whisper-file.ts'
+import {
+  WHISPER_AUDIO_CONTEXT,
+  WHISPER_MELS,
+  WHISPER_MULTILINGUAL_VOCAB,
+  WHISPER_TEXT_CONTEXT,
+  WHISPER_TEXT_TOKENS,
+  WhisperFileWriter,
+} from '../../../models/writers/whisper-file.ts'
 
 const WIDTH = 256
 const FFN = 768
@@ -79,7 +86,11 @@ export function writeSelfTestLlama(path: string): void {
       kv.u32('llama.vocab_size', vocabulary),
       kv.str('tokenizer.ggml.model', 'llama'),
       kv.strs('tokenizer.ggml.tokens', tokens),
-      kv.nums('tokenizer.ggml.scores', 'float32', tokens.map((_, i) => -i)),
+      kv.nums(
+        'tokenizer.ggml.scores',
+        'float32',
+        tokens.map((_, i) => -i),
+      ),
       kv.nums('tokenizer.ggml.token_type', 'int32', types),
       kv.u32('tokenizer.ggml.bos_token_id', 1),
       kv.u32('tokenizer.ggml.eos_token_id', 2),
@@ -96,7 +107,15 @@ export function writeSelfTestWhisper(path: string): void {
   const file = new WhisperFileWriter({ state, heads: HEADS, audioLayers: 1, textLayers: 1 }, textTokens)
   const rand = random(35)
   const matrix = (name: string, shape: number[], scale = 1 / Math.sqrt(shape[0]!)) =>
-    file.tensor(name, shape, shape.length === 2 && shape[0]! % 32 === 0 ? 'F16' : 'F32', rand(shape.reduce((a, b) => a * b, 1), scale))
+    file.tensor(
+      name,
+      shape,
+      shape.length === 2 && shape[0]! % 32 === 0 ? 'F16' : 'F32',
+      rand(
+        shape.reduce((a, b) => a * b, 1),
+        scale,
+      ),
+    )
   const fill = (name: string, shape: number[], value: number) => file.tensor(name, shape, 'F32', new Float32Array(shape.reduce((a, b) => a * b, 1)).fill(value))
   const block = (p: string, cross: boolean) => {
     for (const attention of cross ? ['attn', 'cross_attn'] : ['attn']) {

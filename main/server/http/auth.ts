@@ -44,4 +44,3 @@ export function requireApiKey(keys: ApiKeys | undefined, { keyless = false, gate
 export function quotaGate(keys: ApiKeys | undefined): QuotaGate | undefined {
   return keys?.store ? new QuotaGate(keys.store) : undefined
 }
-

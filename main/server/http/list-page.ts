@@ -35,6 +35,6 @@ export function listPage<T, U>(items: readonly T[], query: Record<string, unknow
     listed = listed.slice(at + 1)
   }
   const data = listed.slice(0, limit).map(show)
-  const idOf = (item: U | undefined) => ((item as { id?: string } | undefined)?.id ?? null)
+  const idOf = (item: U | undefined) => (item as { id?: string } | undefined)?.id ?? null
   return { object: 'list', data, first_id: idOf(data[0]), last_id: idOf(data.at(-1)), has_more: listed.length > data.length }
 }

@@ -33,9 +33,7 @@ export function webUi(dir: string | undefined = defaultWebUiDir()): Router {
 
   if (!dir) {
     router.get('/', (_req, res) => {
-      pageHeaders(res)
-        .type('text/plain')
-        .send('Hearth is running, but its web UI is not built. Run `npm run build:ui` (npm run serve does it when needed).\n')
+      pageHeaders(res).type('text/plain').send('Hearth is running, but its web UI is not built. Run `npm run build:ui` (npm run serve does it when needed).\n')
     })
     return router
   }

@@ -22,8 +22,10 @@ export interface FieldDecision {
   note?: string
 }
 
-const honoured = (fields: string, note?: string): FieldDecision[] => fields.split(' ').map((field) => ({ field, decision: 'honoured', ...(note ? { note } : {}) }))
-const accepted = (fields: string, note?: string): FieldDecision[] => fields.split(' ').map((field) => ({ field, decision: 'accepted', ...(note ? { note } : {}) }))
+const honoured = (fields: string, note?: string): FieldDecision[] =>
+  fields.split(' ').map((field) => ({ field, decision: 'honoured', ...(note ? { note } : {}) }))
+const accepted = (fields: string, note?: string): FieldDecision[] =>
+  fields.split(' ').map((field) => ({ field, decision: 'accepted', ...(note ? { note } : {}) }))
 const setAside = (field: string, note: string): FieldDecision => ({ field, decision: 'set aside', note })
 const refused = (field: string, note: string): FieldDecision => ({ field, decision: 'refused', note })
 
@@ -37,12 +39,14 @@ const SPECULATIVE_NOTE = "Hearth's own: false decodes every token alone (specula
 
 export const FIELD_DECISIONS: Readonly<Record<Dialect, readonly FieldDecision[]>> = {
   chat: [
-    ...honoured('model messages stream stream_options temperature top_p top_k presence_penalty frequency_penalty logit_bias stop seed tools tool_choice parallel_tool_calls response_format logprobs top_logprobs'),
-    ...honoured('max_tokens max_completion_tokens', "capped at what the model may write and the context holds"),
+    ...honoured(
+      'model messages stream stream_options temperature top_p top_k presence_penalty frequency_penalty logit_bias stop seed tools tool_choice parallel_tool_calls response_format logprobs top_logprobs',
+    ),
+    ...honoured('max_tokens max_completion_tokens', 'capped at what the model may write and the context holds'),
     ...honoured('n', 'only 1: more answers per request are refused'),
     ...honoured('reasoning_effort', "thinking models think this much; 'none' turns thinking off"),
     ...honoured('thinking_budget_tokens', "Hearth's own: the most tokens a thinking model thinks"),
-    ...honoured('prompt_cache_key', "keeps the conversation on its engine slot (`user` where it is missing)"),
+    ...honoured('prompt_cache_key', 'keeps the conversation on its engine slot (`user` where it is missing)'),
     ...honoured('speculative', SPECULATIVE_NOTE),
     ...accepted('user metadata store service_tier prompt_cache_retention safety_identifier'),
     ...accepted('prompt_cache_options', 'caching is automatic: a prompt stays cached while its slot keeps it'),
@@ -56,7 +60,9 @@ export const FIELD_DECISIONS: Readonly<Record<Dialect, readonly FieldDecision[]>
     refused('moderation', 'moderation is not supported: Hearth runs no moderation model'),
   ],
   responses: [
-    ...honoured('model input instructions tools tool_choice parallel_tool_calls text max_tool_calls temperature top_p stream stream_options previous_response_id reasoning'),
+    ...honoured(
+      'model input instructions tools tool_choice parallel_tool_calls text max_tool_calls temperature top_p stream stream_options previous_response_id reasoning',
+    ),
     ...honoured('max_output_tokens', 'bounds the whole response, across tool rounds'),
     ...honoured('store', 'kept in the data folder unless false, each visible only to its key'),
     ...honoured('include', "'reasoning.encrypted_content', 'file_search_call.results' and 'message.output_text.logprobs'; outputs of hosted tools never come"),
@@ -85,12 +91,14 @@ export const FIELD_DECISIONS: Readonly<Record<Dialect, readonly FieldDecision[]>
     ...honoured('context_management', 'its edits are applied to the prompt; the answer says which'),
     ...honoured('metadata', "its user_id's session keeps the conversation on its engine slot"),
     ...honoured('speculative', SPECULATIVE_NOTE),
-    ...honoured('mcp_servers', "MCP servers the user configured, by `name` (its `url` must be the one configured); Hearth runs their tools between the model's turns, as `mcp_tool_use` and `mcp_tool_result` blocks; `authorization_token` is refused (credentials come from the user's settings)"),
+    ...honoured(
+      'mcp_servers',
+      "MCP servers the user configured, by `name` (its `url` must be the one configured); Hearth runs their tools between the model's turns, as `mcp_tool_use` and `mcp_tool_result` blocks; `authorization_token` is refused (credentials come from the user's settings)",
+    ),
     ...accepted('service_tier inference_geo cache_control', 'caching is automatic'),
     ...accepted('speed', 'a local model runs at one speed'),
-    ...accepted('diagnostics', "the answer has no `diagnostics`: what was read from the cache is in `usage`"),
+    ...accepted('diagnostics', 'the answer has no `diagnostics`: what was read from the cache is in `usage`'),
     refused('container', 'code execution containers are not supported'),
-
   ],
 }
 
@@ -159,7 +167,10 @@ export const OLLAMA_FIELD_DECISIONS: Readonly<Record<OllamaRequestKind, readonly
   chat: [
     ...honoured('model messages stream format tools think options logprobs top_logprobs'),
     ...honoured('tool_choice', "Hearth's own (the AI SDK's Ollama provider sends it): 'auto', 'none', 'required' or a function, as in chat completions"),
-    ...honoured('temperature top_p max_output_tokens', "where `options` does not set them (the AI SDK's Ollama provider sends them here; Ollama ignores them): as `options`' `temperature`, `top_p`, `num_predict`"),
+    ...honoured(
+      'temperature top_p max_output_tokens',
+      "where `options` does not set them (the AI SDK's Ollama provider sends them here; Ollama ignores them): as `options`' `temperature`, `top_p`, `num_predict`",
+    ),
     ...honoured('keep_alive', "how long the model stays loaded after the request (0 unloads it; -1 keeps it); without it, the model's idle time to live"),
     setAside('truncate', "'truncate' was set aside: a conversation longer than the context is refused, not cut"),
     setAside('shift', "'shift' was set aside: an answer stops where the context is full"),
@@ -176,12 +187,11 @@ export const OLLAMA_FIELD_DECISIONS: Readonly<Record<OllamaRequestKind, readonly
     refused('context', "the deprecated 'context' is not supported; send the conversation to /api/chat"),
     refused('_debug_render_only', 'rendering the prompt without running the model is not supported'),
   ],
-  embed: [
-    ...honoured('model input dimensions options keep_alive'),
-    ...honoured('truncate', 'an input longer than the context is refused, with or without it'),
-  ],
+  embed: [...honoured('model input dimensions options keep_alive'), ...honoured('truncate', 'an input longer than the context is refused, with or without it')],
   options: [
-    ...honoured('temperature top_k top_p min_p typical_p repeat_penalty repeat_last_n presence_penalty frequency_penalty seed stop mirostat mirostat_tau mirostat_eta'),
+    ...honoured(
+      'temperature top_k top_p min_p typical_p repeat_penalty repeat_last_n presence_penalty frequency_penalty seed stop mirostat mirostat_tau mirostat_eta',
+    ),
     ...honoured('num_predict', 'capped at what the model may write; -1 and -2 run to that cap'),
     ...honoured('speculative', SPECULATIVE_NOTE),
     setAside('num_ctx', "'num_ctx' was set aside: each model gets the context set in models.json (or the one it was trained with), shown by /api/show"),
@@ -189,19 +199,25 @@ export const OLLAMA_FIELD_DECISIONS: Readonly<Record<OllamaRequestKind, readonly
       .split(' ')
       .map((field) => setAside(field, `'${field}' was set aside: ${LOAD_HINT}`)),
     refused('tfs_z', 'tail-free sampling is gone from llama.cpp (and Ollama); leave it out or at 1'),
-    refused('penalize_newline', "llama.cpp no longer penalizes newlines apart (nor does Ollama); leave it out or false"),
+    refused('penalize_newline', 'llama.cpp no longer penalizes newlines apart (nor does Ollama); leave it out or false'),
   ],
   create: [
     ...honoured('model name stream files'),
     ...honoured('from', "a model Hearth serves, by its name (its weights, never copied), or an uploaded blob's digest"),
-    ...honoured('system', 'the model\'s system prompt on every API, unless a request sends its own'),
+    ...honoured('system', "the model's system prompt on every API, unless a request sends its own"),
     ...honoured('messages', 'a conversation that precedes every request, on every API'),
-    ...honoured('parameters', "the model's own `options` on Ollama's API (a request's options go over them); `num_ctx` is its context on every API; each is checked as `options` are"),
-    ...honoured('template', "the model's own template again changes nothing; a Jinja template replaces the file's; a different Go template is refused (llama.cpp runs Jinja)"),
-    ...honoured('adapters', "LoRA adapters in GGUF, applied by llama-server (`--lora`)"),
+    ...honoured(
+      'parameters',
+      "the model's own `options` on Ollama's API (a request's options go over them); `num_ctx` is its context on every API; each is checked as `options` are",
+    ),
+    ...honoured(
+      'template',
+      "the model's own template again changes nothing; a Jinja template replaces the file's; a different Go template is refused (llama.cpp runs Jinja)",
+    ),
+    ...honoured('adapters', 'LoRA adapters in GGUF, applied by llama-server (`--lora`)'),
     ...honoured('license requires', 'kept and shown by /api/show'),
-    refused('quantize', 'Hearth serves GGUF files as they are: quantize with llama.cpp\'s llama-quantize first'),
-    refused('quantization', 'Hearth serves GGUF files as they are: quantize with llama.cpp\'s llama-quantize first'),
+    refused('quantize', "Hearth serves GGUF files as they are: quantize with llama.cpp's llama-quantize first"),
+    refused('quantization', "Hearth serves GGUF files as they are: quantize with llama.cpp's llama-quantize first"),
     refused('draft_files', 'a draft model is paired in models.json ("draft")'),
     refused('draft_quantize', 'a draft model is paired in models.json ("draft")'),
     refused('remote_host', 'a model on another machine is added in models.json ("remote")'),
@@ -210,10 +226,7 @@ export const OLLAMA_FIELD_DECISIONS: Readonly<Record<OllamaRequestKind, readonly
     setAside('info', "'info' was set aside: Hearth keeps no extra facts about a model"),
   ],
   show: [...honoured('model name verbose')],
-  pull: [
-    ...honoured('model name stream'),
-    ...honoured('insecure', 'plain HTTP to a registry the name carries (host:port/namespace/model:tag)'),
-  ],
+  pull: [...honoured('model name stream'), ...honoured('insecure', 'plain HTTP to a registry the name carries (host:port/namespace/model:tag)')],
   copy: [...honoured('source destination')],
   delete: [...honoured('model name')],
 }
@@ -226,7 +239,13 @@ export function ollamaFieldDecisions(kind: OllamaRequestKind): ReadonlyMap<strin
 /** A 400 (Ollama's shape comes from the route) naming the first refused top-level field the body sends. */
 export function refuseOllamaFields(kind: OllamaRequestKind, body: Record<string, unknown>): void {
   const decisions = ollamaFieldDecisions(kind)
-  const field = Object.keys(body).find((key) => decisions.get(key)?.decision === 'refused' && body[key] != null && body[key] !== '' && !(Array.isArray(body[key]) && (body[key] as unknown[]).length === 0))
+  const field = Object.keys(body).find(
+    (key) =>
+      decisions.get(key)?.decision === 'refused' &&
+      body[key] != null &&
+      body[key] !== '' &&
+      !(Array.isArray(body[key]) && (body[key] as unknown[]).length === 0),
+  )
   if (field) throw unsupportedParameter(field, decisions.get(field)!.note!)
 }
 

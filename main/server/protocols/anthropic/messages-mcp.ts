@@ -25,7 +25,11 @@ type StreamEvent = ReturnType<MessageStreamWriter['finish']>[number]
 export function mcpServerRequests(request: MessagesRequest, hub: McpHub | undefined, notices: Notices): McpToolRequest[] {
   return (request.mcp_servers ?? []).flatMap((server, i): McpToolRequest[] => {
     const at = `mcp_servers[${i}]`
-    if (server.authorization_token) throw unsupportedParameter(`${at}.authorization_token`, "credentials come from the user's MCP settings (the server's 'headers' or 'env' in mcp.json), not from the request")
+    if (server.authorization_token)
+      throw unsupportedParameter(
+        `${at}.authorization_token`,
+        "credentials come from the user's MCP settings (the server's 'headers' or 'env' in mcp.json), not from the request",
+      )
     if (server.tool_configuration?.enabled === false) return []
     // Anthropic's servers are all URLs; a server the user runs as a program here has none to check it against.
     const program = hub?.configured(server.name)?.transport === 'stdio'

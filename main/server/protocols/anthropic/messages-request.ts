@@ -24,7 +24,11 @@ const base64Image = z.object({
 })
 const imageBlock = z.object({
   type: z.literal('image'),
-  source: z.discriminatedUnion('type', [base64Image, z.object({ type: z.literal('url'), url: z.string() }), z.object({ type: z.literal('file'), file_id: z.string() })]),
+  source: z.discriminatedUnion('type', [
+    base64Image,
+    z.object({ type: z.literal('url'), url: z.string() }),
+    z.object({ type: z.literal('file'), file_id: z.string() }),
+  ]),
   cache_control: cacheControl,
 })
 const textBlock = z.object({ type: z.literal('text'), text: z.string(), cache_control: cacheControl, citations: z.unknown().optional() })
@@ -35,7 +39,13 @@ const textBlock = z.object({ type: z.literal('text'), text: z.string(), cache_co
  */
 const documentBlock = z.object({
   type: z.literal('document'),
-  source: z.looseObject({ type: z.string(), media_type: z.string().optional(), data: z.string().optional(), content: z.unknown().optional(), file_id: z.string().optional() }),
+  source: z.looseObject({
+    type: z.string(),
+    media_type: z.string().optional(),
+    data: z.string().optional(),
+    content: z.unknown().optional(),
+    file_id: z.string().optional(),
+  }),
   title: z.string().nullish(),
   context: z.string().nullish(),
   cache_control: cacheControl,

@@ -50,7 +50,8 @@ export function turnBlocks(result: ChatResult, shape: MessageShape): Array<Recor
   const content: Array<Record<string, unknown>> = []
   if (result.reasoning) content.push({ type: 'thinking', thinking: shape.omitThinking ? '' : result.reasoning, signature: shape.seal.seal(result.reasoning) })
   if (result.text) content.push(...citedTextBlocks(result.text, shape.documents))
-  for (const call of clientCalls(result, shape)) content.push({ type: 'tool_use', id: toolUseId(call.id), name: call.function.name, input: parsedInput(call.function.arguments) })
+  for (const call of clientCalls(result, shape))
+    content.push({ type: 'tool_use', id: toolUseId(call.id), name: call.function.name, input: parsedInput(call.function.arguments) })
   return content
 }
 
@@ -95,7 +96,12 @@ function contextManagement(shape: MessageShape) {
  * The Message: one turn's blocks, or (`answer`) every block an answer made over the MCP tool
  * loop's turns, and where the loop stopped it.
  */
-export function anthropicMessage(who: MessageIdentity, result: ChatResult, shape: MessageShape, answer?: { content: Array<Record<string, unknown>>; stoppedAt?: IncompleteReason | undefined }) {
+export function anthropicMessage(
+  who: MessageIdentity,
+  result: ChatResult,
+  shape: MessageShape,
+  answer?: { content: Array<Record<string, unknown>>; stoppedAt?: IncompleteReason | undefined },
+) {
   const content = answer?.content ?? turnBlocks(result, shape)
   return {
     id: who.id,
@@ -180,7 +186,11 @@ export class MessageStreamWriter {
           this.open = { kind: 'tool', toolIndex: p.index }
           events.push({
             event: 'content_block_start',
-            data: { type: 'content_block_start', index: this.index, content_block: { type: 'tool_use', id: toolUseId(p.id ?? ''), name: p.name ?? '', input: {} } },
+            data: {
+              type: 'content_block_start',
+              index: this.index,
+              content_block: { type: 'tool_use', id: toolUseId(p.id ?? ''), name: p.name ?? '', input: {} },
+            },
           })
         }
         if (p.arguments) events.push(this.delta({ type: 'input_json_delta', partial_json: p.arguments }))
@@ -242,7 +252,8 @@ export class MessageStreamWriter {
     }
     if (this.open.kind === 'text') {
       // A stream cannot cut its text at each cited sentence: the block's citations close it.
-      if (this.shape.documents) for (const { citation } of citationsOf(this.text, this.shape.documents)) events.push(this.delta({ type: 'citations_delta', citation }))
+      if (this.shape.documents)
+        for (const { citation } of citationsOf(this.text, this.shape.documents)) events.push(this.delta({ type: 'citations_delta', citation }))
       this.text = ''
     }
     this.open = undefined

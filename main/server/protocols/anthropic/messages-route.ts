@@ -41,7 +41,10 @@ export function messagesRoute(ctx: ServerContext): Router {
       res,
       async (signal) => {
         const servers = await connectMcpServers(mcpServerRequests(request, ctx.mcp, notices), ctx.mcp, { req, res }, notices, signal)
-        const mcp = new McpFunctions(servers, (request.tools ?? []).map((t) => t.name))
+        const mcp = new McpFunctions(
+          servers,
+          (request.tools ?? []).map((t) => t.name),
+        )
         const { chat, appliedEdits, documents: blocks } = servers.length ? toChatRequest(request, seal, new Notices(), { mcp }) : first
         const { plan, documents } = await ctx.pipeline.planChat(res, model, chat, { notices, owner, conversationKey: key, signal })
         const shape: MessageShape = {
@@ -54,7 +57,11 @@ export function messagesRoute(ctx: ServerContext): Router {
         if (servers.length === 0) {
           const answer: AnswerShape<ChatResult> =
             request.stream === true
-              ? streamOf(() => sseEvents(res, 'last-event'), new MessageStreamWriter(who, shape), ({ event, data }) => ({ name: event, data }))
+              ? streamOf(
+                  () => sseEvents(res, 'last-event'),
+                  new MessageStreamWriter(who, shape),
+                  ({ event, data }) => ({ name: event, data }),
+                )
               : { whole: (result) => anthropicMessage(who, result, shape) }
           await ctx.pipeline.answer(res, model, plan.job, answer, signal, { notices })
           return
@@ -65,8 +72,26 @@ export function messagesRoute(ctx: ServerContext): Router {
         const events = writer && sseEvents(res, 'last-event')
         const send = (list: Array<{ event: string; data: Record<string, unknown> }>) => list.forEach(({ event, data }) => events!.send({ name: event, data }))
         const sink = new MessagesLoopSink(shape, writer && { writer, send })
-        const conversation = new MessagesConversation({ request, seal, mcp, model, conversationKey: key, firstPlan: plan, documents, produced: () => sink.blocks() })
-        const loop = new McpToolLoop({ pipeline: ctx.pipeline, mcp: ctx.mcp, res, model, signal, target: (name) => mcp.target(name), approved: [], maxOutputTokens: request.max_tokens })
+        const conversation = new MessagesConversation({
+          request,
+          seal,
+          mcp,
+          model,
+          conversationKey: key,
+          firstPlan: plan,
+          documents,
+          produced: () => sink.blocks(),
+        })
+        const loop = new McpToolLoop({
+          pipeline: ctx.pipeline,
+          mcp: ctx.mcp,
+          res,
+          model,
+          signal,
+          target: (name) => mcp.target(name),
+          approved: [],
+          maxOutputTokens: request.max_tokens,
+        })
         const outcome = await loop.run(sink, conversation)
         if (!writer) return void res.json(anthropicMessage(who, outcome.result, shape, { content: sink.content, stoppedAt: outcome.stoppedAt }))
         send(writer.finish(outcome.result, outcome.stoppedAt))
@@ -92,8 +117,20 @@ export function messagesRoute(ctx: ServerContext): Router {
       res,
       async (signal) => {
         const servers = await connectMcpServers(mcpServerRequests(request, ctx.mcp, notices), ctx.mcp, { req, res }, notices, signal)
-        const chat = servers.length ? toChatRequest(counted, seal, new Notices(), { mcp: new McpFunctions(servers, (request.tools ?? []).map((t) => t.name)) }).chat : checked
-        const { plan } = await ctx.pipeline.planChat(res, model, chat, { notices, owner, conversationKey: conversationKey(req, { user_id: request.metadata?.user_id }), signal })
+        const chat = servers.length
+          ? toChatRequest(counted, seal, new Notices(), {
+              mcp: new McpFunctions(
+                servers,
+                (request.tools ?? []).map((t) => t.name),
+              ),
+            }).chat
+          : checked
+        const { plan } = await ctx.pipeline.planChat(res, model, chat, {
+          notices,
+          owner,
+          conversationKey: conversationKey(req, { user_id: request.metadata?.user_id }),
+          signal,
+        })
         const job = { ...plan.job, maxTokens: 1, temperature: 0, jsonSchema: undefined, toolChoice: 'auto' as const }
         await ctx.pipeline.answer(res, model, job, { whole: (result) => ({ input_tokens: result.promptTokens }) }, signal, { notices })
       },

@@ -88,7 +88,10 @@ export function downloadsRoute(ctx: ServerContext): Router {
     }
     // The key stays in the server's environment; the catalog only names the variable.
     if (body.api_key_env && !process.env[body.api_key_env]) {
-      throw invalidRequest(`The environment variable ${body.api_key_env} is not set for the server: set it to the key for ${body.base_url}, then restart the server`, 'api_key_env')
+      throw invalidRequest(
+        `The environment variable ${body.api_key_env} is not set for the server: set it to the key for ${body.base_url}, then restart the server`,
+        'api_key_env',
+      )
     }
     const remote = { base_url: body.base_url, ...(body.model ? { model: body.model } : {}), ...(body.api_key_env ? { api_key_env: body.api_key_env } : {}) }
     await addCatalogEntry(ctx.folder.dir, { id: body.id, remote })
@@ -184,4 +187,3 @@ function requireDownload(downloads: DownloadManager, id: string) {
   if (!job) throw new ApiError(404, 'invalid_request_error', 'download_not_found', `No download with the id '${id}'`, null)
   return job
 }
-

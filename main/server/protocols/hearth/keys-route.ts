@@ -30,12 +30,20 @@ export function keysRoute(ctx: ServerContext): Router {
   router.post('/keys', async (req, res) => {
     const store = requireStore(ctx)
     const body = bodyOf(req.body, req.headers['content-type'])
-    const { key, record } = await store.create(body.label ?? null, {
-      requestsPerMinute: body.requests_per_minute ?? null,
-      tokensPerDay: body.tokens_per_day ?? null,
-    }, body.mcp, body.lend)
+    const { key, record } = await store.create(
+      body.label ?? null,
+      {
+        requestsPerMinute: body.requests_per_minute ?? null,
+        tokensPerDay: body.tokens_per_day ?? null,
+      },
+      body.mcp,
+      body.lend,
+    )
     ctx.log(`API key ${record.id}${record.label ? ` ${JSON.stringify(record.label)}` : ''} was created`)
-    res.status(201).set('Cache-Control', 'no-store').json({ ...keyObject(store, record), key })
+    res
+      .status(201)
+      .set('Cache-Control', 'no-store')
+      .json({ ...keyObject(store, record), key })
   })
 
   router.get('/keys', (_req, res) => {

@@ -15,7 +15,12 @@ export function lendRoute(ctx: ServerContext): Router {
   const router = Router()
   router.get('/lend', (_req, res) => {
     if (ctx.keys && !mayBorrow(requestKey(res))) {
-      throw new ApiError(403, 'invalid_request_error', 'insufficient_permissions', 'This key may not borrow memory: make one with "lend": true (POST /api/keys) on the lending machine')
+      throw new ApiError(
+        403,
+        'invalid_request_error',
+        'insufficient_permissions',
+        'This key may not borrow memory: make one with "lend": true (POST /api/keys) on the lending machine',
+      )
     }
     const lending = ctx.lending
     if (!lending) throw new ApiError(409, 'invalid_request_error', 'not_lending', 'This Hearth does not lend memory (start it with --lend)')
@@ -27,7 +32,9 @@ export function lendRoute(ctx: ServerContext): Router {
       state: lending.lender.state,
       crashes: lending.lender.crashes,
       restarts: lending.lender.restarts,
-      last_exit: lending.lender.lastExit ? { at: Math.floor(lending.lender.lastExit.at / 1000), reason: lending.lender.lastExit.reason, borrowers: lending.lender.lastExit.borrowers } : null,
+      last_exit: lending.lender.lastExit
+        ? { at: Math.floor(lending.lender.lastExit.at / 1000), reason: lending.lender.lastExit.reason, borrowers: lending.lender.lastExit.borrowers }
+        : null,
       problem: lending.lender.problem ?? null,
       memory_cap_mib: lending.lender.memoryMiB ?? null,
       devices: lending.lender.devices.map((d) => ({ name: d.name, description: d.description, total_mib: d.totalMiB, free_mib: d.freeMiB })),

@@ -23,7 +23,12 @@ export function managementRoute(ctx: ServerContext): Router {
     const model = await requireModel(ctx.folder, (req.params as { id: string[] }).id.join('/'))
     res.locals.model = model.id
     const engine = await ctx.scheduler.load(model)
-    res.json({ ...modelObject(model, true), devices: engine.info.devices, load_ms: engine.info.loadMs, ...(engine.info.restoreMs === undefined ? {} : { restore_ms: engine.info.restoreMs }) })
+    res.json({
+      ...modelObject(model, true),
+      devices: engine.info.devices,
+      load_ms: engine.info.loadMs,
+      ...(engine.info.restoreMs === undefined ? {} : { restore_ms: engine.info.restoreMs }),
+    })
   })
   router.post('/models/*id/unload', async (req, res) => {
     const model = await requireModel(ctx.folder, (req.params as { id: string[] }).id.join('/'))

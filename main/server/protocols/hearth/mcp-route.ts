@@ -32,7 +32,12 @@ export function mcpRoute(ctx: ServerContext): Router {
     const hub = requireHub(ctx)
     requireMcpPermission(req, res, 'manage')
     const body = entryBody(req.body, ['name'])
-    if (typeof body.name !== 'string') throw invalidRequest(body.name === undefined ? "Missing required parameter: 'name'" : "Invalid value for 'name': it must be a string", 'name', body.name === undefined ? 'missing_required_parameter' : 'invalid_value')
+    if (typeof body.name !== 'string')
+      throw invalidRequest(
+        body.name === undefined ? "Missing required parameter: 'name'" : "Invalid value for 'name': it must be a string",
+        'name',
+        body.name === undefined ? 'missing_required_parameter' : 'invalid_value',
+      )
     const { name, ...entry } = body
     res.status(201).json(serverView(await hub.add(name, entry as McpEntryChanges)))
   })
@@ -103,7 +108,8 @@ function entryBody(body: Request['body'], extra: string[]): Record<string, unkno
   }
   const allowed = new Set<string>([...ENTRY_FIELDS, ...extra])
   for (const field of Object.keys(body)) {
-    if (field === 'name' && !allowed.has(field)) throw invalidRequest("Invalid value for 'name': a server cannot be renamed; remove it and add it again", 'name')
+    if (field === 'name' && !allowed.has(field))
+      throw invalidRequest("Invalid value for 'name': a server cannot be renamed; remove it and add it again", 'name')
     if (!allowed.has(field)) throw invalidRequest(`Unknown parameter: '${field}'. An MCP server has ${[...allowed].join(', ')}`, field, 'unknown_parameter')
   }
   return body as Record<string, unknown>

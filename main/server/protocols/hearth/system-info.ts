@@ -10,7 +10,14 @@ export async function systemInfo(ctx: ServerContext): Promise<SystemInfo> {
     { engine: 'whisper.cpp' as const, build: whisperBuild },
   ].flatMap(({ engine, build }) =>
     build
-      ? [{ engine, passed: build.selfTest?.passed ?? null, verdict: build.selfTest?.verdict ?? 'not self-tested (built before install ran a self-test: npm run build:engines runs it)', withheld: build.withheld ?? [] }]
+      ? [
+          {
+            engine,
+            passed: build.selfTest?.passed ?? null,
+            verdict: build.selfTest?.verdict ?? 'not self-tested (built before install ran a self-test: npm run build:engines runs it)',
+            withheld: build.withheld ?? [],
+          },
+        ]
       : [],
   )
   const cpuFallbacks = (ctx.cpuFallbacks?.() ?? []).map((f) => ({
@@ -41,7 +48,15 @@ export async function systemInfo(ctx: ServerContext): Promise<SystemInfo> {
     // What serves chat and embeddings: llama.cpp built here (commit, CPU features, GPU toolkit), or
     // nothing until `npm run build:engines` has run; and what cannot run for want of a build.
     engine: llamaBuild
-      ? { name: 'llama-server', commit: llamaBuild.commit, cpu_features: llamaBuild.cpuFeatures, gpu_backend: llamaBuild.gpu, not_built: notBuilt, self_tests: selfTests, cpu_fallbacks: cpuFallbacks }
+      ? {
+          name: 'llama-server',
+          commit: llamaBuild.commit,
+          cpu_features: llamaBuild.cpuFeatures,
+          gpu_backend: llamaBuild.gpu,
+          not_built: notBuilt,
+          self_tests: selfTests,
+          cpu_fallbacks: cpuFallbacks,
+        }
       : { name: 'not-built', commit: null, cpu_features: [], gpu_backend: 'none', not_built: notBuilt, self_tests: selfTests, cpu_fallbacks: cpuFallbacks },
     devices: devices.map((d) => ({ name: d.name, type: d.type, backend: d.backend, memory_bytes: d.memoryBytes })),
     memory: {

@@ -58,11 +58,16 @@ export async function createOllamaModel(body: OllamaCreateBody, deps: CreateDeps
   // Made again from an edited Modelfile, a model is replaced, as in Ollama; any other model of that
   // name (a download, another program's) is never dropped to make room.
   const existing = await modelNamed(deps.folder, id)
-  const madeByModelfile = (entry: unknown) => (entry as { id?: unknown } | null)?.id === existing?.id && (entry as { modelfile?: unknown }).modelfile !== undefined
-  if (existing && !(await readCatalogEntries(deps.folder.dir)).some(madeByModelfile)) throw new OllamaError(400, `a model named '${id}' already exists: remove it first (ollama rm ${id}), or pick another name`)
+  const madeByModelfile = (entry: unknown) =>
+    (entry as { id?: unknown } | null)?.id === existing?.id && (entry as { modelfile?: unknown }).modelfile !== undefined
+  if (existing && !(await readCatalogEntries(deps.folder.dir)).some(madeByModelfile))
+    throw new OllamaError(400, `a model named '${id}' already exists: remove it first (ollama rm ${id}), or pick another name`)
   const ggufs = Object.entries(body.files ?? {}).filter(([file]) => /\.gguf$/i.test(file))
   if (Object.keys(body.files ?? {}).length > ggufs.length) {
-    throw new OllamaError(400, 'Hearth creates models from GGUF files: safetensors and other weights need converting to GGUF first (llama.cpp convert_hf_to_gguf.py)')
+    throw new OllamaError(
+      400,
+      'Hearth creates models from GGUF files: safetensors and other weights need converting to GGUF first (llama.cpp convert_hf_to_gguf.py)',
+    )
   }
   if (ggufs.length === 0 && !body.from) throw new OllamaError(400, 'no model to create from: the Modelfile needs FROM (a model name or a GGUF file)')
 
@@ -78,7 +83,8 @@ export async function createOllamaModel(body: OllamaCreateBody, deps: CreateDeps
   } else {
     const base = await requireOllamaModel(deps.folder, body.from)
     if (base.remote) throw new OllamaError(400, `'${body.from}' runs on another machine: a model made from it is added in models.json ("remote")`)
-    if (base.kind !== 'chat' && (body.system || body.messages?.length)) throw new OllamaError(400, `'${body.from}' is not a chat model: SYSTEM and MESSAGE need one`)
+    if (base.kind !== 'chat' && (body.system || body.messages?.length))
+      throw new OllamaError(400, `'${body.from}' is not a chat model: SYSTEM and MESSAGE need one`)
     const modelfile = await modelfileOf(body, base, deps)
     await createFrom(id, base, modelfile, deps, existing ? madeByModelfile : undefined)
   }
@@ -91,7 +97,11 @@ export async function createOllamaModel(body: OllamaCreateBody, deps: CreateDeps
  * What the Modelfile adds, over the base's own (for a model made FROM another): each part replaces
  * the base's, and parameters replace the base's one by one, as Ollama's create does.
  */
-async function modelfileOf(body: OllamaCreateBody, base: ModelRecord | undefined, deps: CreateDeps): Promise<{ modelfile: ModelfileEntry; contextLength: number | undefined }> {
+async function modelfileOf(
+  body: OllamaCreateBody,
+  base: ModelRecord | undefined,
+  deps: CreateDeps,
+): Promise<{ modelfile: ModelfileEntry; contextLength: number | undefined }> {
   const inherited = base?.ollama
   const parameters = { ...(inherited?.parameters ?? {}), ...(body.parameters ?? {}) }
   const { num_ctx: numCtx, ...sampling } = parameters
@@ -128,13 +138,15 @@ function checkParameters(parameters: Record<string, unknown>, notices: Notices):
 
 function contextOf(value: unknown): number {
   const n = typeof value === 'string' ? Number(value) : value
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < MIN_CONTEXT) throw new OllamaError(400, `parameter 'num_ctx' must be a whole number of tokens, at least ${MIN_CONTEXT}`)
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < MIN_CONTEXT)
+    throw new OllamaError(400, `parameter 'num_ctx' must be a whole number of tokens, at least ${MIN_CONTEXT}`)
   return n
 }
 
 function messageOf(m: { role: string; content?: string | null | undefined }, i: number): { role: 'system' | 'user' | 'assistant'; content: string } {
   const role = m.role.toLowerCase()
-  if (role !== 'system' && role !== 'user' && role !== 'assistant') throw new OllamaError(400, `MESSAGE ${i + 1}: the role must be system, user or assistant, not '${m.role}'`)
+  if (role !== 'system' && role !== 'user' && role !== 'assistant')
+    throw new OllamaError(400, `MESSAGE ${i + 1}: the role must be system, user or assistant, not '${m.role}'`)
   return { role, content: m.content ?? '' }
 }
 
@@ -172,7 +184,11 @@ async function adaptersOf(adapters: Record<string, string>, deps: CreateDeps): P
   for (const [file, digest] of Object.entries(adapters)) {
     if (!(await deps.blobs.has(digest))) throw new OllamaError(400, `blob ${digest} was not uploaded (POST /api/blobs/${digest} first)`)
     const type = (await readGgufMetadata(deps.blobs.pathOf(digest)).catch(() => undefined))?.['general.type']
-    if (type !== 'adapter') throw new OllamaError(400, `ADAPTER ${file} is not a LoRA adapter in GGUF (general.type is ${type === undefined ? 'missing' : `'${String(type)}'`}); convert it with llama.cpp's convert_lora_to_gguf.py`)
+    if (type !== 'adapter')
+      throw new OllamaError(
+        400,
+        `ADAPTER ${file} is not a LoRA adapter in GGUF (general.type is ${type === undefined ? 'missing' : `'${String(type)}'`}); convert it with llama.cpp's convert_lora_to_gguf.py`,
+      )
     const name = `${digest.replace(':', '-')}.gguf`
     const path = join(deps.folder.dir, ADAPTERS_DIR, name)
     await mkdir(dirname(path), { recursive: true })
@@ -204,7 +220,15 @@ async function createFrom(
   if (inFolder && !entry) await addCatalogEntry(deps.folder.dir, { id: base.id, ...weights })
   // How the base is served (its output limit, threads, draft model, time to live …) is the new
   // model's too, as `ollama cp` keeps it: only the name, the context and the Modelfile are its own.
-  const { id: _id, file: _file, mmproj: _mmproj, from: _from, modelfile: _modelfile, context_length: _context, ...settings } = (entry ?? {}) as Record<string, unknown>
+  const {
+    id: _id,
+    file: _file,
+    mmproj: _mmproj,
+    from: _from,
+    modelfile: _modelfile,
+    context_length: _context,
+    ...settings
+  } = (entry ?? {}) as Record<string, unknown>
   const entryOfModel = {
     id,
     ...weights,
@@ -236,7 +260,12 @@ async function createFromFiles(
   await mkdir(staging, { recursive: true })
   try {
     // Named by their digest, so the same upload made into another model is the same file.
-    const nameOf = ([file, digest]: [string, string]) => `${file.split('/').pop()!.replace(/\.gguf$/i, '').replace(/[^\w.-]/g, '-')}-${digest.slice(7, 19)}.gguf`
+    const nameOf = ([file, digest]: [string, string]) =>
+      `${file
+        .split('/')
+        .pop()!
+        .replace(/\.gguf$/i, '')
+        .replace(/[^\w.-]/g, '-')}-${digest.slice(7, 19)}.gguf`
     const inFolder = async (blob: [string, string]) => (await stat(join(deps.folder.dir, nameOf(blob))).catch(() => undefined))?.isFile() === true
     const placed = async (blob: [string, string]) => {
       if (!(await deps.blobs.has(blob[1]))) throw new OllamaError(400, `blob ${blob[1]} was not uploaded (POST /api/blobs/${blob[1]} first)`)

@@ -15,7 +15,16 @@ import { OllamaError } from './ollama-errors.ts'
 import { keepAliveMs } from './ollama-keep-alive.ts'
 import { modelThinks } from './ollama-models.ts'
 import { requireOllamaModel } from './ollama-names.ts'
-import { ollamaChatSchema, ollamaEmbedSchema, ollamaGenerateSchema, parseOllamaBody, planOllamaChat, planOllamaEmbed, planOllamaGenerate, type OllamaPlan } from './ollama-request.ts'
+import {
+  ollamaChatSchema,
+  ollamaEmbedSchema,
+  ollamaGenerateSchema,
+  parseOllamaBody,
+  planOllamaChat,
+  planOllamaEmbed,
+  planOllamaGenerate,
+  type OllamaPlan,
+} from './ollama-request.ts'
 import { embeddingsOf, ollamaAnswer, ollamaLoadAnswer, OllamaStreamWriter, type OllamaAnswerIdentity, type OllamaTiming } from './ollama-response.ts'
 
 /** `json`: the key check (keyless on the Ollama port) and a JSON body whatever its content type says. */
@@ -38,7 +47,8 @@ export function ollamaInferenceRoute(ctx: ServerContext, json: RequestHandler[])
     const request = parseOllamaBody('generate', ollamaGenerateSchema, req.body, notices)
     const model = await requireOllamaModel(ctx.folder, request.model)
     const who: OllamaAnswerIdentity = { model: request.model, api: 'generate', showThinking: request.think !== false }
-    if (!request.prompt && !request.suffix && !request.images?.length) return loadOrUnload(res, model, who, keepAliveMs(request.keep_alive) ?? ctx.settings.ollamaKeepAliveMs)
+    if (!request.prompt && !request.suffix && !request.images?.length)
+      return loadOrUnload(res, model, who, keepAliveMs(request.keep_alive) ?? ctx.settings.ollamaKeepAliveMs)
     await refuseThinkingWithout(model, request.model, request.think)
     const plan = await planOllamaGenerate(request, model, notices)
     await answer(res, model, plan, who, notices)
@@ -65,7 +75,9 @@ export function ollamaInferenceRoute(ctx: ServerContext, json: RequestHandler[])
               prompt_eval_count: result.promptTokens,
             }),
           }
-      await ctx.pipeline.within(res, (signal) => ctx.pipeline.answer(res, model, plan.job, shape, signal, { notices, keepAliveMs: plan.keepAliveMs ?? ctx.settings.ollamaKeepAliveMs }))
+      await ctx.pipeline.within(res, (signal) =>
+        ctx.pipeline.answer(res, model, plan.job, shape, signal, { notices, keepAliveMs: plan.keepAliveMs ?? ctx.settings.ollamaKeepAliveMs }),
+      )
     })
   }
 
@@ -92,10 +104,12 @@ export function ollamaInferenceRoute(ctx: ServerContext, json: RequestHandler[])
   async function answer(res: Response, model: ModelRecord, plan: OllamaPlan, who: OllamaAnswerIdentity, notices: Notices): Promise<void> {
     const timing: OllamaTiming = { startedAt: performance.now(), loadMs: 0 }
     const wasLoaded = ctx.scheduler.engineOf(model.id) !== undefined
-    const timed = <T>(write: (result: ChatResult | CompleteResult) => T) => (result: ChatResult | CompleteResult) => {
-      if (!wasLoaded) timing.loadMs = ctx.scheduler.engineOf(model.id)?.info.loadMs ?? 0
-      return write(result)
-    }
+    const timed =
+      <T>(write: (result: ChatResult | CompleteResult) => T) =>
+      (result: ChatResult | CompleteResult) => {
+        if (!wasLoaded) timing.loadMs = ctx.scheduler.engineOf(model.id)?.info.loadMs ?? 0
+        return write(result)
+      }
     const writer = new OllamaStreamWriter(who, timing)
     const shape: AnswerShape<ChatResult | CompleteResult> = plan.stream
       ? streamOf(() => ndjsonEvents(res), { progress: (p) => writer.progress(p), finish: timed((result) => writer.finish(result)) })

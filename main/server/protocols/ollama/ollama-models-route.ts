@@ -119,7 +119,10 @@ export function ollamaModelsRoute(ctx: ServerContext, auth: RequestHandler, json
   // `ollama signin`, `signout` and `push` ask who is signed in to ollama.com; Hearth has no account
   // there and runs no cloud models, which `/api/status` says as Ollama says it (`OLLAMA_NO_CLOUD`).
   const noAccount = () => {
-    throw new OllamaError(400, 'Hearth signs in to no ollama.com account: it runs the models on this computer, with no cloud models and no pushing to a registry')
+    throw new OllamaError(
+      400,
+      'Hearth signs in to no ollama.com account: it runs the models on this computer, with no cloud models and no pushing to a registry',
+    )
   }
   router.post('/me', auth, noAccount)
   router.post('/signout', auth, noAccount)

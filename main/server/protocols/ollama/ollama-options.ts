@@ -39,7 +39,11 @@ const inRange = (name: string, value: unknown, min: number, max: number): number
  * The request's options over the model's own parameters (its Modelfile's, for a model from
  * Ollama's store) over Ollama's defaults. Unknown options are set aside, as Ollama does, and said.
  */
-export function ollamaSampling(requestOptions: Record<string, unknown> | undefined, modelParameters: Record<string, unknown> | undefined, notices: Notices): OllamaSampling {
+export function ollamaSampling(
+  requestOptions: Record<string, unknown> | undefined,
+  modelParameters: Record<string, unknown> | undefined,
+  notices: Notices,
+): OllamaSampling {
   const options: Record<string, unknown> = { ...modelParameters, ...dropNulls(requestOptions ?? {}) }
   // Parameters a Modelfile set that Hearth has no use for are the model's business, not the client's.
   decideOptions(dropNulls(requestOptions ?? {}), notices)
@@ -96,7 +100,8 @@ export function ollamaEmbedOptions(options: Record<string, unknown> | null | und
   const sent = dropNulls(options ?? {})
   decideOptions(sent, notices)
   const decisions = ollamaFieldDecisions('options')
-  for (const name of Object.keys(sent)) if (decisions.get(name)?.decision === 'honoured') notices.add(`option "${name}" was set aside: an embedding is not sampled`)
+  for (const name of Object.keys(sent))
+    if (decisions.get(name)?.decision === 'honoured') notices.add(`option "${name}" was set aside: an embedding is not sampled`)
 }
 
 /** Whether a refused option asks for something: its off value (Ollama's own defaults) asks for nothing. */

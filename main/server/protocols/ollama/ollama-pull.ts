@@ -33,9 +33,16 @@ export async function pullRequestFor(name: string, hubEndpoint: string, fetchJso
   const chosen = models.find((f) => f.toLowerCase().includes(wanted)) ?? (tag ? undefined : models[0])
   if (!chosen) {
     const available = models.map((f) => f.split('/').pop()).join(', ') || 'none'
-    throw new OllamaError(404, `pull model manifest: hf.co/${owner}/${repo} has no GGUF file for '${tag ?? DEFAULT_QUANTIZATION}' (its GGUF files: ${available})`)
+    throw new OllamaError(
+      404,
+      `pull model manifest: hf.co/${owner}/${repo} has no GGUF file for '${tag ?? DEFAULT_QUANTIZATION}' (its GGUF files: ${available})`,
+    )
   }
-  if (SPLIT_PART.test(chosen)) throw new OllamaError(400, `hf.co/${owner}/${repo}:${tag ?? ''} is split into several files, which Hearth does not pull yet; download the parts into the models folder`)
+  if (SPLIT_PART.test(chosen))
+    throw new OllamaError(
+      400,
+      `hf.co/${owner}/${repo}:${tag ?? ''} is split into several files, which Hearth does not pull yet; download the parts into the models folder`,
+    )
   const projector = projectors.find((f) => /f16/i.test(f)) ?? projectors[0]
   const id = `hf.co/${owner}/${repo}:${tag ?? 'latest'}`
   return { source: `hf://${owner}/${repo}/${chosen}`, ...(projector ? { mmproj: `hf://${owner}/${repo}/${projector}` } : {}), id }

@@ -32,7 +32,10 @@ const toolCall = z.object({
 })
 
 const message = z.object({
-  role: z.string().transform((r) => r.toLowerCase()).pipe(z.enum(['system', 'user', 'assistant', 'tool'])),
+  role: z
+    .string()
+    .transform((r) => r.toLowerCase())
+    .pipe(z.enum(['system', 'user', 'assistant', 'tool'])),
   content: z.string().nullish(),
   thinking: z.string().nullish(),
   images,
@@ -168,7 +171,11 @@ async function planOllamaConversation(
   conversationKey?: string,
 ): Promise<OllamaPlan> {
   if (!model.capabilities.includes('chat')) throw new OllamaError(400, `"${model.id}" does not support chat`)
-  if (model.remote && body.options && Object.keys(body.options).some((k) => ['min_p', 'typical_p', 'repeat_penalty', 'repeat_last_n', 'mirostat'].includes(k))) {
+  if (
+    model.remote &&
+    body.options &&
+    Object.keys(body.options).some((k) => ['min_p', 'typical_p', 'repeat_penalty', 'repeat_last_n', 'mirostat'].includes(k))
+  ) {
     throw new OllamaError(400, `"${model.id}" runs on another machine, which takes no min_p, typical_p, repeat or mirostat options`)
   }
   const { sampling, maxTokens } = ollamaSampling(requestOptions(body), model.ollama?.parameters, notices)
@@ -178,7 +185,16 @@ async function planOllamaConversation(
     messages,
     ...(maxTokens !== undefined ? { max_tokens: maxTokens } : {}),
     ...(tools.length > 0
-      ? { tools: tools.map((t) => ({ type: 'function' as const, function: { name: t.function.name, ...(t.function.description ? { description: t.function.description } : {}), ...(t.function.parameters ? { parameters: t.function.parameters } : {}) } })) }
+      ? {
+          tools: tools.map((t) => ({
+            type: 'function' as const,
+            function: {
+              name: t.function.name,
+              ...(t.function.description ? { description: t.function.description } : {}),
+              ...(t.function.parameters ? { parameters: t.function.parameters } : {}),
+            },
+          })),
+        }
       : {}),
     ...(toolChoice ? { tool_choice: toolChoice as ChatRequest['tool_choice'] } : {}),
     ...responseFormatOf(body.format),
@@ -244,7 +260,11 @@ export function toChatMessages(messages: readonly OllamaMessage[]): ChatRequestM
           const id = call.id || `call_${i}_${j}`
           open.push({ id, name: call.function.name })
           const args = call.function.arguments
-          return { id, type: 'function' as const, function: { name: call.function.name, arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}) } }
+          return {
+            id,
+            type: 'function' as const,
+            function: { name: call.function.name, arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}) },
+          }
         })
         return {
           role: 'assistant',

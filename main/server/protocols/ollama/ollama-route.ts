@@ -12,7 +12,25 @@ import { ollamaInferenceRoute } from './ollama-inference-route.ts'
 import { ollamaModelsRoute } from './ollama-models-route.ts'
 
 /** The paths of Ollama's API under `/api`, for the error shape and the Ollama port. */
-export const OLLAMA_API_PATHS = ['/version', '/tags', '/show', '/ps', '/chat', '/generate', '/embed', '/embeddings', '/pull', '/push', '/delete', '/copy', '/create', '/blobs/:digest', '/me', '/signout', '/status']
+export const OLLAMA_API_PATHS = [
+  '/version',
+  '/tags',
+  '/show',
+  '/ps',
+  '/chat',
+  '/generate',
+  '/embed',
+  '/embeddings',
+  '/pull',
+  '/push',
+  '/delete',
+  '/copy',
+  '/create',
+  '/blobs/:digest',
+  '/me',
+  '/signout',
+  '/status',
+]
 
 /**
  * `auth` checks the key (or lets a keyless program in, on the Ollama port); `body` reads JSON

@@ -51,7 +51,13 @@ export function timingsOf(result: ChatResult): ChatTimings {
     predicted_ms: round(t.predictedMs),
     predicted_per_second: round(t.predictedPerSecond),
     ...(t.draftTokens !== undefined
-      ? { draft_n: t.draftTokens, draft_n_accepted: t.draftAccepted ?? 0, draft_acceptance_rate: round(t.draftTokens ? (t.draftAccepted ?? 0) / t.draftTokens : 0), draft_paused_n: t.draftPaused ?? 0, draft_steps: t.draftSteps ?? 0 }
+      ? {
+          draft_n: t.draftTokens,
+          draft_n_accepted: t.draftAccepted ?? 0,
+          draft_acceptance_rate: round(t.draftTokens ? (t.draftAccepted ?? 0) / t.draftTokens : 0),
+          draft_paused_n: t.draftPaused ?? 0,
+          draft_steps: t.draftSteps ?? 0,
+        }
       : {}),
   }
 }

@@ -21,7 +21,13 @@ export function completionsRoute(ctx: ServerContext): Router {
     await ctx.pipeline.within(res, async (signal) => {
       if (plan.stream) {
         const writer = new CompletionStreamWriter(who, plan.includeUsage, plan.echoed?.[0])
-        await ctx.pipeline.answer(res, model, plan.jobs[0]!, streamOf(() => sseEvents(res, 'done'), writer), signal)
+        await ctx.pipeline.answer(
+          res,
+          model,
+          plan.jobs[0]!,
+          streamOf(() => sseEvents(res, 'done'), writer),
+          signal,
+        )
         return
       }
       // The prompts of one request run one after another, each with the model's whole context.

@@ -52,10 +52,7 @@ export function planEmbeddings(request: EmbeddingsRequest, model: ModelRecord): 
   if (!model.capabilities.includes('embeddings')) throw modelNotCompatible(model.id, 'embeddings')
   const native = model.embeddingLength
   if (request.dimensions !== undefined && native !== undefined && request.dimensions > native) {
-    throw invalidRequest(
-      `'dimensions' is too large: ${request.dimensions}. This model's embeddings have ${native} dimensions`,
-      'dimensions',
-    )
+    throw invalidRequest(`'dimensions' is too large: ${request.dimensions}. This model's embeddings have ${native} dimensions`, 'dimensions')
   }
   return {
     encodingFormat: request.encodingFormat,

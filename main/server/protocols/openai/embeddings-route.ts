@@ -12,7 +12,9 @@ export function embeddingsRoute(ctx: ServerContext): Router {
     const request = parseEmbeddingsRequest(req.body)
     const model = await requireModel(ctx.folder, request.model)
     const plan = planEmbeddings(request, model)
-    await ctx.pipeline.within(res, (signal) => ctx.pipeline.answer(res, model, plan.job, { whole: (result) => embeddingsResponse(model.id, result, plan.encodingFormat) }, signal))
+    await ctx.pipeline.within(res, (signal) =>
+      ctx.pipeline.answer(res, model, plan.job, { whole: (result) => embeddingsResponse(model.id, result, plan.encodingFormat) }, signal),
+    )
   })
   return router
 }

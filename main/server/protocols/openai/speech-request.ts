@@ -164,7 +164,8 @@ function vadOf(form: z.infer<typeof speechFormSchema>): VadOptions | false | und
   if (hasBracketed && form.chunking_strategy !== undefined) {
     throw invalidRequest('Give chunking_strategy once: as "auto", as a JSON object, or as chunking_strategy[type] fields', 'chunking_strategy')
   }
-  if (hasBracketed && bracketed.type === undefined) throw invalidRequest("Missing required parameter: 'chunking_strategy[type]'", 'chunking_strategy[type]', 'missing_required_parameter')
+  if (hasBracketed && bracketed.type === undefined)
+    throw invalidRequest("Missing required parameter: 'chunking_strategy[type]'", 'chunking_strategy[type]', 'missing_required_parameter')
   const strategy = hasBracketed ? bracketed : form.chunking_strategy
   if (strategy === undefined) return undefined
   if (strategy === 'auto') return {}

@@ -191,9 +191,7 @@ export function vtt(segments: readonly SpeechSegment[]): string {
 
 /** Subtitle cues: one per segment with words in it, on one line. */
 function cues(segments: readonly SpeechSegment[]): SpeechSegment[] {
-  return segments
-    .map((s) => ({ ...s, text: s.text.replace(/\s*[\r\n]+\s*/g, ' ').trim() }))
-    .filter((s) => s.text.length > 0)
+  return segments.map((s) => ({ ...s, text: s.text.replace(/\s*[\r\n]+\s*/g, ' ').trim() })).filter((s) => s.text.length > 0)
 }
 
 /** `HH:MM:SS<sep>mmm`; hours grow past two digits rather than wrap. */

@@ -11,7 +11,9 @@ export function rerankRoute(ctx: ServerContext): Router {
     const request = parseRerankRequest(req.body)
     const model = await requireModel(ctx.folder, request.model)
     const job = planRerank(request, model)
-    await ctx.pipeline.within(res, (signal) => ctx.pipeline.answer(res, model, job, { whole: (result) => rerankResponse(model.id, request, job, result) }, signal))
+    await ctx.pipeline.within(res, (signal) =>
+      ctx.pipeline.answer(res, model, job, { whole: (result) => rerankResponse(model.id, request, job, result) }, signal),
+    )
   })
   return router
 }

@@ -33,7 +33,8 @@ export function parseRerankRequest(body: unknown): RerankRequest {
 }
 
 export function planRerank(request: RerankRequest, model: ModelRecord): RerankJob {
-  if (!model.capabilities.includes('rerank')) throw modelNotCompatible(model.id, "reranking (it needs a reranker: an encoder with a classification head, listed with the 'rerank' capability)")
+  if (!model.capabilities.includes('rerank'))
+    throw modelNotCompatible(model.id, "reranking (it needs a reranker: an encoder with a classification head, listed with the 'rerank' capability)")
   return { type: 'rerank', query: request.query, documents: request.documents.map((d) => (typeof d === 'string' ? d : d.text)) }
 }
 

@@ -1,7 +1,7 @@
 /**
  * The calls a Responses request approves (`mcp_approval_response` items), each matched to a server
  * of this request that still offers the tool.
- */import { invalidRequest } from '../../services/api-error.ts'
+ */ import { invalidRequest } from '../../services/api-error.ts'
 import type { ListedMcpTool, McpServerTools } from '../../services/mcp/mcp-tools.ts'
 import type { McpApprovalRequestItem } from './responses-request.ts'
 
@@ -20,7 +20,11 @@ export function approvedCallsOn(approved: ReadonlyArray<{ call: McpApprovalReque
   return approved.map(({ call, at }) => {
     const param = `input[${at}].approval_request_id`
     const server = servers.find((s) => s.request.serverLabel === call.server_label)
-    if (!server) throw invalidRequest(`The approved call is to the MCP server '${call.server_label}', which is not among this request's 'mcp' tools; send that tool again`, param)
+    if (!server)
+      throw invalidRequest(
+        `The approved call is to the MCP server '${call.server_label}', which is not among this request's 'mcp' tools; send that tool again`,
+        param,
+      )
     const tool = server.tools.find((t) => t.name === call.name)
     if (!tool) throw invalidRequest(`The approved call is to '${call.name}', which this request's 'mcp' tool for '${call.server_label}' does not allow`, param)
     return { call, server, tool }

@@ -39,7 +39,10 @@ export function parseMcpTool(tool: unknown, index: number): McpToolRequest {
   const parsed = mcpToolSchema.safeParse(tool)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!
-    throw invalidRequest(`Invalid value for 'tools[${index}].${paramPath(issue.path)}': ${issue.message.replace(/^Invalid input: /, '')}`, `tools[${index}].${paramPath(issue.path)}`)
+    throw invalidRequest(
+      `Invalid value for 'tools[${index}].${paramPath(issue.path)}': ${issue.message.replace(/^Invalid input: /, '')}`,
+      `tools[${index}].${paramPath(issue.path)}`,
+    )
   }
   const fields = parsed.data
   for (const [field, why] of Object.entries(REFUSED_FIELDS)) {

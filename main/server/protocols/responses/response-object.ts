@@ -101,7 +101,12 @@ export function mcpListToolsItem(server: McpServerTools): McpListToolsOutput {
     type: 'mcp_list_tools',
     id: newId('mcpl'),
     server_label: server.request.serverLabel,
-    tools: server.tools.map((t) => ({ name: t.name, description: t.description ?? null, input_schema: t.inputSchema, annotations: t.readOnly === undefined ? null : { read_only: t.readOnly } })),
+    tools: server.tools.map((t) => ({
+      name: t.name,
+      description: t.description ?? null,
+      input_schema: t.inputSchema,
+      annotations: t.readOnly === undefined ? null : { read_only: t.readOnly },
+    })),
   }
 }
 
@@ -111,18 +116,40 @@ export function mcpApprovalRequestItem(serverLabel: string, name: string, args: 
 
 /** A call about to run (`in_progress`); the loop fills in its output or error. */
 export function mcpCallItem(serverLabel: string, name: string, args: string, approvalRequestId: string | null = null): McpCallOutput {
-  return { type: 'mcp_call', id: newId('mcp'), server_label: serverLabel, name, arguments: args, output: null, error: null, approval_request_id: approvalRequestId, status: 'in_progress' }
+  return {
+    type: 'mcp_call',
+    id: newId('mcp'),
+    server_label: serverLabel,
+    name,
+    arguments: args,
+    output: null,
+    error: null,
+    approval_request_id: approvalRequestId,
+    status: 'in_progress',
+  }
 }
 
 function reasoningItem(text: string, shape: ResponseShape): ReasoningItem {
-  return { type: 'reasoning', id: newId('rs'), summary: [], content: [{ type: 'reasoning_text', text }], ...(shape.encryptedReasoning ? { encrypted_content: shape.seal.seal(text) } : {}) }
+  return {
+    type: 'reasoning',
+    id: newId('rs'),
+    summary: [],
+    content: [{ type: 'reasoning_text', text }],
+    ...(shape.encryptedReasoning ? { encrypted_content: shape.seal.seal(text) } : {}),
+  }
 }
 
 export function outputItemsOf(result: ChatResult, shape: ResponseShape): OutputItem[] {
   const items: OutputItem[] = []
   if (result.reasoning) items.push(reasoningItem(result.reasoning, shape))
   if (result.text || result.toolCalls.length === 0) {
-    items.push({ type: 'message', id: newId('msg'), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: result.text, annotations: citationsIn(result.text, shape.sources), logprobs: result.logprobs ?? [] }] })
+    items.push({
+      type: 'message',
+      id: newId('msg'),
+      status: 'completed',
+      role: 'assistant',
+      content: [{ type: 'output_text', text: result.text, annotations: citationsIn(result.text, shape.sources), logprobs: result.logprobs ?? [] }],
+    })
   }
   // MCP calls become their items when the loop runs them or asks for approval (mcp-tool-loop.ts).
   for (const call of result.toolCalls) {
@@ -226,7 +253,16 @@ export class ResponseStreamWriter {
         const item = this.open as Extract<OutputItem, { type: 'message' }>
         item.content[0]!.text += p.text
         if (p.logprobs) item.content[0]!.logprobs.push(...p.logprobs)
-        events.push(this.event({ type: 'response.output_text.delta', item_id: item.id, output_index: this.index, content_index: 0, delta: p.text, logprobs: p.logprobs ?? [] }))
+        events.push(
+          this.event({
+            type: 'response.output_text.delta',
+            item_id: item.id,
+            output_index: this.index,
+            content_index: 0,
+            delta: p.text,
+            logprobs: p.logprobs ?? [],
+          }),
+        )
         return events
       }
       case 'tool_call': {
@@ -358,7 +394,9 @@ export class ResponseStreamWriter {
         item.status = 'completed'
         const part = item.content[0]!
         part.annotations = citationsIn(part.text, this.shape.sources)
-        part.annotations.forEach((annotation, n) => events.push(this.event({ type: 'response.output_text.annotation.added', ...at, content_index: 0, annotation_index: n, annotation })))
+        part.annotations.forEach((annotation, n) =>
+          events.push(this.event({ type: 'response.output_text.annotation.added', ...at, content_index: 0, annotation_index: n, annotation })),
+        )
         events.push(this.event({ type: 'response.output_text.done', ...at, content_index: 0, text: part.text, logprobs: part.logprobs }))
         events.push(this.event({ type: 'response.content_part.done', ...at, content_index: 0, part: { ...part } }))
         break

@@ -10,7 +10,16 @@ import { planChat, type ChatPlan, type ChatRequest } from '../../services/chat/c
 import { Notices } from '../../services/pipeline/request-notices.ts'
 import type { McpServerTools } from '../../services/mcp/mcp-tools.ts'
 import type { ToolLoopConversation, ToolLoopSink } from '../../services/pipeline/mcp-tool-loop.ts'
-import { mcpApprovalRequestItem, mcpCallItem, outputItemsOf, type McpCallOutput, type OutputItem, type ResponseShape, type ResponseStreamWriter, type WholeItem } from './response-object.ts'
+import {
+  mcpApprovalRequestItem,
+  mcpCallItem,
+  outputItemsOf,
+  type McpCallOutput,
+  type OutputItem,
+  type ResponseShape,
+  type ResponseStreamWriter,
+  type WholeItem,
+} from './response-object.ts'
 import { continuedChat, inputItemsOf, toChatRequest, type ConvertedResponse, type InputItem, type ResponsesRequest } from './responses-request.ts'
 
 /** Where the items go: collected for one JSON answer, or streamed as they come. */
@@ -66,7 +75,11 @@ export function responseLoopSink(items: ItemSink): ToolLoopSink {
       items.callStarted(running)
     },
     callEnded: (call) => {
-      Object.assign(running!, { status: call.status, ...(call.output !== undefined ? { output: call.output } : {}), ...(call.error !== undefined ? { error: call.error } : {}) })
+      Object.assign(running!, {
+        status: call.status,
+        ...(call.output !== undefined ? { output: call.output } : {}),
+        ...(call.error !== undefined ? { error: call.error } : {}),
+      })
       items.callEnded(running!)
     },
     notRun: (call) => items.whole({ ...mcpCallItem(call.serverLabel, call.name, call.arguments), status: 'incomplete', error: call.error ?? null }),

@@ -105,7 +105,8 @@ export class ResponseTools {
   outputItem(call: ToolCall, id: string, status: 'completed' | 'in_progress' = 'completed'): FunctionCallOutput | CustomCallOutput {
     const declared = this.declared.get(call.function.name) ?? { name: call.function.name, custom: false }
     const namespace = declared.namespace ? { namespace: declared.namespace } : {}
-    if (declared.custom) return { type: 'custom_tool_call', id, call_id: call.id, ...namespace, name: declared.name, input: customInput(call.function.arguments), status }
+    if (declared.custom)
+      return { type: 'custom_tool_call', id, call_id: call.id, ...namespace, name: declared.name, input: customInput(call.function.arguments), status }
     return { type: 'function_call', id, call_id: call.id, ...namespace, name: declared.name, arguments: call.function.arguments, status }
   }
 
@@ -152,7 +153,11 @@ export class ResponseTools {
 
   private addMcpRequest(request: McpToolRequest): void {
     const twice = this.mcpRequests.find((r) => r.serverLabel === request.serverLabel)
-    if (twice) throw invalidRequest(`The MCP server '${request.serverLabel}' is named by two tools (${twice.at} and this one); name each server once`, `${request.at}.server_label`)
+    if (twice)
+      throw invalidRequest(
+        `The MCP server '${request.serverLabel}' is named by two tools (${twice.at} and this one); name each server once`,
+        `${request.at}.server_label`,
+      )
     this.mcpRequests.push(request)
   }
 
@@ -189,7 +194,8 @@ export interface CustomCallOutput {
 /** A free-form tool as a function of one string; its grammar, if any, told to the model. */
 function customParameters(tool: z.infer<typeof customTool>): Record<string, unknown> {
   const format = tool.format
-  const grammar = format?.type === 'grammar' && format.definition ? `The input must follow this ${format.syntax ?? ''} grammar:\n${format.definition}` : undefined
+  const grammar =
+    format?.type === 'grammar' && format.definition ? `The input must follow this ${format.syntax ?? ''} grammar:\n${format.definition}` : undefined
   return {
     type: 'object',
     properties: { input: { type: 'string', ...(grammar ? { description: grammar } : {}) } },

@@ -39,7 +39,12 @@ const INCLUDABLE = {
 }
 
 const inputText = z.object({ type: z.literal('input_text'), text: z.string() })
-const outputText = z.object({ type: z.literal('output_text'), text: z.string(), annotations: z.array(z.unknown()).optional(), logprobs: z.array(z.unknown()).optional() })
+const outputText = z.object({
+  type: z.literal('output_text'),
+  text: z.string(),
+  annotations: z.array(z.unknown()).optional(),
+  logprobs: z.array(z.unknown()).optional(),
+})
 const inputImage = z.object({ type: z.literal('input_image'), image_url: z.string(), detail: z.enum(['auto', 'low', 'high']).optional() })
 /** A document: a `/v1/files` id, or the file as base64 (`file_data`); read on the server (documents/document-inputs.ts). */
 const inputFile = z.object({
@@ -100,11 +105,19 @@ const reasoningItem = z.object({
   status: z.string().optional(),
 })
 /** A hosted tool's call from an earlier turn (web search, …): nothing the model can read again. */
-const hostedCallItem = z.looseObject({ type: z.enum(['web_search_call', 'file_search_call', 'code_interpreter_call', 'image_generation_call', 'tool_search_call', 'tool_search_output']) })
+const hostedCallItem = z.looseObject({
+  type: z.enum(['web_search_call', 'file_search_call', 'code_interpreter_call', 'image_generation_call', 'tool_search_call', 'tool_search_output']),
+})
 
 /** MCP items (response-mcp-tools.ts): the tools listed, a call waiting for approval, the client's answer, a call run. */
 const mcpListToolsItem = z.looseObject({ type: z.literal('mcp_list_tools'), id: z.string().optional(), server_label: z.string(), tools: z.array(z.unknown()) })
-const mcpApprovalRequestItem = z.object({ type: z.literal('mcp_approval_request'), id: z.string().min(1), server_label: z.string().min(1), name: z.string().min(1), arguments: z.string() })
+const mcpApprovalRequestItem = z.object({
+  type: z.literal('mcp_approval_request'),
+  id: z.string().min(1),
+  server_label: z.string().min(1),
+  name: z.string().min(1),
+  arguments: z.string(),
+})
 const mcpApprovalResponseItem = z.object({
   type: z.literal('mcp_approval_response'),
   id: z.string().nullish(),
@@ -143,13 +156,23 @@ export type InputItem = z.infer<typeof inputItem>
 const format = z.discriminatedUnion('type', [
   z.object({ type: z.literal('text') }),
   z.object({ type: z.literal('json_object') }),
-  z.object({ type: z.literal('json_schema'), name: z.string().min(1).max(64), schema: z.record(z.string(), z.unknown()), description: z.string().optional(), strict: z.boolean().nullish() }),
+  z.object({
+    type: z.literal('json_schema'),
+    name: z.string().min(1).max(64),
+    schema: z.record(z.string(), z.unknown()),
+    description: z.string().optional(),
+    strict: z.boolean().nullish(),
+  }),
 ])
 
 const toolChoice = z.union([
   z.enum(['none', 'auto', 'required']),
   z.object({ type: z.enum(['function', 'custom']), name: z.string() }),
-  z.object({ type: z.literal('allowed_tools'), mode: z.enum(['auto', 'required']), tools: z.array(z.looseObject({ type: z.string(), name: z.string().optional() })) }),
+  z.object({
+    type: z.literal('allowed_tools'),
+    mode: z.enum(['auto', 'required']),
+    tools: z.array(z.looseObject({ type: z.string(), name: z.string().optional() })),
+  }),
   // A hosted tool: there is none to choose here (the tool was left out).
   z.looseObject({ type: z.string() }),
 ])
@@ -176,7 +199,13 @@ export const responsesRequestSchema = z.object({
   include: z.array(z.string()).nullish(),
   top_logprobs: z.int().min(0).max(20).nullish(),
   previous_response_id: z.string().nullish(),
-  reasoning: z.object({ effort: z.enum(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']).nullish(), summary: z.string().nullish(), generate_summary: z.string().nullish() }).nullish(),
+  reasoning: z
+    .object({
+      effort: z.enum(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']).nullish(),
+      summary: z.string().nullish(),
+      generate_summary: z.string().nullish(),
+    })
+    .nullish(),
   metadata: z.record(z.string(), z.string()).nullish(),
   client_metadata: z.record(z.string(), z.unknown()).nullish(),
   user: z.string().nullish(),
@@ -202,7 +231,8 @@ export function parseResponsesRequest(body: unknown, notices: Notices): Response
   }
   const request = parseOrThrow(responsesRequestSchema, body)
   request.include?.forEach((value, i) => {
-    if (!INCLUDABLE.honoured.includes(value) && !INCLUDABLE.nothingToInclude.includes(value)) throw invalidRequest(`'${value}' is not a value 'include' takes`, `include[${i}]`)
+    if (!INCLUDABLE.honoured.includes(value) && !INCLUDABLE.nothingToInclude.includes(value))
+      throw invalidRequest(`'${value}' is not a value 'include' takes`, `include[${i}]`)
   })
   if (request.reasoning?.summary != null) notices.add(SET_ASIDE['reasoning.summary']!)
   if (request.text?.verbosity != null) notices.add(SET_ASIDE['text.verbosity']!)
@@ -250,14 +280,26 @@ export interface ConvertedResponse {
 }
 
 /** Chat's names for the fields a Responses request names otherwise. */
-const RESPONSES_FIELDS = { max_tokens: 'max_output_tokens', response_format: 'text.format', reasoning_effort: 'reasoning.effort', logprobs: 'include', top_logprobs: 'top_logprobs' }
+const RESPONSES_FIELDS = {
+  max_tokens: 'max_output_tokens',
+  response_format: 'text.format',
+  reasoning_effort: 'reasoning.effort',
+  logprobs: 'include',
+  top_logprobs: 'top_logprobs',
+}
 
 /**
  * The conversation as a chat completions request: `instructions` as the system message, then the
  * earlier turns' items (from `previous_response_id`), then this request's input. Consecutive
  * function calls join one assistant message; thinking joins the assistant message after it.
  */
-export function toChatRequest(request: ResponsesRequest, earlier: readonly InputItem[], seal: ReasoningSeal, notices: Notices, extras: ConversionExtras = {}): ConvertedResponse {
+export function toChatRequest(
+  request: ResponsesRequest,
+  earlier: readonly InputItem[],
+  seal: ReasoningSeal,
+  notices: Notices,
+  extras: ConversionExtras = {},
+): ConvertedResponse {
   const tools = new ResponseTools((request.tools ?? []) as ResponseTool[], notices, extras.mcp)
   const params = new ClientParams()
   for (const [chat, responses] of Object.entries(RESPONSES_FIELDS)) params.set(chat, responses)
@@ -272,24 +314,26 @@ export function toChatRequest(request: ResponsesRequest, earlier: readonly Input
 
   // Built typed from what the Responses schema checked: only the checks across fields remain.
   const textFormat = request.text?.format
-  const chat = checkedAs(params, () => checkChatRequest(
-    {
-      model: request.model,
-      messages: [...conversation.messages],
-      max_tokens: request.max_output_tokens ?? undefined,
-      temperature: request.temperature ?? undefined,
-      top_p: request.top_p ?? undefined,
-      top_k: request.top_k ?? undefined,
-      stop: request.stop ?? undefined,
-      ...tools.chatFields(request.tool_choice, request.parallel_tool_calls),
-      ...(textFormat?.type === 'json_object' ? { response_format: { type: 'json_object' } } : {}),
-      ...(textFormat?.type === 'json_schema' ? { response_format: { type: 'json_schema', json_schema: { name: 'output', schema: textFormat.schema } } } : {}),
-      ...(request.reasoning?.effort ? { reasoning_effort: request.reasoning.effort } : {}),
-      ...(includesLogprobs(request) ? { logprobs: true, top_logprobs: request.top_logprobs ?? 0 } : {}),
-      ...(request.speculative === false ? { speculative: false } : {}),
-    },
-    notices,
-  ))
+  const chat = checkedAs(params, () =>
+    checkChatRequest(
+      {
+        model: request.model,
+        messages: [...conversation.messages],
+        max_tokens: request.max_output_tokens ?? undefined,
+        temperature: request.temperature ?? undefined,
+        top_p: request.top_p ?? undefined,
+        top_k: request.top_k ?? undefined,
+        stop: request.stop ?? undefined,
+        ...tools.chatFields(request.tool_choice, request.parallel_tool_calls),
+        ...(textFormat?.type === 'json_object' ? { response_format: { type: 'json_object' } } : {}),
+        ...(textFormat?.type === 'json_schema' ? { response_format: { type: 'json_schema', json_schema: { name: 'output', schema: textFormat.schema } } } : {}),
+        ...(request.reasoning?.effort ? { reasoning_effort: request.reasoning.effort } : {}),
+        ...(includesLogprobs(request) ? { logprobs: true, top_logprobs: request.top_logprobs ?? 0 } : {}),
+        ...(request.speculative === false ? { speculative: false } : {}),
+      },
+      notices,
+    ),
+  )
   return { chat, tools, params, conversation }
 }
 
@@ -399,7 +443,8 @@ export class ChatConversation {
       case 'mcp_call': {
         const c = item as z.infer<typeof mcpCallItem>
         const callId = c.approval_request_id ?? c.id
-        if (!c.approval_request_id || !this.answered.has(c.approval_request_id)) this.call(callId, tools.mcpFlatName(c.server_label, c.name), c.arguments, where)
+        if (!c.approval_request_id || !this.answered.has(c.approval_request_id))
+          this.call(callId, tools.mcpFlatName(c.server_label, c.name), c.arguments, where)
         this.toolResult(callId, mcpCallText(c), where)
         return
       }
@@ -414,7 +459,8 @@ export class ChatConversation {
     const message = item as z.infer<typeof messageItem>
     this.flush()
     if (message.role === 'assistant') {
-      const text = typeof message.content === 'string' ? message.content : message.content.map((p) => ('text' in p ? p.text : 'refusal' in p ? p.refusal : '')).join('')
+      const text =
+        typeof message.content === 'string' ? message.content : message.content.map((p) => ('text' in p ? p.text : 'refusal' in p ? p.refusal : '')).join('')
       this.assistant = { role: 'assistant', content: text, ...(this.reasoning ? { reasoning_content: this.reasoning } : {}) }
       this.assistantItem = where
       this.reasoning = ''
@@ -438,7 +484,9 @@ export class ChatConversation {
  */
 export function continuedChat(converted: ConvertedResponse, request: ResponsesRequest, notices: Notices): ChatRequest {
   const { chat, conversation, tools, params } = converted
-  return checkedAs(params, () => checkChatRequest({ ...chat, messages: [...conversation.messages], ...tools.chatFields(request.tool_choice, request.parallel_tool_calls) }, notices))
+  return checkedAs(params, () =>
+    checkChatRequest({ ...chat, messages: [...conversation.messages], ...tools.chatFields(request.tool_choice, request.parallel_tool_calls) }, notices),
+  )
 }
 
 /** What `check` returns, or its error naming the client's field. */
@@ -464,12 +512,16 @@ function checkCallPairs(items: readonly InputItem[], offset: number): void {
       pending ??= n
     } else if (type === 'function_call_output' || type === 'custom_tool_call_output') {
       const id = (item as { call_id: string }).call_id
-      if (!calls.has(id)) throw invalidRequest(`This output answers no call before it: no function call has the call_id '${id}'`, `input[${n - offset}].call_id`)
+      if (!calls.has(id))
+        throw invalidRequest(`This output answers no call before it: no function call has the call_id '${id}'`, `input[${n - offset}].call_id`)
       pending = undefined
     } else if (type !== 'reasoning' && !type?.startsWith('mcp_')) pending = undefined
   })
   if (pending !== undefined) {
-    throw invalidRequest("The input ends with function calls that have no outputs; send a 'function_call_output' for each after them", `input[${pending - offset}]`)
+    throw invalidRequest(
+      "The input ends with function calls that have no outputs; send a 'function_call_output' for each after them",
+      `input[${pending - offset}]`,
+    )
   }
 }
 
@@ -480,7 +532,8 @@ function answeredApprovals(items: readonly InputItem[]): Set<string> {
   for (const item of items) {
     const type = 'type' in item ? item.type : undefined
     if (type === 'mcp_approval_request') requested.add((item as McpApprovalRequestItem).id)
-    else if (type === 'mcp_approval_response' && !(item as z.infer<typeof mcpApprovalResponseItem>).approve) answered.add((item as z.infer<typeof mcpApprovalResponseItem>).approval_request_id)
+    else if (type === 'mcp_approval_response' && !(item as z.infer<typeof mcpApprovalResponseItem>).approve)
+      answered.add((item as z.infer<typeof mcpApprovalResponseItem>).approval_request_id)
     else if (type === 'mcp_call') {
       const id = (item as z.infer<typeof mcpCallItem>).approval_request_id
       if (id && requested.has(id)) answered.add(id)
@@ -557,9 +610,19 @@ function chatContent(content: string | z.infer<typeof contentPart>[], where: str
         return { type: 'image_url', image_url: { url: part.image_url } }
       case 'input_file':
         if (part.file_url != null) {
-          throw unsupportedParameter(`${where}.content[${k}].file_url`, "Hearth does not fetch files from the network; upload the file to /v1/files and send its 'file_id', or send it as 'file_data'")
+          throw unsupportedParameter(
+            `${where}.content[${k}].file_url`,
+            "Hearth does not fetch files from the network; upload the file to /v1/files and send its 'file_id', or send it as 'file_data'",
+          )
         }
-        return { type: 'file', file: { ...(part.file_id != null ? { file_id: part.file_id } : {}), ...(part.file_data != null ? { file_data: part.file_data } : {}), ...(part.filename != null ? { filename: part.filename } : {}) } }
+        return {
+          type: 'file',
+          file: {
+            ...(part.file_id != null ? { file_id: part.file_id } : {}),
+            ...(part.file_data != null ? { file_data: part.file_data } : {}),
+            ...(part.filename != null ? { filename: part.filename } : {}),
+          },
+        }
     }
   })
 }

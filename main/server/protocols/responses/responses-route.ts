@@ -18,8 +18,25 @@ import { collectingSink, listedBefore, ResponseConversation, responseLoopSink, s
 import { McpToolLoop } from '../../services/pipeline/mcp-tool-loop.ts'
 import { approvedCallsOn } from './response-mcp-servers.ts'
 import { connectMcpServers } from '../../services/mcp/mcp-tools.ts'
-import { fileSearchCallItem, mcpListToolsItem, responseObject, ResponseStreamWriter, type WholeItem, type OutputItem, type ResponseIdentity, type ResponseShape } from './response-object.ts'
-import { approvedCalls, includesEncryptedReasoning, includesFileResults, inputItemsOf, parseResponsesRequest, toChatRequest, type InputItem } from './responses-request.ts'
+import {
+  fileSearchCallItem,
+  mcpListToolsItem,
+  responseObject,
+  ResponseStreamWriter,
+  type WholeItem,
+  type OutputItem,
+  type ResponseIdentity,
+  type ResponseShape,
+} from './response-object.ts'
+import {
+  approvedCalls,
+  includesEncryptedReasoning,
+  includesFileResults,
+  inputItemsOf,
+  parseResponsesRequest,
+  toChatRequest,
+  type InputItem,
+} from './responses-request.ts'
 import type { ServerContext } from '../../server-context.ts'
 import { SseStream } from '../../http/sse.ts'
 
@@ -43,65 +60,86 @@ export function responsesRoute(ctx: ServerContext): Router {
     const model = await requireModel(ctx.folder, chat.model)
     const key = conversationKey(req, request)
     const approvals = approvedCalls(request, earlierItems)
-    await ctx.pipeline.within(res, async (signal) => {
-      const documents = await ctx.pipeline.readDocuments(res, model, chat, { notices, owner, signal })
-      const images = new Map<string, Buffer>()
-      const servers = await connectMcpServers(tools.mcpRequests, ctx.mcp, { req, res }, notices, signal)
-      // With MCP servers the loop plans the first turn itself, once their tools are known.
-      const firstPlan = servers.length === 0 ? await planChat(documents.apply(chat), model, key, images) : undefined
-      const approved = approvedCallsOn(approvals, servers)
-      sendNotices(res, notices)
-      const shape: ResponseShape = { tools, seal, encryptedReasoning: includesEncryptedReasoning(request), sources: documents.sources }
-      const who: ResponseIdentity = { id: `resp_${randomBytes(12).toString('hex')}`, createdAt: Math.floor(Date.now() / 1000), model: model.id }
-      const items: WholeItem[] = includesFileResults(request) && documents.sources.length ? [fileSearchCallItem(documents.sources, documents.query)] : []
-      for (const server of servers) if (!listedBefore(request, earlierItems, server.request.serverLabel)) items.push(mcpListToolsItem(server))
-      const loop = new McpToolLoop({
-        pipeline: ctx.pipeline,
-        mcp: ctx.mcp,
-        res,
-        model,
-        signal,
-        target: (name) => shape.tools.mcpTarget(name),
-        approved: approved.map(({ call, server, tool }) => ({ server, tool, arguments: call.arguments, approvalRequestId: call.id })),
-        maxToolCalls: request.max_tool_calls ?? undefined,
-        // max_output_tokens bounds the whole response, as OpenAI's does: each turn gets what is left.
-        maxOutputTokens: request.max_output_tokens ?? undefined,
-      })
-      const converse = (sink: ItemSink) => {
-        for (const item of items) sink.whole(item)
-        const conversation = new ResponseConversation({ request, earlier: earlierItems, shape, model, conversationKey: key, firstPlan, documents, images, servers, produced: () => sink.items() })
-        return loop.run(responseLoopSink(sink), conversation).then((outcome) => ({ ...outcome, output: sink.items() }))
-      }
-      const keep = async (output: OutputItem[], response: Record<string, unknown>) => {
-        if (request.store === false) return
-        const fileIds = documents.fileIds.slice(fileParts(earlierItems))
-        const input = [...earlierItems, ...inputItemsOf(request).map(withoutImages).map((item) => withFileIds(item, fileIds)).map(withId)]
-        await store.save(who.id, { owner, items: [...input, ...(output as InputItem[])], inputCount: input.length, response })
-      }
-      if (request.stream !== true) {
-        const outcome = await converse(collectingSink(shape))
-        const response = responseObject(who, request, outcome)
-        await keep(outcome.output, response)
-        res.json(response)
-        return
-      }
-      const sse = new SseStream(res)
-      const writer = new ResponseStreamWriter(who, request, shape)
-      // response.created leaves with the loop's first event (the engine took the prompt, or an MCP
-      // server was reached): a request the engine refuses before that (tools on a template without
-      // tool calling) is then a plain 400, as on the chat route, not a stream cut after a 200.
-      let opening: Array<{ type: string }> | undefined = writer.start()
-      const send = (events: Array<{ type: string }>) => {
-        opening?.forEach((e) => sse.send(e, e.type))
-        opening = undefined
-        events.forEach((e) => sse.send(e, e.type))
-      }
-      const outcome = await converse(streamingSink(writer, send))
-      const { events, output } = writer.finish(outcome.result, outcome.stoppedAt)
-      await keep(output, (events.at(-1) as unknown as { response: Record<string, unknown> }).response)
-      send(events)
-      sse.end()
-    }, (e) => params.renamed(e))
+    await ctx.pipeline.within(
+      res,
+      async (signal) => {
+        const documents = await ctx.pipeline.readDocuments(res, model, chat, { notices, owner, signal })
+        const images = new Map<string, Buffer>()
+        const servers = await connectMcpServers(tools.mcpRequests, ctx.mcp, { req, res }, notices, signal)
+        // With MCP servers the loop plans the first turn itself, once their tools are known.
+        const firstPlan = servers.length === 0 ? await planChat(documents.apply(chat), model, key, images) : undefined
+        const approved = approvedCallsOn(approvals, servers)
+        sendNotices(res, notices)
+        const shape: ResponseShape = { tools, seal, encryptedReasoning: includesEncryptedReasoning(request), sources: documents.sources }
+        const who: ResponseIdentity = { id: `resp_${randomBytes(12).toString('hex')}`, createdAt: Math.floor(Date.now() / 1000), model: model.id }
+        const items: WholeItem[] = includesFileResults(request) && documents.sources.length ? [fileSearchCallItem(documents.sources, documents.query)] : []
+        for (const server of servers) if (!listedBefore(request, earlierItems, server.request.serverLabel)) items.push(mcpListToolsItem(server))
+        const loop = new McpToolLoop({
+          pipeline: ctx.pipeline,
+          mcp: ctx.mcp,
+          res,
+          model,
+          signal,
+          target: (name) => shape.tools.mcpTarget(name),
+          approved: approved.map(({ call, server, tool }) => ({ server, tool, arguments: call.arguments, approvalRequestId: call.id })),
+          maxToolCalls: request.max_tool_calls ?? undefined,
+          // max_output_tokens bounds the whole response, as OpenAI's does: each turn gets what is left.
+          maxOutputTokens: request.max_output_tokens ?? undefined,
+        })
+        const converse = (sink: ItemSink) => {
+          for (const item of items) sink.whole(item)
+          const conversation = new ResponseConversation({
+            request,
+            earlier: earlierItems,
+            shape,
+            model,
+            conversationKey: key,
+            firstPlan,
+            documents,
+            images,
+            servers,
+            produced: () => sink.items(),
+          })
+          return loop.run(responseLoopSink(sink), conversation).then((outcome) => ({ ...outcome, output: sink.items() }))
+        }
+        const keep = async (output: OutputItem[], response: Record<string, unknown>) => {
+          if (request.store === false) return
+          const fileIds = documents.fileIds.slice(fileParts(earlierItems))
+          const input = [
+            ...earlierItems,
+            ...inputItemsOf(request)
+              .map(withoutImages)
+              .map((item) => withFileIds(item, fileIds))
+              .map(withId),
+          ]
+          await store.save(who.id, { owner, items: [...input, ...(output as InputItem[])], inputCount: input.length, response })
+        }
+        if (request.stream !== true) {
+          const outcome = await converse(collectingSink(shape))
+          const response = responseObject(who, request, outcome)
+          await keep(outcome.output, response)
+          res.json(response)
+          return
+        }
+        const sse = new SseStream(res)
+        const writer = new ResponseStreamWriter(who, request, shape)
+        // response.created leaves with the loop's first event (the engine took the prompt, or an MCP
+        // server was reached): a request the engine refuses before that (tools on a template without
+        // tool calling) is then a plain 400, as on the chat route, not a stream cut after a 200.
+        let opening: Array<{ type: string }> | undefined = writer.start()
+        const send = (events: Array<{ type: string }>) => {
+          opening?.forEach((e) => sse.send(e, e.type))
+          opening = undefined
+          events.forEach((e) => sse.send(e, e.type))
+        }
+        const outcome = await converse(streamingSink(writer, send))
+        const { events, output } = writer.finish(outcome.result, outcome.stoppedAt)
+        await keep(output, (events.at(-1) as unknown as { response: Record<string, unknown> }).response)
+        send(events)
+        sse.end()
+      },
+      (e) => params.renamed(e),
+    )
   })
 
   router.get('/responses/:id', async (req, res) => {
@@ -114,7 +152,14 @@ export function responsesRoute(ctx: ServerContext): Router {
   router.get('/responses/:id/input_items', async (req, res) => {
     const stored = await store.load(req.params.id, ownerOf(res))
     if (!stored) throw notFound(req.params.id)
-    res.json(listPage(stored.items.slice(0, stored.inputCount ?? stored.items.length), req.query, { noun: 'input item', anId: 'an item id', defaultLimit: 20, maxLimit: 100 }, (item) => item))
+    res.json(
+      listPage(
+        stored.items.slice(0, stored.inputCount ?? stored.items.length),
+        req.query,
+        { noun: 'input item', anId: 'an item id', defaultLimit: 20, maxLimit: 100 },
+        (item) => item,
+      ),
+    )
   })
 
   router.delete('/responses/:id', async (req, res) => {
@@ -129,7 +174,8 @@ export function responsesRoute(ctx: ServerContext): Router {
 function withId(item: InputItem): InputItem {
   if (item.id) return item
   const type = 'type' in item && item.type ? item.type : 'message'
-  const prefix = type === 'function_call' ? 'fc' : type === 'function_call_output' ? 'fco' : type === 'reasoning' ? 'rs' : type === 'mcp_approval_response' ? 'mcpa' : 'msg'
+  const prefix =
+    type === 'function_call' ? 'fc' : type === 'function_call_output' ? 'fco' : type === 'reasoning' ? 'rs' : type === 'mcp_approval_response' ? 'mcpa' : 'msg'
   return { ...(prefix === 'msg' ? { type: 'message' as const } : {}), ...item, id: `${prefix}_${randomBytes(12).toString('hex')}` } as InputItem
 }
 
@@ -161,7 +207,12 @@ function messageOf(item: InputItem): MessageItem | undefined {
 function withFileIds(item: InputItem, ids: string[]): InputItem {
   const message = messageOf(item)
   if (!message || typeof message.content === 'string' || message.role === 'assistant') return item
-  return { ...message, content: message.content.map((p) => (p.type === 'input_file' ? { type: 'input_file' as const, file_id: ids.shift() ?? p.file_id, ...(p.filename != null ? { filename: p.filename } : {}) } : p)) }
+  return {
+    ...message,
+    content: message.content.map((p) =>
+      p.type === 'input_file' ? { type: 'input_file' as const, file_id: ids.shift() ?? p.file_id, ...(p.filename != null ? { filename: p.filename } : {}) } : p,
+    ),
+  }
 }
 
 function withoutImages(item: InputItem): InputItem {
@@ -170,4 +221,3 @@ function withoutImages(item: InputItem): InputItem {
   if (typeof message.content === 'string') return item
   return { ...message, content: message.content.map((p) => (p.type === 'input_image' ? { type: 'input_text' as const, text: '(a picture)' } : p)) }
 }
-

@@ -78,10 +78,7 @@ const tool = z.object({
   }),
 })
 
-const toolChoice = z.union([
-  z.enum(['none', 'auto', 'required']),
-  z.object({ type: z.literal('function'), function: z.object({ name: z.string() }) }),
-])
+const toolChoice = z.union([z.enum(['none', 'auto', 'required']), z.object({ type: z.literal('function'), function: z.object({ name: z.string() }) })])
 
 const responseFormat = z.discriminatedUnion('type', [
   z.object({ type: z.literal('text') }),

@@ -154,11 +154,7 @@ export async function planChat(request: ChatRequest, model: ModelRecord, convers
   }
   if (found.length > 0 && !model.capabilities.includes('vision')) throw modelNotCompatible(model.id, 'image input')
   if (found.length > 1) {
-    throw invalidRequest(
-      `At most one image per request is supported; this request has ${found.length}`,
-      found[1]!.param,
-      'too_many_images',
-    )
+    throw invalidRequest(`At most one image per request is supported; this request has ${found.length}`, found[1]!.param, 'too_many_images')
   }
   const stop = request.stop == null ? [] : typeof request.stop === 'string' ? [request.stop] : request.stop
   const png = found[0] && (await normalisedImage(found[0], model, images))
@@ -168,7 +164,10 @@ export async function planChat(request: ChatRequest, model: ModelRecord, convers
     includeUsage: request.stream_options?.include_usage === true,
     job: {
       type: 'chat',
-      messages: withModelPreamble(model, request.messages.map((m) => toEngineMessage(m, png))),
+      messages: withModelPreamble(
+        model,
+        request.messages.map((m) => toEngineMessage(m, png)),
+      ),
       maxTokens,
       maxCompletionTokens: model.maxCompletionTokens,
       temperature: request.temperature ?? CHAT_DEFAULTS.temperature,
@@ -200,7 +199,9 @@ function withModelPreamble(model: ModelRecord, messages: ChatMessage[]): ChatMes
   const [first, ...rest] = messages
   const sent = first?.role === 'system' ? first : undefined
   const system: ChatMessage[] = sent ? [sent] : info.system ? [{ role: 'system', content: info.system }] : []
-  const opening = (info.messages ?? []).map((m): ChatMessage => (m.role === 'assistant' ? { role: 'assistant', content: m.content } : { role: m.role === 'system' ? 'system' : 'user', content: m.content }))
+  const opening = (info.messages ?? []).map((m): ChatMessage =>
+    m.role === 'assistant' ? { role: 'assistant', content: m.content } : { role: m.role === 'system' ? 'system' : 'user', content: m.content },
+  )
   return [...system, ...opening, ...(sent ? rest : messages)]
 }
 

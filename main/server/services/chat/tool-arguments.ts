@@ -44,7 +44,11 @@ function completeTruncated(text: string): unknown {
   }
   const closed = inString ? text + (escaped ? '\\"' : '"') : text
   const closers = open.reverse().join('')
-  const candidates = [closed, closed.replace(/,\s*$/, ''), closed.replace(/([,{])\s*"(?:[^"\\]|\\.)*"\s*(?::\s*)?$/, (_, before: string) => (before === '{' ? '{' : ''))]
+  const candidates = [
+    closed,
+    closed.replace(/,\s*$/, ''),
+    closed.replace(/([,{])\s*"(?:[^"\\]|\\.)*"\s*(?::\s*)?$/, (_, before: string) => (before === '{' ? '{' : '')),
+  ]
   for (const candidate of candidates) {
     const value = parse(candidate + closers)
     if (value !== undefined) return value

@@ -28,7 +28,13 @@ export interface CitedSource {
 }
 
 export function citationsIn(text: string, sources: readonly DocumentSource[] | undefined): FileCitation[] {
-  return citedSources(text, sources).map(({ source, index }) => ({ type: 'file_citation', file_id: source.fileId, filename: source.filename, index, quote: source.text }))
+  return citedSources(text, sources).map(({ source, index }) => ({
+    type: 'file_citation',
+    file_id: source.fileId,
+    filename: source.filename,
+    index,
+    quote: source.text,
+  }))
 }
 
 /** The sources an answer cites, in the order it cites them (any protocol's citations are built from these). */

@@ -71,7 +71,11 @@ export class DocumentEmbeddings {
     if (cached) return cached
     const chunks = documentParts(text, chunkTokens)
     const prefix = embeddingPrompts(model).document
-    const { vectors, dimensions } = await this.embed(model, chunks.map((c) => prefix + text.slice(c.start, c.end)), signal)
+    const { vectors, dimensions } = await this.embed(
+      model,
+      chunks.map((c) => prefix + text.slice(c.start, c.end)),
+      signal,
+    )
     const made: EmbeddedChunks = { chunks, dimensions, vectors }
     await this.store.writeCache(id, key, toCache(made, key))
     return made
@@ -157,7 +161,8 @@ function toCache(made: EmbeddedChunks, key: string): CachedEmbeddings {
 
 function fromCache(value: unknown, key: string): EmbeddedChunks | undefined {
   const cached = value as Partial<CachedEmbeddings> | undefined
-  if (!cached || cached.key !== key || typeof cached.vectors !== 'string' || !Array.isArray(cached.bounds) || typeof cached.dimensions !== 'number') return undefined
+  if (!cached || cached.key !== key || typeof cached.vectors !== 'string' || !Array.isArray(cached.bounds) || typeof cached.dimensions !== 'number')
+    return undefined
   const bytes = Buffer.from(cached.vectors, 'base64')
   const count = cached.bounds.length / 2
   if (bytes.length !== count * cached.dimensions * 4) return undefined

@@ -8,7 +8,13 @@ export const MAX_DOCUMENT_CHARACTERS = 1_000_000
 export const ACCEPTED_TYPES = '.txt, .md or .markdown (plain text), .pdf (with a text layer) or .docx (Word)'
 
 export function documentTooLarge(): ApiError {
-  return new ApiError(413, 'invalid_request_error', 'document_too_large', `The document is larger than the limit of ${MAX_DOCUMENT_BYTES / (1024 * 1024)} MB`, 'file')
+  return new ApiError(
+    413,
+    'invalid_request_error',
+    'document_too_large',
+    `The document is larger than the limit of ${MAX_DOCUMENT_BYTES / (1024 * 1024)} MB`,
+    'file',
+  )
 }
 
 /** `characters` undefined: reading stopped once past the limit. */
@@ -33,7 +39,13 @@ export function unsupportedDocumentType(what: string): ApiError {
 }
 
 export function fileNotFound(id: string, param: string | null): ApiError {
-  return new ApiError(404, 'invalid_request_error', 'file_not_found', `No file with id '${id}' (it was deleted, or never uploaded to this server with this key)`, param)
+  return new ApiError(
+    404,
+    'invalid_request_error',
+    'file_not_found',
+    `No file with id '${id}' (it was deleted, or never uploaded to this server with this key)`,
+    param,
+  )
 }
 
 /**

@@ -90,7 +90,8 @@ async function readPdf(bytes: Buffer): Promise<ExtractedDocument> {
     }
   } catch (e) {
     if (e instanceof ApiError) throw e
-    if (e instanceof PdfTooSlow) throw documentUnreadable(`The PDF took longer than ${PDF_DEADLINE_MS / 1000} s to read (${pages.length} pages were read); split it into smaller files`)
+    if (e instanceof PdfTooSlow)
+      throw documentUnreadable(`The PDF took longer than ${PDF_DEADLINE_MS / 1000} s to read (${pages.length} pages were read); split it into smaller files`)
     const name = (e as Error)?.name
     if (name === 'PasswordException') throw documentUnreadable('The PDF is protected by a password; save a copy without the password and attach that')
     throw documentUnreadable(`The PDF cannot be read: ${(e as Error)?.message ?? 'it is damaged'}`)

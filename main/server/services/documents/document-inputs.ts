@@ -127,7 +127,14 @@ export class DocumentInputs {
     if (whole <= budget) return wholeDocuments(read, documentOf, refs)
     const question = questionOf(request)
     const parts = await retrievedParts(read, question, budget, model, refs[0]!.param, deps)
-    return retrievedDocuments(read, parts, documentOf, refs, request.messages.findLastIndex((m) => m.role === 'user'), question)
+    return retrievedDocuments(
+      read,
+      parts,
+      documentOf,
+      refs,
+      request.messages.findLastIndex((m) => m.role === 'user'),
+      question,
+    )
   }
 
   /**
@@ -187,7 +194,11 @@ async function readRef(ref: FileRef, deps: DocumentDeps): Promise<Omit<ReadDocum
       throw e instanceof ApiError && e.param === 'file' ? new ApiError(e.status, e.type, e.code, e.message, `${ref.param}.file_data`) : e
     }
   } else {
-    throw invalidRequest("A file part needs 'file_id' (a file uploaded to /v1/files) or 'file_data' (the file, base64)", ref.param, 'missing_required_parameter')
+    throw invalidRequest(
+      "A file part needs 'file_id' (a file uploaded to /v1/files) or 'file_data' (the file, base64)",
+      ref.param,
+      'missing_required_parameter',
+    )
   }
   const text = await (await deps.library.open()).store.text(stored.id)
   if (text === undefined) throw fileNotFound(stored.id, `${ref.param}.file_id`)
@@ -238,7 +249,14 @@ async function countTokens(model: ModelRecord, texts: string[], deps: DocumentDe
   return result.tokens
 }
 
-async function retrievedParts(read: ReadDocument[], question: string, budget: number, model: ModelRecord, param: string, deps: DocumentDeps): Promise<DocumentPart[]> {
+async function retrievedParts(
+  read: ReadDocument[],
+  question: string,
+  budget: number,
+  model: ModelRecord,
+  param: string,
+  deps: DocumentDeps,
+): Promise<DocumentPart[]> {
   const embedder = await embeddingModelFor(deps, param)
   const { embeddings } = await deps.library.open()
   const tokens = partTokens(embedder, budget)
@@ -248,12 +266,20 @@ async function retrievedParts(read: ReadDocument[], question: string, budget: nu
   for (const d of read) {
     perCharacter.set(d.id, d.tokens / Math.max(1, d.text.length))
     if (!embedder) {
-      for (const c of documentParts(d.text, tokens)) candidates.push({ document: d.id, name: d.name, start: c.start, end: c.end, text: d.text.slice(c.start, c.end), vector: undefined })
+      for (const c of documentParts(d.text, tokens))
+        candidates.push({ document: d.id, name: d.name, start: c.start, end: c.end, text: d.text.slice(c.start, c.end), vector: undefined })
       continue
     }
     const { chunks, dimensions, vectors } = await embeddings.forDocument(d.id, d.text, embedder, tokens, deps.signal)
     chunks.forEach((c, i) => {
-      candidates.push({ document: d.id, name: d.name, start: c.start, end: c.end, text: d.text.slice(c.start, c.end), vector: vectors.subarray(i * dimensions, (i + 1) * dimensions) })
+      candidates.push({
+        document: d.id,
+        name: d.name,
+        start: c.start,
+        end: c.end,
+        text: d.text.slice(c.start, c.end),
+        vector: vectors.subarray(i * dimensions, (i + 1) * dimensions),
+      })
     })
   }
   let ranking: Ranking | undefined
@@ -289,7 +315,9 @@ async function embeddingModelFor(deps: DocumentDeps, param: string): Promise<Mod
   if (embedder) return embedder
   if (deps.retrieval === 'embeddings') throw noEmbeddingModel(param)
   const pick = recommendedModels().find((m) => m.kind === 'embedding')
-  deps.notices.add(`No embedding model in the models folder: the documents' parts were found by their words alone${pick ? ` (with ${pick.id} they are found by meaning too)` : ''}`)
+  deps.notices.add(
+    `No embedding model in the models folder: the documents' parts were found by their words alone${pick ? ` (with ${pick.id} they are found by meaning too)` : ''}`,
+  )
   return undefined
 }
 
@@ -313,10 +341,17 @@ async function reranked(ranking: Ranking, candidates: Candidate[], question: str
   const reranker = await pickModel(deps.folder, 'rerank')
   if (!reranker) return ranking
   const top = ranking.order.slice(0, RERANK_CANDIDATES)
-  const { scores } = await deps.scheduler.run(reranker, { type: 'rerank', query: question, documents: top.map((i) => candidates[i]!.text) }, { signal: deps.signal })
+  const { scores } = await deps.scheduler.run(
+    reranker,
+    { type: 'rerank', query: question, documents: top.map((i) => candidates[i]!.text) },
+    { signal: deps.signal },
+  )
   const newScores = [...ranking.scores]
   top.forEach((i, k) => (newScores[i] = Math.round(10000 / (1 + Math.exp(-scores[k]!))) / 10000))
-  const reordered = top.map((i, k) => ({ i, s: scores[k]! })).sort((a, b) => b.s - a.s).map((x) => x.i)
+  const reordered = top
+    .map((i, k) => ({ i, s: scores[k]! }))
+    .sort((a, b) => b.s - a.s)
+    .map((x) => x.i)
   return { order: [...reordered, ...ranking.order.slice(RERANK_CANDIDATES)], scores: newScores }
 }
 
@@ -346,15 +381,36 @@ function wholeDocuments(read: ReadDocument[], documentOf: number[], refs: FileRe
     sources.push({ citation: sources.length + 1, fileId: d.id, filename: d.name, text: d.text, start: 0, end: d.text.length })
     return `${k === 0 ? `${LEAD}\n\n` : ''}[${sources.length}] ${d.name}\n${d.text}${end}`
   })
-  return new DocumentInputs(sources, texts, documentOf.map((at) => read[at]!.id), undefined, undefined)
+  return new DocumentInputs(
+    sources,
+    texts,
+    documentOf.map((at) => read[at]!.id),
+    undefined,
+    undefined,
+  )
 }
 
 /**
  * The retrieved parts, best first, open the newest user message; its own file parts go, and those
  * of earlier messages leave only the file's name.
  */
-function retrievedDocuments(read: ReadDocument[], parts: DocumentPart[], documentOf: number[], refs: FileRef[], newest: number, question: string): DocumentInputs {
-  const sources = parts.map((p, i) => ({ citation: i + 1, fileId: p.document, filename: p.name, text: p.text, start: p.start, end: p.end, ...(p.score === undefined ? {} : { score: p.score }) }))
+function retrievedDocuments(
+  read: ReadDocument[],
+  parts: DocumentPart[],
+  documentOf: number[],
+  refs: FileRef[],
+  newest: number,
+  question: string,
+): DocumentInputs {
+  const sources = parts.map((p, i) => ({
+    citation: i + 1,
+    fileId: p.document,
+    filename: p.name,
+    text: p.text,
+    start: p.start,
+    end: p.end,
+    ...(p.score === undefined ? {} : { score: p.score }),
+  }))
   // A part's place in its document, for its heading.
   const order = new Map<DocumentPart, number>()
   for (const d of read) {
@@ -364,5 +420,11 @@ function retrievedDocuments(read: ReadDocument[], parts: DocumentPart[], documen
   const blocks = parts.map((p, i) => `[${i + 1}] ${p.name}${order.get(p) ? ` (part ${order.get(p)})` : ''}\n${p.text}`)
   const texts = refs.map((ref, k) => (ref.messageIndex === newest ? undefined : `(attached: ${read[documentOf[k]!]!.name})`))
   const excerpts = `${LEAD}\n\n${blocks.length ? blocks.join('\n\n') : '(nothing of them fits the context)'}\n\n${QUESTION}`
-  return new DocumentInputs(sources, texts, documentOf.map((at) => read[at]!.id), excerpts, question)
+  return new DocumentInputs(
+    sources,
+    texts,
+    documentOf.map((at) => read[at]!.id),
+    excerpts,
+    question,
+  )
 }

@@ -139,7 +139,13 @@ export class DocumentStore {
     // Strictly after the newest, even within one millisecond: the order survives a restart.
     const newest = [...this.entries.values()].at(-1)?.document.createdMs ?? 0
     const { cache: _, ...rest } = document
-    const stored: StoredDocument = { ...rest, ...(cache ? { cache: true } : {}), id: `file-${randomBytes(12).toString('hex')}`, createdMs: Math.max(Date.now(), newest + 1), sha256: sha256Of(original) }
+    const stored: StoredDocument = {
+      ...rest,
+      ...(cache ? { cache: true } : {}),
+      id: `file-${randomBytes(12).toString('hex')}`,
+      createdMs: Math.max(Date.now(), newest + 1),
+      sha256: sha256Of(original),
+    }
     const folder = join(this.dir, stored.id)
     const partial = `${folder}.partial`
     try {

@@ -10,9 +10,11 @@ const B = 0.75
 
 /** Words too common to tell parts apart (English; other languages keep all their words). */
 const STOP_WORDS = new Set(
-  ('a an and are as at be been but by can could did do does for from had has have how i if in into is it its ' +
+  (
+    'a an and are as at be been but by can could did do does for from had has have how i if in into is it its ' +
     'me my no not of on or our so than that the their them then there these they this to was we were what when ' +
-    'where which who whom why will with would you your about after before did does done any all also').split(' '),
+    'where which who whom why will with would you your about after before did does done any all also'
+  ).split(' '),
 )
 
 /**

@@ -64,9 +64,7 @@ export class QuotaGate {
     if (key.tokensPerDay !== null) {
       const used = this.store.tokensToday(key.id, now)
       if (used >= key.tokensPerDay) {
-        throw quotaError(
-          `This key has used its quota of ${key.tokensPerDay} tokens per day (${used} today); it renews at 00:00 UTC`,
-        )
+        throw quotaError(`This key has used its quota of ${key.tokensPerDay} tokens per day (${used} today); it renews at 00:00 UTC`)
       }
     }
     if (key.requestsPerMinute !== null) {

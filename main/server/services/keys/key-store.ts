@@ -260,7 +260,9 @@ export class KeyStore {
       this.retryMs = RETRY_FIRST_MS
     } catch (e) {
       this.usagePending = true
-      this.log(`warning: the keys' usage and quotas could not be written to ${this.path} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); trying again in ${Math.round(this.retryMs / 1000)} s`)
+      this.log(
+        `warning: the keys' usage and quotas could not be written to ${this.path} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); trying again in ${Math.round(this.retryMs / 1000)} s`,
+      )
       this.saveUsageIn(this.retryMs)
       this.retryMs = Math.min(this.retryMs * 2, RETRY_MOST_MS)
     }

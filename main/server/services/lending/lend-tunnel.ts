@@ -12,7 +12,6 @@ import type { ApiKeys, KeyIdentity } from '../keys/api-keys.ts'
 import { LEND_CONNECT_PATH, LEND_PROTOCOL } from '../../../../engines/pool/lender-link.ts'
 import type { RpcLender } from '../../../../engines/pool/rpc-lender.ts'
 
-
 export interface Borrower {
   /** The address the borrower came from. */
   address: string
@@ -45,10 +44,16 @@ export function serveLendTunnel(server: Server, keys: ApiKeys | undefined, lendi
     // Keys first: a stranger learns nothing of whether this machine lends.
     const identity = keys?.identify(req.headers.authorization)
     if (!identity) return refuse(401, 'invalid_api_key', req.headers.authorization ? 'Incorrect API key provided' : "You didn't provide an API key")
-    if (!mayBorrow(identity)) return refuse(403, 'insufficient_permissions', 'This key may not borrow memory: make one with "lend": true (POST /api/keys) on the lending machine')
+    if (!mayBorrow(identity))
+      return refuse(403, 'insufficient_permissions', 'This key may not borrow memory: make one with "lend": true (POST /api/keys) on the lending machine')
     if (!lending) return refuse(409, 'not_lending', 'This Hearth does not lend memory (start it with --lend)')
-    if (lending.lender.state === 'stopped') return refuse(503, 'lender_stopped', `This Hearth has stopped lending: ${lending.lender.problem ?? 'its rpc-server stopped'}`)
-    const borrower: Borrower = { address: req.socket.remoteAddress ?? 'unknown', key: identity.managed ? (identity.managed.label ?? identity.managed.id) : 'server key', since: Date.now() }
+    if (lending.lender.state === 'stopped')
+      return refuse(503, 'lender_stopped', `This Hearth has stopped lending: ${lending.lender.problem ?? 'its rpc-server stopped'}`)
+    const borrower: Borrower = {
+      address: req.socket.remoteAddress ?? 'unknown',
+      key: identity.managed ? (identity.managed.label ?? identity.managed.id) : 'server key',
+      since: Date.now(),
+    }
     // A restarting rpc-server is waited for (a few seconds at most); the borrower's request holds meanwhile.
     lending.lender.connect(`${borrower.address} (${borrower.key})`).then(
       (rpc) => (socket.destroyed ? rpc.destroy() : tunnel(rpc, socket, head, borrower, lending, log)),
@@ -93,7 +98,9 @@ const WAITING_HALF_CLOSED_MS = 2_000
 /** An HTTP error on a connection that asked for an upgrade, and the connection closed. */
 function refuseSocket(socket: Socket, status: number, code: string, message: string): void {
   const body = JSON.stringify({ error: { message, type: 'invalid_request_error', code } })
-  socket.end(`HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  )
 }
 
 const STATUS_TEXT: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict', 503: 'Service Unavailable' }

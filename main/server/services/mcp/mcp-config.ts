@@ -35,11 +35,17 @@ export const ENTRY_FIELDS = ['command', 'args', 'env', 'cwd', 'url', 'headers', 
 const noControl = (s: string) => !/[\0\r\n]/.test(s)
 const entrySchema = z.looseObject({
   command: z.string('must be a string').min(1, 'must not be empty').max(4096, 'is too long').optional(),
-  args: z.array(z.string('must be a list of strings').max(32_768, 'holds an argument that is too long'), 'must be a list of strings').max(1000, 'has too many arguments').optional(),
+  args: z
+    .array(z.string('must be a list of strings').max(32_768, 'holds an argument that is too long'), 'must be a list of strings')
+    .max(1000, 'has too many arguments')
+    .optional(),
   env: z
     .record(
       z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'has a variable name that is not letters, digits and "_"'),
-      z.string('must map names to strings').max(32_768, 'has a value that is too long').refine((s) => !s.includes('\0'), 'has a value with a NUL character'),
+      z
+        .string('must map names to strings')
+        .max(32_768, 'has a value that is too long')
+        .refine((s) => !s.includes('\0'), 'has a value with a NUL character'),
       'must be an object of NAME: "value"',
     )
     .optional(),
@@ -53,7 +59,11 @@ const entrySchema = z.looseObject({
     )
     .optional(),
   disabled: z.boolean('must be true or false').optional(),
-  timeout: z.number('must be a number of seconds').positive('must be more than 0').max(MAX_TIMEOUT_SECONDS, `must be at most ${MAX_TIMEOUT_SECONDS} seconds`).optional(),
+  timeout: z
+    .number('must be a number of seconds')
+    .positive('must be more than 0')
+    .max(MAX_TIMEOUT_SECONDS, `must be at most ${MAX_TIMEOUT_SECONDS} seconds`)
+    .optional(),
 })
 
 function isHttpUrl(value: string): boolean {
@@ -77,8 +87,10 @@ export function entryProblem(entry: unknown): { field: string; message: string }
     return { field: top === 'env' || top === 'headers' ? top : field, message: issue.message }
   }
   const e = parsed.data
-  if (e.command !== undefined && e.url !== undefined) return { field: 'url', message: 'cannot be given with "command": a server runs a command (stdio) or is reached at a URL (http), not both' }
-  if (e.command === undefined && e.url === undefined) return { field: 'command', message: 'is missing: give "command" (a program to run) or "url" (a Streamable HTTP server)' }
+  if (e.command !== undefined && e.url !== undefined)
+    return { field: 'url', message: 'cannot be given with "command": a server runs a command (stdio) or is reached at a URL (http), not both' }
+  if (e.command === undefined && e.url === undefined)
+    return { field: 'command', message: 'is missing: give "command" (a program to run) or "url" (a Streamable HTTP server)' }
   if (e.url !== undefined) {
     for (const field of ['args', 'env', 'cwd'] as const) {
       if (e[field] !== undefined) return { field, message: 'is for servers started with "command", not for a "url"' }

@@ -121,7 +121,7 @@ async function listAllTools(client: Client, timeout: number): Promise<McpToolDef
 function toDefinition(tool: Tool): McpToolDefinition {
   return {
     name: tool.name,
-    ...(tool.title ?? tool.annotations?.title ? { title: tool.title ?? tool.annotations?.title } : {}),
+    ...((tool.title ?? tool.annotations?.title) ? { title: tool.title ?? tool.annotations?.title } : {}),
     ...(tool.description !== undefined ? { description: tool.description } : {}),
     inputSchema: tool.inputSchema as Record<string, unknown>,
     ...(tool.annotations?.readOnlyHint !== undefined ? { readOnly: tool.annotations.readOnlyHint } : {}),
@@ -133,6 +133,11 @@ export function describeError(e: unknown): string {
   if (!(e instanceof Error)) return String(e)
   const cause = (e as Error & { cause?: unknown }).cause
   const code = (cause as { code?: string } | undefined)?.code ?? (e as NodeJS.ErrnoException).code
-  const detail = cause instanceof Error && cause.message && !e.message.includes(cause.message) ? ` (${cause.message})` : code && !e.message.includes(code) ? ` (${code})` : ''
+  const detail =
+    cause instanceof Error && cause.message && !e.message.includes(cause.message)
+      ? ` (${cause.message})`
+      : code && !e.message.includes(code)
+        ? ` (${code})`
+        : ''
   return `${e.message}${detail}`
 }

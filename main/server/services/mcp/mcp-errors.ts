@@ -2,7 +2,13 @@
 import { ApiError } from '../api-error.ts'
 
 export function serverNotFound(name: string, param = 'server'): ApiError {
-  return new ApiError(404, 'invalid_request_error', 'mcp_server_not_found', `No MCP server named '${name}' is configured (add it on the Tools page or in mcp.json)`, param)
+  return new ApiError(
+    404,
+    'invalid_request_error',
+    'mcp_server_not_found',
+    `No MCP server named '${name}' is configured (add it on the Tools page or in mcp.json)`,
+    param,
+  )
 }
 
 export function toolNotFound(server: string, tool: string, known: string[]): ApiError {
@@ -11,7 +17,13 @@ export function toolNotFound(server: string, tool: string, known: string[]): Api
 }
 
 export function serverDisabled(name: string, param = 'server'): ApiError {
-  return new ApiError(409, 'invalid_request_error', 'mcp_server_disabled', `The MCP server '${name}' is turned off; turn it on on the Tools page (or remove "disabled" from its entry in mcp.json)`, param)
+  return new ApiError(
+    409,
+    'invalid_request_error',
+    'mcp_server_disabled',
+    `The MCP server '${name}' is turned off; turn it on on the Tools page (or remove "disabled" from its entry in mcp.json)`,
+    param,
+  )
 }
 
 export function serverFailed(message: string): ApiError {

@@ -153,7 +153,12 @@ export class McpHub {
     const config = await this.requireEnabled(name)
     const started = performance.now()
     const connection = await untilAborted(this.connect(config), signal)
-    if (!connection.tools.some((t) => t.name === tool)) throw toolNotFound(name, tool, connection.tools.map((t) => t.name))
+    if (!connection.tools.some((t) => t.name === tool))
+      throw toolNotFound(
+        name,
+        tool,
+        connection.tools.map((t) => t.name),
+      )
     let result: CallToolResult
     try {
       result = await connection.call(tool, args, { signal, timeoutMs: config.timeoutSeconds * 1000 })
@@ -176,7 +181,13 @@ export class McpHub {
     return this.change(async () => {
       if (!SERVER_NAME.test(name)) throw invalidRequest(`Invalid value for 'name': a server name is ${SERVER_NAME_RULE}`, 'name')
       if (this.state.servers.has(name)) {
-        throw new ApiError(409, 'invalid_request_error', 'mcp_server_exists', `An MCP server named '${name}' already exists; change it with PATCH or pick another name`, 'name')
+        throw new ApiError(
+          409,
+          'invalid_request_error',
+          'mcp_server_exists',
+          `An MCP server named '${name}' already exists; change it with PATCH or pick another name`,
+          'name',
+        )
       }
       const written = withoutNulls(entry)
       checkEntry(written)
@@ -320,7 +331,11 @@ export class McpHub {
   private async lose(name: string, connection: McpConnection, e: unknown): Promise<string> {
     const runtime = this.runtime(name)
     const exited = e instanceof McpError && e.code === ErrorCode.ConnectionClosed
-    const why = exited ? (this.status(name)?.config.transport === 'http' ? 'the connection to the server closed' : 'the server process exited') : describeError(e)
+    const why = exited
+      ? this.status(name)?.config.transport === 'http'
+        ? 'the connection to the server closed'
+        : 'the server process exited'
+      : describeError(e)
     if (runtime.connection === connection) {
       const generation = runtime.generation
       runtime.connection = undefined
@@ -356,7 +371,12 @@ export class McpHub {
 function checkEntry(entry: Record<string, unknown>): void {
   const problem = entryProblem(entry)
   if (!problem) return
-  if (problem.message.startsWith('is missing')) throw invalidRequest(`Missing required parameter: '${problem.field}': ${problem.message.replace(/^is missing: /, '')}`, problem.field, 'missing_required_parameter')
+  if (problem.message.startsWith('is missing'))
+    throw invalidRequest(
+      `Missing required parameter: '${problem.field}': ${problem.message.replace(/^is missing: /, '')}`,
+      problem.field,
+      'missing_required_parameter',
+    )
   throw invalidRequest(`Invalid value for '${problem.field}': it ${problem.message}`, problem.field || null)
 }
 

@@ -90,10 +90,18 @@ export async function connectMcpServers(
     } catch (e) {
       throw e instanceof ApiError ? new ApiError(e.status, e.type, e.code, e.message, `${request.at}.${request.fields.label}`, e.headers) : e
     }
-    const tools = listed.map((t) => ({ name: t.name, ...(t.description ? { description: t.description } : {}), inputSchema: t.inputSchema, ...(t.readOnly !== undefined ? { readOnly: t.readOnly } : {}) }))
+    const tools = listed.map((t) => ({
+      name: t.name,
+      ...(t.description ? { description: t.description } : {}),
+      inputSchema: t.inputSchema,
+      ...(t.readOnly !== undefined ? { readOnly: t.readOnly } : {}),
+    }))
     if (Array.isArray(request.allowedTools)) {
       const missing = request.allowedTools.filter((name) => !tools.some((t) => t.name === name))
-      if (missing.length) notices.add(`${request.at}.${request.fields.allowedTools} names ${missing.map((n) => `'${n}'`).join(', ')}, which the MCP server '${request.serverLabel}' does not have`)
+      if (missing.length)
+        notices.add(
+          `${request.at}.${request.fields.allowedTools} names ${missing.map((n) => `'${n}'`).join(', ')}, which the MCP server '${request.serverLabel}' does not have`,
+        )
     }
     servers.push({ request, tools: tools.filter((t) => isAllowed(request, t)) })
   }
@@ -162,7 +170,9 @@ export class McpFunctions {
         const name = (uses.get(own) ?? 0) > 1 ? asFunctionName(`${server.request.serverLabel}__${tool.name}`) : own
         this.byName.set(name, { server, tool })
         this.names.set(`${server.request.serverLabel}\0${tool.name}`, name)
-        const about = [tool.description, server.request.description && `(${server.request.serverLabel}: ${server.request.description})`].filter((d): d is string => !!d).join('\n\n')
+        const about = [tool.description, server.request.description && `(${server.request.serverLabel}: ${server.request.description})`]
+          .filter((d): d is string => !!d)
+          .join('\n\n')
         this.functions.push({ type: 'function', function: { name, ...(about ? { description: about } : {}), parameters: tool.inputSchema } })
       }
     }

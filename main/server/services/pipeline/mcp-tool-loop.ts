@@ -115,7 +115,14 @@ export class McpToolLoop {
           waits = true
         } else if (limit === undefined ? this.rounds >= MAX_TOOL_ROUNDS : this.runs.length >= limit) {
           const why = limit !== undefined ? `its 'max_tool_calls' (${limit})` : `${MAX_TOOL_ROUNDS} rounds of tool calls`
-          const notRun: McpCall = { serverLabel: label, name: tool.name, arguments: call.function.arguments, approvalRequestId: null, status: 'incomplete', error: `Not run: this answer reached ${why}` }
+          const notRun: McpCall = {
+            serverLabel: label,
+            name: tool.name,
+            arguments: call.function.arguments,
+            approvalRequestId: null,
+            status: 'incomplete',
+            error: `Not run: this answer reached ${why}`,
+          }
           sink.notRun(notRun)
           stoppedAt = 'max_tool_calls'
         } else {
@@ -145,7 +152,9 @@ export class McpToolLoop {
     let ended: McpCall
     try {
       const result = await this.o.mcp!.call(label, tool.name, parsed, this.o.signal)
-      ended = result.isError ? { ...call, status: 'failed', error: result.text || 'the tool reported an error without saying what' } : { ...call, status: 'completed', output: result.text }
+      ended = result.isError
+        ? { ...call, status: 'failed', error: result.text || 'the tool reported an error without saying what' }
+        : { ...call, status: 'completed', output: result.text }
     } catch (e) {
       if (this.o.signal.aborted) throw e
       // A tool that fails, hangs past its timeout or takes its server down is the model's to hear about, not the end of the answer.

@@ -32,7 +32,13 @@ export interface StreamOutcome {
  * is a new one. Failures end up on the turn (`error`), not thrown; a stop leaves what was said, in
  * the items too (a call cut off while it ran stays `in_progress`, for finishCalls).
  */
-export async function readResponse(turns: ChatTurn[], items: AnswerItem[], events: AsyncIterable<ResponseEvent>, signal: AbortSignal, hooks: StreamHooks): Promise<StreamOutcome> {
+export async function readResponse(
+  turns: ChatTurn[],
+  items: AnswerItem[],
+  events: AsyncIterable<ResponseEvent>,
+  signal: AbortSignal,
+  hooks: StreamHooks,
+): Promise<StreamOutcome> {
   const approvals: ToolCallView[] = []
   /** The item being streamed (the server closes each before it opens the next), as said so far. */
   let open: ResponseItem | undefined

@@ -169,7 +169,13 @@ export const DENIED_TEXT = 'The person did not allow this tool call.'
  * mid-conversation stays possible); a picture in the question being sent always goes, so the
  * server can say why it cannot be answered.
  */
-export function buildResponsesRequest(model: string, turns: readonly ChatTurn[], parameters: ChatParameters, sees = true, options: RequestOptions = {}): ResponsesRequestBody {
+export function buildResponsesRequest(
+  model: string,
+  turns: readonly ChatTurn[],
+  parameters: ChatParameters,
+  sees = true,
+  options: RequestOptions = {},
+): ResponsesRequestBody {
   const newestImage = turns.findLastIndex((t) => t.role === 'user' && t.image)
   const question = turns.findLastIndex((t) => t.role === 'user')
   const lastImageIndex = sees || newestImage === question ? newestImage : -1
@@ -235,4 +241,3 @@ export function conversationTitle(turns: readonly ChatTurn[]): string {
   if (!text) return first.image ? 'A picture' : (first.documents?.[0]?.name ?? 'New chat')
   return text.length > 40 ? `${text.slice(0, 39)}…` : text
 }
-

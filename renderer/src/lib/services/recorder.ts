@@ -27,7 +27,11 @@ export async function startRecording(): Promise<Recording> {
   } catch (e) {
     const name = (e as DOMException).name
     throw new RecorderError(
-      name === 'NotAllowedError' ? 'Microphone access was refused' : name === 'NotFoundError' ? 'No microphone was found' : `The microphone could not be opened (${name})`,
+      name === 'NotAllowedError'
+        ? 'Microphone access was refused'
+        : name === 'NotFoundError'
+          ? 'No microphone was found'
+          : `The microphone could not be opened (${name})`,
     )
   }
   const recorder = new MediaRecorder(stream, { mimeType: RECORDING_TYPE, audioBitsPerSecond: 64_000 })

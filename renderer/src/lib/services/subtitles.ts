@@ -39,9 +39,7 @@ export function formatTimestamp(seconds: number, decimalMark: ',' | '.'): string
 
 /** Subtitle cues: text trimmed, empty segments dropped, an end never before its start. */
 function cues(segments: readonly TimedSegment[]): TimedSegment[] {
-  return segments
-    .map((s) => ({ start: s.start, end: Math.max(s.start, s.end), text: s.text.trim() }))
-    .filter((s) => s.text !== '')
+  return segments.map((s) => ({ start: s.start, end: Math.max(s.start, s.end), text: s.text.trim() })).filter((s) => s.text !== '')
 }
 
 export function toSrt(segments: readonly TimedSegment[]): string {
@@ -61,7 +59,10 @@ export function toVtt(segments: readonly TimedSegment[]): string {
 
 /** Segments joined as the server joins them: whisper's segments carry their own leading spaces. */
 export function toPlainText(segments: readonly { text: string }[]): string {
-  return `${segments.map((s) => s.text).join('').trim()}\n`
+  return `${segments
+    .map((s) => s.text)
+    .join('')
+    .trim()}\n`
 }
 
 export function subtitleFile(format: SaveFormat, segments: readonly TimedSegment[], text: string): { content: string; mime: string } {

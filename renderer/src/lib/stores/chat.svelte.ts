@@ -8,7 +8,15 @@
  */
 import { BROKEN_OFF_TEXT, finishCalls, STOPPED_TEXT } from '../services/answer-items.ts'
 import { readResponse } from '../services/answer-stream.ts'
-import { buildResponsesRequest, conversationTitle, DEFAULT_PARAMETERS, DENIED_TEXT, type ChatParameters, type ChatTurn, type ToolCallView } from '../services/chat-messages.ts'
+import {
+  buildResponsesRequest,
+  conversationTitle,
+  DEFAULT_PARAMETERS,
+  DENIED_TEXT,
+  type ChatParameters,
+  type ChatTurn,
+  type ToolCallView,
+} from '../services/chat-messages.ts'
 import { loadConversations, saveConversations, type Conversation } from '../services/conversation-storage.ts'
 import { conversationDocuments } from '../services/document-files.ts'
 import { readImage, type ImageAttachment } from '../services/image-attachment.ts'
@@ -231,7 +239,8 @@ class ChatStore {
           const choice = await untilStopped(this.approve(call), signal)
           // The server words what a denial tells the model; the page only says it on screen, at once.
           items.push({ type: 'mcp_approval_response', approval_request_id: call.id, approve: choice !== 'deny' })
-          if (choice === 'deny') turns.push({ id: newId(), role: 'tool', toolCallId: call.id, name: call.name, server: call.server!, text: DENIED_TEXT, isError: true })
+          if (choice === 'deny')
+            turns.push({ id: newId(), role: 'tool', toolCallId: call.id, name: call.name, server: call.server!, text: DENIED_TEXT, isError: true })
         }
       }
     } catch (e) {
@@ -239,7 +248,15 @@ class ChatStore {
     } finally {
       // Every call gets an outcome, even a stopped one: the next request must say what became of it.
       for (const call of finishCalls(items, signal.aborted ? STOPPED_TEXT : BROKEN_OFF_TEXT)) {
-        turns.push({ id: newId(), role: 'tool', toolCallId: call.approval_request_id ?? call.id, name: call.name, server: call.server_label, text: call.error ?? '', isError: true })
+        turns.push({
+          id: newId(),
+          role: 'tool',
+          toolCallId: call.approval_request_id ?? call.id,
+          name: call.name,
+          server: call.server_label,
+          text: call.error ?? '',
+          isError: true,
+        })
       }
       if (signal.aborted) this.lastAnswer(conversation)!.stopped = true
       this.approval = undefined

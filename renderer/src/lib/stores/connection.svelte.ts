@@ -35,7 +35,10 @@ class ConnectionStore {
     this.apiKey = localStorage.getItem(KEY_STORAGE) ?? undefined
     // /health says, without a key, whether this server wants one (not with --no-auth): with none
     // saved, the page asks for it first rather than making a request that fails with 401.
-    const health = await fetch(`${this.baseUrl}/health`).then((r) => (r.ok ? (r.json() as Promise<HealthBody>) : undefined), () => undefined)
+    const health = await fetch(`${this.baseUrl}/health`).then(
+      (r) => (r.ok ? (r.json() as Promise<HealthBody>) : undefined),
+      () => undefined,
+    )
     if (health?.auth_required && !this.apiKey) {
       this.needsKey = true
     } else if (this.apiKey) {

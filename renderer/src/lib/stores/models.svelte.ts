@@ -18,7 +18,6 @@ import type {
   ModelSourceKind,
 } from '../../../../main/server/wire-types.ts'
 
-
 export interface ModelInfo {
   id: string
   capabilities: Capability[]
@@ -43,7 +42,12 @@ export interface ModelInfo {
 }
 
 /** How the page names the programs whose models it lists. */
-export const SOURCE_NAMES: Record<ModelSourceKind, string> = { ollama: 'Ollama', lmstudio: 'LM Studio', huggingface: 'Hugging Face cache', 'llama.cpp': 'llama.cpp cache' }
+export const SOURCE_NAMES: Record<ModelSourceKind, string> = {
+  ollama: 'Ollama',
+  lmstudio: 'LM Studio',
+  huggingface: 'Hugging Face cache',
+  'llama.cpp': 'llama.cpp cache',
+}
 
 export const FINISHED: readonly DownloadState[] = ['done', 'failed', 'cancelled']
 
@@ -137,7 +141,9 @@ class ModelsStore {
   }
 
   async setLoaded(id: string, load: boolean): Promise<void> {
-    await this.act(id, load ? 'Loading…' : 'Unloading…', load ? 'Loading models' : 'Unloading models', () => api.request(`/api/models/${modelPath(id)}/${load ? 'load' : 'unload'}`, { method: 'POST', body: {} }))
+    await this.act(id, load ? 'Loading…' : 'Unloading…', load ? 'Loading models' : 'Unloading models', () =>
+      api.request(`/api/models/${modelPath(id)}/${load ? 'load' : 'unload'}`, { method: 'POST', body: {} }),
+    )
   }
 
   async remove(id: string): Promise<void> {

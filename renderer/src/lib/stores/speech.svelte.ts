@@ -116,7 +116,10 @@ class SpeechStore {
       if (controller.signal.aborted) this.status = 'stopped'
       else {
         this.status = 'error'
-        this.error = e instanceof ApiError && e.missingEndpoint ? `${this.task === 'transcribe' ? 'Transcription' : 'Translation'} is not available on this server` : (e as Error).message
+        this.error =
+          e instanceof ApiError && e.missingEndpoint
+            ? `${this.task === 'transcribe' ? 'Transcription' : 'Translation'} is not available on this server`
+            : (e as Error).message
       }
     } finally {
       this.controller = undefined
