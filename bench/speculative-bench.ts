@@ -21,7 +21,7 @@
  * a pass yields its accepted tokens and one more, and costs 1 + α·(drafted) one-row passes.
  */
 import { execFileSync } from 'node:child_process'
-import { copyFileSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { programPath } from '../engines/builder/cmake-build.ts'
@@ -34,7 +34,7 @@ import { startUpstreamProgram, type UpstreamServer } from '../test/support/upstr
 import { fmt, median } from './bench-server.ts'
 import { upstreamLlamaBuild } from './comparison-builds.ts'
 import { CLIENT_CORES, ENGINE_CORE, pinEngines, pinProcess } from './cores.ts'
-import { speculationCases, type SpeculationCase } from './speculative-cases.ts'
+import { speculationCases, TOOL_TEMPLATE_FILE, type SpeculationCase } from './speculative-cases.ts'
 import { realSizeModel } from './upstream-bench.ts'
 
 type SideName = 'hearth' | 'hearth-off' | 'llama-server' | 'ollama'
@@ -179,6 +179,18 @@ export async function runSpeculativeBench({ runs }: { runs: number }): Promise<R
   for (const [id, path] of Object.entries(models)) copyFileSync(path, join(modelsDir, `${id}.gguf`))
   const gemmaTemplate = join(modelsDir, 'gemma.jinja')
   writeFileSync(gemmaTemplate, fallbackTemplateSource('gemma')!)
+  // The tool call: SmolLM2 under a ChatML template with tools (speculative-cases.ts says why); not
+  // run on Gemma (no template of it has tools) nor through Ollama (its template for SmolLM2 has none).
+  writeFileSync(
+    join(modelsDir, 'models.json'),
+    JSON.stringify({
+      models: [
+        { id: 'smollm2', file: 'smollm2.gguf' },
+        { id: 'smollm2-tools', file: 'smollm2.gguf', modelfile: { template: readFileSync(TOOL_TEMPLATE_FILE, 'utf8') } },
+      ],
+    }),
+  )
+  const engineModel = (model: string, c: SpeculationCase) => (c.name === 'tool call' ? (model === 'smollm2' ? 'smollm2-tools' : undefined) : model)
 
   // Ollama as installed, its engine upstream's llama-server (SmolLM2 only).
   const ollamaProblem = installOllama()
@@ -202,11 +214,12 @@ export async function runSpeculativeBench({ runs }: { runs: number }): Promise<R
     pinProcess(hearth.process.pid!, CLIENT_CORES)
     const hearthHeaders = { authorization: `Bearer ${hearth.apiKey}` }
     const llamaServers: Record<string, UpstreamServer> = {}
-    for (const [id, path] of Object.entries(models)) {
+    for (const [id, path] of [...Object.entries(models), ['smollm2-tools', smollm] as const]) {
+      const template = id === 'gemma3' ? gemmaTemplate : id === 'smollm2-tools' ? TOOL_TEMPLATE_FILE : undefined
       const server = await startUpstreamProgram(
         upstream,
         'llama-server',
-        ['-m', path, '-t', '1', '--jinja', '--no-webui', ...(id === 'gemma3' ? ['--chat-template-file', gemmaTemplate] : [])],
+        ['-m', path, '-t', '1', '--jinja', '--no-webui', ...(template ? ['--chat-template-file', template] : [])],
         { cpus: ENGINE_CORE },
       )
       llamaServers[id] = server
@@ -236,6 +249,7 @@ export async function runSpeculativeBench({ runs }: { runs: number }): Promise<R
     const warm = speculationCases()[3]!
     for (const model of Object.keys(models))
       for (const side of sides) if (side.name !== 'ollama' || model === 'smollm2') await side.ask(model, { ...warm, maxTokens: 2 })
+    for (const side of sides) if (side.name !== 'ollama') await side.ask('smollm2-tools', { ...warm, maxTokens: 2 })
     pinEngines(hearth.process.pid!)
     if (ollama) pinEngines(ollama.process.pid!)
 
@@ -247,16 +261,18 @@ export async function runSpeculativeBench({ runs }: { runs: number }): Promise<R
       const order = sides.map((_, i) => sides[(i + run) % sides.length]!)
       for (const model of Object.keys(models)) {
         for (const c of cases) {
+          const id = engineModel(model, c)
+          if (!id) continue
           for (const side of order) {
-            if (side.name === 'ollama' && model !== 'smollm2') continue
+            if (side.name === 'ollama' && (model !== 'smollm2' || c.tools)) continue
             const key: Key = `${model}|${c.name}|${side.name}`
-            samples.set(key, [...(samples.get(key) ?? []), await side.ask(model, c)])
+            samples.set(key, [...(samples.get(key) ?? []), await side.ask(id, c)])
           }
         }
-        // Four streams at once (the edit, the tool call, the quote and the prose), on each server's defaults.
+        // Four streams at once (the edit, the quote, the prose and the translation), on each server's defaults.
         for (const side of order.filter((s) => s.name === 'hearth' || s.name === 'llama-server')) {
           const started = performance.now()
-          const four = await Promise.all(cases.slice(0, 4).map((c) => side.ask(model, { ...c, maxTokens: 128 })))
+          const four = await Promise.all(cases.filter((c) => !c.tools).map((c) => side.ask(model, { ...c, maxTokens: 128 })))
           const rate = (four.reduce((n, a) => n + a.completionTokens, 0) * 1000) / (performance.now() - started)
           together.set(`${model}|${side.name}`, [...(together.get(`${model}|${side.name}`) ?? []), rate])
         }
@@ -282,6 +298,7 @@ export async function runSpeculativeBench({ runs }: { runs: number }): Promise<R
         const of = (side: SideName) => samples.get(`${model}|${c.name}|${side}`) ?? []
         const rate = (side: SideName) => (of(side).length ? median(of(side).map((a) => a.decodePerSecond)) : NaN)
         const on = of('hearth')
+        if (on.length === 0) continue
         const drafted = median(on.map((a) => a.drafted))
         const accepted = median(on.map((a) => a.accepted))
         const paused = median(on.map((a) => a.paused))

@@ -5,6 +5,7 @@
  * (test/engines/speculation.test.ts) both use them, so the figures and the exactness checks are about the
  * same text.
  */
+import { fileURLToPath } from 'node:url'
 
 /** A 120-line module whose parameter `items` the edit renames. */
 export function editSource(): string {
@@ -118,6 +119,13 @@ export interface SpeculationCase {
   tools?: typeof AGENT_TOOLS
   maxTokens: number
 }
+
+/**
+ * SmolLM2's own chat template has no tools (Hearth refuses them for it; Gemma 3's has none either),
+ * so the tool call runs SmolLM2 under Qwen 2.5's template: the same ChatML turns SmolLM2 was trained
+ * on, with tools and `<tool_call>` blocks (from `../shared/fixtures/chat-templates/`).
+ */
+export const TOOL_TEMPLATE_FILE = fileURLToPath(new URL('../../shared/fixtures/chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja', import.meta.url))
 
 export function speculationCases(): SpeculationCase[] {
   const source = editSource()
