@@ -10,7 +10,9 @@
  *   other's rows, and one's prompt read in a batch with the other's next token;
  * - split differently: a second turn whose first part is cached from the first turn, against the
  *   same conversation computed whole by an engine that never saw it;
- * - read back from disk: the model unloaded (its slots saved) and loaded again.
+ * - read back from disk: the model unloaded (its slots saved) and loaded again;
+ * - with speculation (on by default, so every request above drafts) and without it (`speculative:
+ *   false`: each token decoded alone).
  * SmolLM2-135M-Instruct (the Q4_1 file as shipped) is requantized here, once per run, into F16, Q8_0,
  * Q4_0, Q4_K_M, Q5_K_S and Q6_K (SmolLM2's 576-wide rows are not a multiple of 256, so its K-quant
  * files keep Q5_0/Q5_1/Q8_0 where a K-quant does not fit; the Q4_K, Q5_K and Q6_K tensors they do
@@ -111,11 +113,11 @@ describeIf(smollm && gemma && llamaBuild, 'needs llama.cpp built here (npm run b
       await server?.stop()
     })
 
-    async function ask(model: string, messages: Message[]): Promise<Answer> {
+    async function ask(model: string, messages: Message[], extra: Record<string, unknown> = {}): Promise<Answer> {
       const res = await fetch(`${server.url}/v1/chat/completions`, {
         method: 'POST',
         headers,
-        body: JSON.stringify({ model, messages, max_tokens: MAX_TOKENS, temperature: 0, logprobs: true, top_logprobs: 3 }),
+        body: JSON.stringify({ model, messages, max_tokens: MAX_TOKENS, temperature: 0, logprobs: true, top_logprobs: 3, ...extra }),
       })
       const body = await res.json()
       expect(res.status, JSON.stringify(body)).toBe(200)
@@ -145,7 +147,7 @@ describeIf(smollm && gemma && llamaBuild, 'needs llama.cpp built here (npm run b
     const second: Message[] = [{ role: 'user', content: SECOND }]
 
     it.each(MODELS)(
-      '$type ($id): fresh, cached, beside another stream, split into turns, reloaded',
+      '$type ($id): fresh, cached, speculation off, beside another stream, split into turns, reloaded',
       async ({ id }) => {
         const fresh = `${id}-fresh`
 
@@ -159,6 +161,9 @@ describeIf(smollm && gemma && llamaBuild, 'needs llama.cpp built here (npm run b
         const again = await ask(id, first)
         expect(again.cachedTokens).toBeGreaterThan(alone.promptTokens / 2)
         expectSame(again, alone, 'read back from the prompt cache')
+
+        // Speculation (on by default) off for the request: every token decoded alone, in a pass of one row.
+        expectSame(await ask(id, first, { speculative: false }), alone, 'with speculation off')
 
         // Two at once: the second request arrives while the first streams, so its prompt is read in a
         // batch with the first's next token and the two then decode together.
