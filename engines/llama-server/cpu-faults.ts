@@ -6,6 +6,7 @@
  * special units (llama-server --no-repack: no AMX tiles, no repacked AVX2/AVX-512 weights), which
  * costs prompt speed, not answers; what happened is said in words and kept for /api/system.
  */
+import { ggufFileTypeName } from '../../models/catalog/gguf-file-types.ts'
 import { readGgufMetadata } from '../../models/catalog/gguf-metadata.ts'
 import type { ModelRecord } from '../../models/catalog/model-record.ts'
 import { EngineDiedError, ModelError } from '../errors.ts'
@@ -98,50 +99,10 @@ function fileKey(model: ModelRecord): string {
   return [model.id, model.path, model.sizeBytes, model.created].join('|')
 }
 
-/** llama.cpp's names for `general.file_type` (llama.h, enum llama_ftype). */
-const FILE_TYPES: Record<number, string> = {
-  0: 'F32',
-  1: 'F16',
-  2: 'Q4_0',
-  3: 'Q4_1',
-  7: 'Q8_0',
-  8: 'Q5_0',
-  9: 'Q5_1',
-  10: 'Q2_K',
-  11: 'Q3_K_S',
-  12: 'Q3_K_M',
-  13: 'Q3_K_L',
-  14: 'Q4_K_S',
-  15: 'Q4_K_M',
-  16: 'Q5_K_S',
-  17: 'Q5_K_M',
-  18: 'Q6_K',
-  19: 'IQ2_XXS',
-  20: 'IQ2_XS',
-  21: 'Q2_K_S',
-  22: 'IQ3_XS',
-  23: 'IQ3_XXS',
-  24: 'IQ1_S',
-  25: 'IQ4_NL',
-  26: 'IQ3_S',
-  27: 'IQ3_M',
-  28: 'IQ2_S',
-  29: 'IQ2_M',
-  30: 'IQ4_XS',
-  31: 'IQ1_M',
-  32: 'BF16',
-  36: 'TQ1_0',
-  37: 'TQ2_0',
-  38: 'MXFP4_MOE',
-  39: 'NVFP4',
-  40: 'Q1_0',
-  41: 'Q2_0',
-}
-
 async function weightTypeOf(model: ModelRecord): Promise<string> {
   try {
     const fileType = (await readGgufMetadata(model.path))['general.file_type']
-    return typeof fileType === 'number' ? (FILE_TYPES[fileType] ?? `file type ${fileType}`) : 'unknown'
+    return typeof fileType === 'number' ? (ggufFileTypeName(fileType) ?? `file type ${fileType}`) : 'unknown'
   } catch {
     return 'unknown'
   }
