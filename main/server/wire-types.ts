@@ -7,7 +7,7 @@
 import type { Capability, ModelKind } from '../../models/catalog/model-kinds.ts'
 import type { ModelSourceKind } from '../../models/catalog/model-record.ts'
 import type { RecommendedModel } from '../../models/catalog/recommended-models.ts'
-import type { DownloadState } from '../../models/downloads/download-job.ts'
+import type { DownloadState } from '../../models/downloads/managed-download.ts'
 import type { RemoteHealth } from '../../engines/remote/remote-pool.ts'
 
 export type { Capability, DownloadState, ModelKind, ModelSourceKind, RecommendedModel, RemoteHealth }

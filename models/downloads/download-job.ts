@@ -10,79 +10,14 @@ import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { addCatalogEntry, CatalogWriteError, readCatalogEntries } from '../catalog/catalog-writer.ts'
 import { DownloadError } from './download-error.ts'
-import { etaSeconds, RateMeter } from './download-progress.ts'
+import { etaSeconds } from './download-progress.ts'
 import type { ModelSource } from './hf-reference.ts'
 import { formatBytes } from '../format-bytes.ts'
 import { moveIntoPlace } from './place-file.ts'
+import { DownloadLifecycle, isFinalState, type DownloadSnapshot } from './managed-download.ts'
 import { probeRemoteFile, transferFile, type HttpAccess, type RemoteFileInfo, type RetryPolicy } from './remote-file.ts'
 
-export type DownloadState = 'queued' | 'downloading' | 'verifying' | 'done' | 'failed' | 'cancelled'
-
 export const PARTIAL_DIR = '.partial'
-
-export interface DownloadFileSnapshot {
-  /** A pull by name lists its blobs: the model's, the projector's, and the other layers (template, system, config). */
-  role: 'model' | 'mmproj' | 'layer'
-  source: string
-  file: string
-  bytes: number
-  total: number | null
-  /** Known from the hub before the download, or computed after it. */
-  sha256: string | null
-  /** The file was already in the folder (a projector shared with another quantisation). */
-  reused: boolean
-}
-
-export interface DownloadSnapshot {
-  id: string
-  /** `file`: files from Hugging Face or a URL; `registry`: a model pulled by its Ollama name. */
-  kind: 'file' | 'registry'
-  /** The registry a pull by name comes from (`registry.ollama.ai`, `127.0.0.1:5000`); null for files. */
-  registry: string | null
-  modelId: string
-  source: string
-  /** The model's file name (for a pull by name, its manifest's path in the folder); bytes and total count the projector too. */
-  file: string
-  mmproj: string | null
-  mmprojSource: string | null
-  state: DownloadState
-  bytes: number
-  total: number | null
-  rateBps: number
-  etaSeconds: number | null
-  error: string | null
-  errorCode: string | null
-  files: DownloadFileSnapshot[]
-  createdAt: number
-  finishedAt: number | null
-}
-
-/**
- * What the manager, the API and the command line need of a download, whatever it fetches: files
- * (DownloadJob) or a model by its Ollama name (RegistryPullJob).
- */
-export interface ManagedDownload {
-  readonly id: string
-  readonly modelId: string
-  /** Settles once what can be checked before the transfer is checked (or the job failed before that). */
-  readonly prepared: Promise<void>
-  /** Settles with the final snapshot; never rejects. */
-  readonly finished: Promise<DownloadSnapshot>
-  readonly currentState: DownloadState
-  readonly failure: DownloadError | undefined
-  /** The final paths this job will write, to keep two jobs off the same file. */
-  readonly targetPaths: string[]
-  /** Bytes still to be written, for the other jobs' disk-space check. */
-  remainingBytes(): number
-  /** The user stops it. */
-  cancel(): void
-  /** The process stops: what came stays for the next pull of the same source. */
-  interrupt(): void
-  /** Removes what a stopped job kept for resuming (`keepFiles`: another job resumes from it) and marks it cancelled. */
-  discard(keepFiles?: boolean): Promise<void>
-  subscribe(listener: (snapshot: DownloadSnapshot) => void): () => void
-  snapshot(): DownloadSnapshot
-}
 
 export interface DownloadJobContext {
   modelsDir: string
@@ -117,42 +52,20 @@ interface JobFile {
   reused: boolean
 }
 
-const FINAL: ReadonlySet<DownloadState> = new Set(['done', 'failed', 'cancelled'])
-export const PROGRESS_INTERVAL_MS = 250
-
-export function isFinalState(state: DownloadState): boolean {
-  return FINAL.has(state)
-}
-
-/** Why the job's signal fired: the user cancelled, or the process is stopping (keep partial files). */
-const CANCELLED = Symbol('cancelled')
-const INTERRUPTED = Symbol('interrupted')
-
-export class DownloadJob implements ManagedDownload {
+/** `prepared` settles once the sizes are known and the space is checked (or the job failed before that). */
+export class DownloadJob extends DownloadLifecycle {
   readonly id: string
   readonly modelId: string
-  readonly createdAt = Date.now()
-  /** Settles once the sizes are known and the space is checked (or the job failed before that). */
-  readonly prepared: Promise<void>
-  /** Settles with the final snapshot; never rejects. */
   readonly finished: Promise<DownloadSnapshot>
 
-  private state: DownloadState = 'queued'
-  private error: DownloadError | undefined
-  private finishedAt: number | undefined
   private readonly files: JobFile[]
-  private readonly controller = new AbortController()
-  private readonly meter = new RateMeter()
-  private readonly listeners = new Set<(snapshot: DownloadSnapshot) => void>()
-  private lastEmit = 0
-  private downloadStartedAt: number | undefined
   private bytesAtStart = 0
-  private markPrepared!: () => void
 
   constructor(
     request: DownloadJobRequest,
     private readonly ctx: DownloadJobContext,
   ) {
+    super()
     this.id = request.id
     this.modelId = request.modelId
     const partialDir = join(ctx.modelsDir, PARTIAL_DIR)
@@ -170,16 +83,7 @@ export class DownloadJob implements ManagedDownload {
       reused: false,
     })
     this.files = [file('model', request.model), ...(request.mmproj ? [file('mmproj', request.mmproj)] : [])]
-    this.prepared = new Promise((resolve) => (this.markPrepared = resolve))
     this.finished = this.run()
-  }
-
-  get currentState(): DownloadState {
-    return this.state
-  }
-
-  get failure(): DownloadError | undefined {
-    return this.error
   }
 
   /** The final paths this job will write, to keep two jobs off the same file. */
@@ -192,15 +96,6 @@ export class DownloadJob implements ManagedDownload {
     return this.files.reduce((sum, f) => sum + (f.reused || f.total === undefined ? 0 : Math.max(0, f.total - f.bytes)), 0)
   }
 
-  cancel(): void {
-    if (!isFinalState(this.state)) this.controller.abort(CANCELLED)
-  }
-
-  /** Stops without discarding: the partial files stay for the next pull of the same source. */
-  interrupt(): void {
-    if (!isFinalState(this.state)) this.controller.abort(INTERRUPTED)
-  }
-
   /**
    * Removes what a failed job kept for resuming, and marks it cancelled. `keepFiles` when a newer
    * job is resuming from the same partial files.
@@ -210,11 +105,6 @@ export class DownloadJob implements ManagedDownload {
     if (!keepFiles) await this.removePartials()
     this.state = 'cancelled'
     this.emit(true)
-  }
-
-  subscribe(listener: (snapshot: DownloadSnapshot) => void): () => void {
-    this.listeners.add(listener)
-    return () => this.listeners.delete(listener)
   }
 
   snapshot(): DownloadSnapshot {
@@ -414,14 +304,14 @@ export class DownloadJob implements ManagedDownload {
   }
 
   private async fail(e: unknown): Promise<void> {
-    const reason = this.controller.signal.aborted ? this.controller.signal.reason : undefined
+    const reason = this.stopReason()
     this.finishedAt = Date.now()
-    if (reason === CANCELLED) {
+    if (reason === 'cancelled') {
       await this.removePartials()
       this.setState('cancelled')
       return
     }
-    if (reason === INTERRUPTED) {
+    if (reason === 'interrupted') {
       this.error = new DownloadError('network', 'The download was interrupted (the server stopped); pull the same source again to resume')
       this.setState('failed')
       return
@@ -442,20 +332,6 @@ export class DownloadJob implements ManagedDownload {
       await rm(f.partialPath, { force: true }).catch(() => undefined)
       await rm(`${f.partialPath}.json`, { force: true }).catch(() => undefined)
     }
-  }
-
-  private setState(state: DownloadState): void {
-    this.state = state
-    if (state === 'downloading') this.meter.reset()
-    this.emit(true)
-  }
-
-  private emit(force: boolean): void {
-    const now = Date.now()
-    if (!force && now - this.lastEmit < PROGRESS_INTERVAL_MS) return
-    this.lastEmit = now
-    const snapshot = this.snapshot()
-    for (const listener of this.listeners) listener(snapshot)
   }
 }
 

@@ -16,15 +16,8 @@ import { OLLAMA_DEFAULT_HOST } from '../sources/ollama-names.ts'
 import { pulledOllamaDir } from '../sources/pulled-store.ts'
 import { formatBytes } from '../format-bytes.ts'
 import { DownloadError } from './download-error.ts'
-import {
-  isFinalState,
-  PROGRESS_INTERVAL_MS,
-  type DownloadFileSnapshot,
-  type DownloadSnapshot,
-  type DownloadState,
-  type ManagedDownload,
-} from './download-job.ts'
-import { etaSeconds, RateMeter } from './download-progress.ts'
+import { etaSeconds } from './download-progress.ts'
+import { DownloadLifecycle, isFinalState, type DownloadFileSnapshot, type DownloadSnapshot } from './managed-download.ts'
 import { blobFileName } from './ollama-blob-download.ts'
 import { pullOllamaModel, type OllamaPullEvent, type OllamaPullOptions } from './ollama-pull.ts'
 import type { PullName } from './ollama-pull-name.ts'
@@ -54,20 +47,12 @@ interface Blob {
   reused: boolean
 }
 
-const CANCELLED = Symbol('cancelled')
-const INTERRUPTED = Symbol('interrupted')
-
-export class RegistryPullJob implements ManagedDownload {
+export class RegistryPullJob extends DownloadLifecycle {
   readonly id: string
   /** The name it is served under once pulled (`qwen3:0.6b`). */
   readonly modelId: string
-  readonly createdAt = Date.now()
-  readonly prepared: Promise<void>
   readonly finished: Promise<DownloadSnapshot>
 
-  private state: DownloadState = 'queued'
-  private error: DownloadError | undefined
-  private finishedAt: number | undefined
   private readonly store: string
   private readonly manifest: string
   private blobs: Blob[] = []
@@ -77,33 +62,18 @@ export class RegistryPullJob implements ManagedDownload {
   private downloaded = 0
   /** What a stopped job left in partial files; discard removes it. */
   private keeps = false
-  private readonly controller = new AbortController()
-  private readonly meter = new RateMeter()
-  private readonly listeners = new Set<(snapshot: DownloadSnapshot) => void>()
-  private lastEmit = 0
-  private trailingEmit: NodeJS.Timeout | undefined
-  private downloadStartedAt: number | undefined
-  private markPrepared!: () => void
 
   constructor(
     id: string,
     private readonly name: RegistryName,
     private readonly ctx: RegistryPullJobContext,
   ) {
+    super()
     this.id = id
     this.modelId = name.shortName
     this.store = pulledOllamaDir(ctx.modelsDir)
     this.manifest = manifestPath(this.store, name.name)
-    this.prepared = new Promise((resolve) => (this.markPrepared = resolve))
     this.finished = this.run()
-  }
-
-  get currentState(): DownloadState {
-    return this.state
-  }
-
-  get failure(): DownloadError | undefined {
-    return this.error
   }
 
   /** The manifest, and each blob once the manifest named them. */
@@ -114,14 +84,6 @@ export class RegistryPullJob implements ManagedDownload {
   remainingBytes(): number {
     if (isFinalState(this.state) || this.total === null) return 0
     return Math.max(0, this.total - this.bytes)
-  }
-
-  cancel(): void {
-    if (!isFinalState(this.state)) this.controller.abort(CANCELLED)
-  }
-
-  interrupt(): void {
-    if (!isFinalState(this.state)) this.controller.abort(INTERRUPTED)
   }
 
   /**
@@ -151,11 +113,6 @@ export class RegistryPullJob implements ManagedDownload {
     this.keeps = false
     if (this.state === 'cancelled') this.error = undefined
     this.emit(true)
-  }
-
-  subscribe(listener: (snapshot: DownloadSnapshot) => void): () => void {
-    this.listeners.add(listener)
-    return () => this.listeners.delete(listener)
   }
 
   snapshot(): DownloadSnapshot {
@@ -268,11 +225,11 @@ export class RegistryPullJob implements ManagedDownload {
   }
 
   private fail(e: unknown): void {
-    const reason = this.controller.signal.aborted ? this.controller.signal.reason : undefined
+    const reason = this.stopReason()
     this.finishedAt = Date.now()
     const partial = this.blobs.reduce((sum, b) => sum + (b.completed < b.layer.size ? b.completed : 0), 0)
     this.keeps = partial > 0 || this.blobs.length > 0
-    if (reason === CANCELLED) {
+    if (reason === 'cancelled') {
       this.error =
         partial > 0
           ? new DownloadError(
@@ -283,7 +240,7 @@ export class RegistryPullJob implements ManagedDownload {
       this.setState('cancelled')
       return
     }
-    if (reason === INTERRUPTED) {
+    if (reason === 'interrupted') {
       this.error = new DownloadError('network', `The pull was interrupted (the server stopped); pull ${this.name.shortName} again to resume`)
       this.setState('failed')
       return
@@ -294,26 +251,6 @@ export class RegistryPullJob implements ManagedDownload {
       this.error = new DownloadError('network', `${this.error.message}; if ${this.name.name.host} serves plain http, pull with insecure`, this.error.param)
     }
     this.setState('failed')
-  }
-
-  private setState(state: DownloadState): void {
-    this.state = state
-    if (state === 'downloading') this.meter.reset()
-    this.emit(true)
-  }
-
-  private emit(force: boolean): void {
-    const wait = PROGRESS_INTERVAL_MS - (Date.now() - this.lastEmit)
-    if (!force && wait > 0) {
-      // Held back, not dropped: the last progress before a stall reaches the listeners too.
-      this.trailingEmit ??= setTimeout(() => this.emit(true), wait)
-      return
-    }
-    clearTimeout(this.trailingEmit)
-    this.trailingEmit = undefined
-    this.lastEmit = Date.now()
-    const snapshot = this.snapshot()
-    for (const listener of this.listeners) listener(snapshot)
   }
 }
 
