@@ -16,9 +16,9 @@ import type { SpeculationPlan } from '../engine-jobs.ts'
  * what came after each 24 tokens, so it keeps drafting through text that repeats itself. Chosen by
  * replaying the five cases' greedy answers (SmolLM2 and Gemma 3) through the pin's drafters
  * (ngram-simple with keys of 2 to 12 tokens, ngram-mod with 4 to 24, drafts of 8 to 64, each paced
- * and not) under the pass costs llama-server measured: the chain had the second-best geometric mean
- * (1.53×, ngram-mod alone 1.55×) and the best edit, where ngram-mod alone drafts worse
- * (docs/benchmarks.md#speculative-decoding).
+ * and not), then checked live (`npm run bench -- --only speculative`). Replayed again at the pass
+ * costs llama-server measures (every row's logits), no setting drafts Gemma 3's edit more than 7 %
+ * faster without drafting another case worse (docs/benchmarks.md#speculative-decoding).
  */
 export const NGRAM_DRAFT = {
   types: ['ngram-simple', 'ngram-mod'],
