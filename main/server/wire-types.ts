@@ -7,7 +7,7 @@
 import type { Capability, ModelKind } from '../../models/catalog/model-kinds.ts'
 import type { ModelSourceKind } from '../../models/catalog/model-record.ts'
 import type { RecommendedModel } from '../../models/catalog/recommended-models.ts'
-import type { DownloadState } from '../../models/downloads/managed-download.ts'
+import type { DownloadFileSnapshot, DownloadState } from '../../models/downloads/managed-download.ts'
 import type { RemoteHealth } from '../../engines/remote/remote-pool.ts'
 
 export type { Capability, DownloadState, ModelKind, ModelSourceKind, RecommendedModel, RemoteHealth }
@@ -122,15 +122,7 @@ export interface DownloadObject {
   mmproj: string | null
   mmproj_source: string | null
   /** A pull by name lists its blobs (`source` the digest; `layer` for the template, system prompt, config …). */
-  files: Array<{
-    role: 'model' | 'mmproj' | 'layer'
-    source: string
-    file: string
-    bytes: number
-    total: number | null
-    sha256: string | null
-    reused: boolean
-  }>
+  files: DownloadFileSnapshot[]
   /** Unix seconds. */
   created: number
   finished: number | null
