@@ -17,8 +17,9 @@ import type { SpeculationPlan } from '../engine-jobs.ts'
  * replaying the five cases' greedy answers (SmolLM2 and Gemma 3) through the pin's drafters
  * (ngram-simple with keys of 2 to 12 tokens, ngram-mod with 4 to 24, drafts of 8 to 64, each paced
  * and not), then checked live (`npm run bench -- --only speculative`). Replayed again at the pass
- * costs llama-server measures (every row's logits), no setting drafts Gemma 3's edit more than 7 %
- * faster without drafting another case worse (docs/benchmarks.md#speculative-decoding).
+ * costs llama-server measures (every row's logits), no setting drafted Gemma 3's edit more than 7 %
+ * faster without drafting another case worse; making a verification row cheaper (patch `ggml-11`)
+ * did what no setting could (docs/benchmarks.md#speculative-decoding).
  */
 export const NGRAM_DRAFT = {
   types: ['ngram-simple', 'ngram-mod'],
