@@ -344,7 +344,8 @@ describeIf(
     await spareLender.stop('SIGKILL')
     const name = new URL(spareLender.url).host.replace(/\./g, '\\.')
     await expect.poll(async () => (await pooledListing('smol-pooled-once')).pool_problem, { timeout: 5_000 }).toMatch(new RegExp(`^lender ${name} dropped off`))
-    expect((await pooledListing('smol-pooled-once')).state).toBe('available')
+    // The problem is written as the engine is told to stop; its process takes a moment to exit.
+    await expect.poll(async () => (await pooledListing('smol-pooled-once')).state, { timeout: 5_000 }).toBe('available')
   })
 })
 
